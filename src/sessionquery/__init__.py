@@ -1,0 +1,1 @@
+"""sessionquery: search, trace and read past agent sessions, scoped to the caller's workspace."""

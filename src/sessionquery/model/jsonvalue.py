@@ -1,0 +1,192 @@
+"""Lossless JSON values, validated and deep-frozen.
+
+Stored history must never change after it is written, and every API hands out the same
+objects it stores. So event data is validated once (only ``dict`` with ``str`` keys, ``list``
+or ``tuple``, ``str``, ``int``, finite ``float``, ``bool`` and ``None``; strings must be
+encodable as UTF-8) and converted into :class:`FrozenDict` / :class:`FrozenList`.
+
+Both are subclasses of ``dict`` and ``list``: they compare equal to plain values, ``json``
+serialises them directly and ``isinstance(data, dict)`` holds, but every mutating method
+raises ``TypeError``. Converting back with :func:`thaw` gives ordinary mutable copies.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn
+
+__all__ = [
+    "FrozenDict",
+    "FrozenList",
+    "JsonValue",
+    "canonical_json",
+    "freeze_json",
+    "thaw",
+]
+
+JsonValue = Any
+"""A lossless JSON value (see the module docstring); ``Any`` because JSON is recursive."""
+
+
+def _immutable(*_args: object, **_kwargs: object) -> NoReturn:
+    raise TypeError("stored session data is immutable; use sessionquery.model.thaw() to copy it")
+
+
+class FrozenDict(dict[str, Any]):
+    """A ``dict`` whose contents cannot be changed after construction."""
+
+    __slots__ = ("_hash",)
+    _hash: int
+
+    __setitem__ = _immutable
+    __delitem__ = _immutable
+    __ior__ = _immutable
+    clear = _immutable
+    pop = _immutable
+    popitem = _immutable
+    setdefault = _immutable
+    update = _immutable
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        try:
+            return self._hash
+        except AttributeError:
+            value = hash(frozenset(self.items()))
+            object.__setattr__(self, "_hash", value)
+            return value
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> FrozenDict:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_dict, (dict(self),))
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({dict.__repr__(self)})"
+
+
+class FrozenList(list[Any]):
+    """A ``list`` whose contents cannot be changed after construction."""
+
+    __slots__ = ("_hash",)
+    _hash: int
+
+    __setitem__ = _immutable
+    __delitem__ = _immutable
+    __iadd__ = _immutable
+    __imul__ = _immutable
+    append = _immutable
+    clear = _immutable
+    extend = _immutable
+    insert = _immutable
+    pop = _immutable
+    remove = _immutable
+    reverse = _immutable
+    sort = _immutable
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        try:
+            return self._hash
+        except AttributeError:
+            value = hash(tuple(self))
+            object.__setattr__(self, "_hash", value)
+            return value
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> FrozenList:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_list, (list(self),))
+
+    def __repr__(self) -> str:
+        return f"FrozenList({list.__repr__(self)})"
+
+
+def _rebuild_dict(value: dict[str, Any]) -> FrozenDict:
+    return FrozenDict(value)
+
+
+def _rebuild_list(value: Iterable[Any]) -> FrozenList:
+    return FrozenList(value)
+
+
+def _check_str(value: str, where: str) -> None:
+    if value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{where}: string is not valid Unicode (lone surrogate)") from None
+
+
+def freeze_json(value: object, where: str = "data") -> JsonValue:
+    """Validate ``value`` as lossless JSON and return a deep-frozen copy.
+
+    Already-frozen containers are re-checked only shallowly: they were validated when built.
+
+    Raises:
+        ValueError: naming the path of the first offending value.
+    """
+    if value is None or value is True or value is False:
+        return value
+    kind = type(value)
+    if kind is str:
+        _check_str(value, where)  # type: ignore[arg-type]
+        return value
+    if kind is int:
+        return value
+    if kind is float:
+        if not math.isfinite(value):  # type: ignore[arg-type]
+            raise ValueError(f"{where}: {value!r} is not a finite JSON number")
+        return value
+    if kind is FrozenDict or kind is FrozenList:
+        return value
+    if isinstance(value, Mapping):
+        items: dict[str, Any] = {}
+        for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
+            if type(key) is not str:
+                raise ValueError(f"{where}: object key {key!r} is not a string")
+            _check_str(key, where)
+            items[key] = freeze_json(item, f"{where}.{key}")
+        return FrozenDict(items)
+    if isinstance(value, list | tuple):
+        return FrozenList(
+            freeze_json(item, f"{where}[{index}]")
+            for index, item in enumerate(value)  # pyright: ignore[reportUnknownArgumentType]
+        )
+    if isinstance(value, bool | int | float | str):
+        # Subclasses (enums, numpy scalars...) are normalised to the plain JSON type.
+        return freeze_json(_plain_scalar(value), where)
+    raise ValueError(f"{where}: {kind.__name__} is not a JSON value")
+
+
+def _plain_scalar(value: bool | int | float | str) -> bool | int | float | str:
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return str(value)
+
+
+def thaw(value: JsonValue) -> JsonValue:
+    """Return a plain, mutable deep copy of a (possibly frozen) JSON value."""
+    if isinstance(value, dict):
+        return {key: thaw(item) for key, item in value.items()}  # pyright: ignore
+    if isinstance(value, list):
+        return [thaw(item) for item in value]  # pyright: ignore
+    return value
+
+
+def canonical_json(value: JsonValue) -> str:
+    """The one canonical JSON text used for hashing and comparing values."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,128 @@
+"""Crash-tail repair: the events that close a turn a crash left open.
+
+A process that dies mid-turn leaves a log whose last turn never ended, perhaps with tool
+calls that never got results. :func:`interrupted_turn_closers` computes the events that
+would close it. Reads of persisted logs append them **in memory only**; nothing here writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sessionquery.model.event import SessionEvent
+
+__all__ = ["interrupted_turn_closers"]
+
+_OUTCOME_UNKNOWN_TEXT = (
+    "The session ended while this tool call was running, so its outcome is unknown. "
+    "Check the current state before relying on it, and repeat the call only if it is "
+    "safe to run twice (read-only or idempotent)."
+)
+_NOT_STARTED_TEXT = (
+    "The session ended before this tool call was recorded as started; it did not run. "
+    "Make the call again if it is still needed."
+)
+
+
+@dataclass(slots=True)
+class _Pending:
+    step: Any
+    call_seq: int | None = None
+
+
+def interrupted_turn_closers(events: Sequence[SessionEvent]) -> list[SessionEvent]:
+    """Events that close the log's open turn, or ``[]`` when no turn is open.
+
+    In order: one error ``tool/result`` per pending tool call (in call order), ``step/end``
+    if a step is open, then ``turn/end`` with reason ``interrupted``. They are numbered from
+    the next seq and carry the last event's time.
+    """
+    turn: Any = None
+    step: Any = None
+    turn_open = step_open = False
+    pending: dict[str, _Pending] = {}
+    for event in events:
+        data: Any = event.data if isinstance(event.data, dict) else {}
+        kind = event.type
+        if kind == "turn/start":
+            turn, turn_open, step_open = data.get("turn"), True, False
+            pending.clear()
+        elif kind == "turn/end":
+            turn_open = step_open = False
+            pending.clear()
+        elif kind == "step/start":
+            step, step_open = data.get("step"), True
+        elif kind == "step/end":
+            step_open = False
+            pending.clear()
+        elif kind == "assistant/message":
+            for block in _content(data.get("message")):
+                if block.get("type") == "tool-call" and isinstance(block.get("id"), str):
+                    pending.setdefault(block["id"], _Pending(step=data.get("step")))
+        elif kind == "tool/call":
+            entry = pending.get(data.get("callId"))
+            if entry is not None and entry.call_seq is None:
+                entry.call_seq = event.seq
+        elif kind == "tool/result":
+            source = _dict(_dict(data.get("message")).get("source"))
+            pending.pop(source.get("callId"), None)  # type: ignore[arg-type]
+    if not turn_open or not events:
+        return []
+    seq, time = events[-1].seq + 1, events[-1].time
+    closers: list[SessionEvent] = []
+    for call_id, entry in pending.items():
+        closers.append(_interrupted_result(call_id, entry, turn, seq, time))
+        seq += 1
+    if step_open:
+        closers.append(SessionEvent("step/end", seq, time, {"turn": turn, "step": step}))
+        seq += 1
+    closers.append(
+        SessionEvent("turn/end", seq, time, {"turn": turn, "reason": {"kind": "interrupted"}})
+    )
+    return closers
+
+
+def _interrupted_result(
+    call_id: str, entry: _Pending, turn: Any, seq: int, time: int
+) -> SessionEvent:
+    started = entry.call_seq is not None
+    error = (
+        {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
+        if started
+        else {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
+    )
+    text = _OUTCOME_UNKNOWN_TEXT if started else _NOT_STARTED_TEXT
+    message = {
+        "id": f"interrupted-tool-result-{call_id}-{seq}",
+        "role": "user",
+        "source": {"kind": "tool", "callId": call_id},
+        "content": [
+            {
+                "type": "tool-result",
+                "toolCallId": call_id,
+                "isError": True,
+                "content": [{"type": "text", "text": text}],
+            }
+        ],
+    }
+    return SessionEvent(
+        "tool/result",
+        seq,
+        time,
+        {"turn": turn, "step": entry.step, "message": message, "error": error},
+        surface_op="append",
+        source_event_seqs=(entry.call_seq,) if entry.call_seq is not None else None,
+    )
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+def _content(message: object) -> list[dict[str, Any]]:
+    content = _dict(message).get("content")
+    if not isinstance(content, list):
+        return []
+    return [block for block in content if isinstance(block, dict)]  # pyright: ignore

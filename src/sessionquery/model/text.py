@@ -1,0 +1,83 @@
+"""Semantic text: the searchable words of one event.
+
+One definition feeds ``filter_events``, the search index and the tools. Reasoning is never
+searchable; structural events (turn and step boundaries, titles, system messages, unknown
+types) have no text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sessionquery.model.event import SessionEvent
+
+__all__ = ["extract_event_text"]
+
+_TURN_END_TEXT = {"aborted": "aborted", "max-tokens": "max-tokens", "interrupted": "interrupted"}
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]
+
+
+def _block_parts(blocks: object) -> Iterator[object]:
+    for item in _list(blocks):
+        block = _dict(item)
+        kind = block.get("type")
+        if kind == "text":
+            yield block.get("text")
+        elif kind == "tool-call":
+            yield block.get("name")
+            yield block.get("arguments")
+        elif kind == "tool-result":
+            yield from _block_parts(block.get("content"))
+
+
+def _parts(event: SessionEvent) -> Iterator[object]:
+    data = _dict(event.data)
+    kind = event.type
+    if kind == "user/message":
+        yield from _block_parts(data.get("content"))
+    elif kind == "assistant/message":
+        yield from _block_parts(_dict(data.get("message")).get("content"))
+    elif kind == "tool/call":
+        yield data.get("name")
+        yield data.get("arguments")
+    elif kind == "tool/result":
+        yield from _block_parts(_dict(data.get("message")).get("content"))
+        error = _dict(data.get("error"))
+        yield error.get("name")
+        yield error.get("code")
+    elif kind == "todo/write":
+        for item in _list(data.get("todos")):
+            todo = _dict(item)
+            yield todo.get("status")
+            yield todo.get("content")
+    elif kind == "turn/end":
+        reason = _dict(data.get("reason"))
+        reason_kind = reason.get("kind")
+        if reason_kind == "error":
+            yield "error"
+            yield _dict(reason.get("error")).get("message")
+        elif isinstance(reason_kind, str) and reason_kind in _TURN_END_TEXT:
+            yield _TURN_END_TEXT[reason_kind]
+
+
+def extract_event_text(event: SessionEvent) -> str:
+    """The searchable text of ``event``: parts trimmed, empty parts dropped, joined by newline.
+
+    ``tool-call`` arguments that are not strings (structured JSON) are not text and are
+    skipped, as are any other non-string parts.
+    """
+    parts: list[str] = []
+    for part in _parts(event):
+        if isinstance(part, str):
+            stripped = part.strip()
+            if stripped:
+                parts.append(stripped)
+    return "\n".join(parts)

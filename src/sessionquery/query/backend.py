@@ -1,0 +1,97 @@
+"""The seam between the query service and a full-text search backend.
+
+The service owns the corpus (live store first, then persistence); a backend such as
+:class:`sessionquery.search.sqlite.SqliteSearch` is handed a :class:`Corpus` view on every
+call and derives its index from it. Backends never write to persistence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.persistence.base import PersistedSession, SessionPersistence
+from sessionquery.query.cancel import CancelToken
+from sessionquery.query.filters import EventFilter, SessionFilter
+from sessionquery.query.types import EventSearchPage, SessionLog, SessionSearchPage
+
+__all__ = ["Corpus", "LiveSnapshot", "SearchBackend"]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSnapshot:
+    """A live session cut at one length: header, inherited prefix and events ``0..n-1``."""
+
+    header: SessionHeader
+    inherited_event_count: int
+    events: Sequence[SessionEvent]
+
+
+@runtime_checkable
+class Corpus(Protocol):
+    """What a search backend may read of the service's corpus. Errors are already mapped to
+    ``SessionQueryError`` (``PERSISTENCE_FAILED``, ``CORRUPT_SESSION``, ``ABORTED``...)."""
+
+    @property
+    def persistence(self) -> SessionPersistence | None:
+        """The bound persistence, or ``None``."""
+        ...
+
+    def live_ids(self) -> frozenset[str]:
+        """Ids of the sessions live right now (cheap)."""
+        ...
+
+    def live_snapshots(self) -> list[LiveSnapshot]:
+        """Every live session, each cut at its current length."""
+        ...
+
+    def list_persisted(self, cancel: CancelToken | None = None) -> list[PersistedSession]:
+        """The persistence listing (empty without persistence)."""
+        ...
+
+    def read_persisted(self, session_id: str, cancel: CancelToken | None = None) -> SessionLog:
+        """A cold read of one persisted log, crash-tail closers appended in memory."""
+        ...
+
+    def change_token(self) -> str | None:
+        """The persistence's O(1) store-wide change token, or ``None`` if it offers none."""
+        ...
+
+
+@runtime_checkable
+class SearchBackend(Protocol):
+    """A full-text search backend plugged in as ``SessionQuery(search=...)``."""
+
+    def search_sessions(
+        self,
+        corpus: Corpus,
+        query: str,
+        *,
+        session_filters: Sequence[SessionFilter] = (),
+        event_filters: Sequence[EventFilter] = (),
+        limit: int | None = None,
+        cursor: str | None = None,
+        cancel: CancelToken | None = None,
+    ) -> SessionSearchPage:
+        """Sessions matching ``query``, each with its best event (SPEC §7)."""
+        ...
+
+    def search_events(
+        self,
+        corpus: Corpus,
+        session_id: str,
+        query: str,
+        *,
+        filters: Sequence[EventFilter] = (),
+        limit: int | None = None,
+        cursor: str | None = None,
+        cancel: CancelToken | None = None,
+    ) -> EventSearchPage:
+        """Events of one session matching ``query`` (SPEC §7)."""
+        ...
+
+    def close(self) -> None:
+        """Release the backend's resources; idempotent."""
+        ...

@@ -1,0 +1,182 @@
+"""Result types of the query service (SPEC §6). All frozen and detached from storage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from sessionquery.errors import SessionQueryError
+from sessionquery.model import SessionEvent, SessionHeader, SurfaceClass, TitleSnapshot
+
+__all__ = [
+    "Availability",
+    "EventDocument",
+    "EventRecord",
+    "EventSearchHit",
+    "EventSearchPage",
+    "EventTrace",
+    "EventWindow",
+    "LineageNode",
+    "LineageTrace",
+    "SessionLog",
+    "SessionRecord",
+    "SessionSearchHit",
+    "SessionSearchPage",
+    "SurfaceSnapshot",
+    "TitleResult",
+]
+
+Availability = Literal["live", "persisted"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """A session as listed: its header and where it is available."""
+
+    header: SessionHeader
+    live: bool
+    persisted: bool
+
+    @property
+    def id(self) -> str:
+        """The session id (``header.id``)."""
+        return self.header.id
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLog:
+    """A whole, replay-validated session log."""
+
+    session: SessionHeader
+    inherited_event_count: int
+    events: tuple[SessionEvent, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """One raw event's metadata and surface class."""
+
+    session_id: str
+    seq: int
+    type: str
+    time: int
+    surface: SurfaceClass
+
+
+@dataclass(frozen=True, slots=True)
+class EventDocument:
+    """One event's searchable text with its metadata."""
+
+    session_id: str
+    seq: int
+    type: str
+    time: int
+    surface: SurfaceClass
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TitleResult:
+    """One id's title read: ``header`` and ``title`` on success, ``error`` on failure."""
+
+    session_id: str
+    header: SessionHeader | None
+    title: TitleSnapshot | None
+    error: SessionQueryError | None
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceSnapshot:
+    """The current surface events in surface order."""
+
+    session: SessionHeader
+    inherited_event_count: int
+    captured_through_seq: int | None
+    events: tuple[SessionEvent, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EventWindow:
+    """One event with raw neighbours ``start_seq .. end_seq`` (inclusive)."""
+
+    session: SessionHeader
+    inherited_event_count: int
+    target: SessionEvent
+    events: tuple[SessionEvent, ...]
+    start_seq: int
+    end_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class LineageNode:
+    """A descendant session and its own descendants."""
+
+    record: SessionRecord
+    descendants: tuple[LineageNode, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LineageTrace:
+    """The lineage around one session.
+
+    ``ancestors`` are nearest first. ``complete`` is false when a parent id is missing from
+    the corpus (then ``root`` is ``None`` and ``unresolved_parent_id`` names it).
+    """
+
+    target: SessionRecord
+    ancestors: tuple[SessionRecord, ...]
+    descendants: tuple[LineageNode, ...]
+    complete: bool
+    root: SessionRecord | None
+    unresolved_parent_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EventTrace:
+    """Every direct replacement and citation relationship of one event."""
+
+    session: SessionHeader
+    target: EventRecord
+    replaced_by: int | None
+    replacement_chain: tuple[int, ...]
+    replaced_event_seqs: tuple[int, ...]
+    source_event_seqs: tuple[int, ...]
+    derived_event_seqs: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EventSearchHit:
+    """A matching event with a snippet around the first match."""
+
+    session_id: str
+    seq: int
+    type: str
+    time: int
+    surface: SurfaceClass
+    snippet: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSearchHit:
+    """A matching session with its best-matching event."""
+
+    record: SessionRecord
+    best_match: EventSearchHit
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSearchPage:
+    """One page of session hits; ``next_cursor`` is set iff more exist."""
+
+    items: Sequence[SessionSearchHit]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventSearchPage:
+    """One page of event hits in one session (the header is present even with no hits)."""
+
+    session: SessionHeader
+    items: Sequence[EventSearchHit]
+    next_cursor: str | None = None
