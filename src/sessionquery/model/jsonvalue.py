@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 __all__ = [
     "FrozenDict",
@@ -37,8 +37,9 @@ def _immutable(*_args: object, **_kwargs: object) -> NoReturn:
 class FrozenDict(dict[str, Any]):
     """A ``dict`` whose contents cannot be changed after construction."""
 
-    __slots__ = ("_hash",)
+    __slots__ = ("_hash", "_validated")
     _hash: int
+    _validated: bool
 
     __setitem__ = _immutable
     __delitem__ = _immutable
@@ -73,8 +74,9 @@ class FrozenDict(dict[str, Any]):
 class FrozenList(list[Any]):
     """A ``list`` whose contents cannot be changed after construction."""
 
-    __slots__ = ("_hash",)
+    __slots__ = ("_hash", "_validated")
     _hash: int
+    _validated: bool
 
     __setitem__ = _immutable
     __delitem__ = _immutable
@@ -130,7 +132,9 @@ def _check_str(value: str, where: str) -> None:
 def freeze_json(value: object, where: str = "data") -> JsonValue:
     """Validate ``value`` as lossless JSON and return a deep-frozen copy.
 
-    Already-frozen containers are re-checked only shallowly: they were validated when built.
+    Containers that this function built are returned as they are (they were validated when
+    built); a ``FrozenDict``/``FrozenList`` constructed directly is validated and rebuilt like
+    any other container, since its constructor checks nothing.
 
     Raises:
         ValueError: naming the path of the first offending value.
@@ -147,7 +151,7 @@ def freeze_json(value: object, where: str = "data") -> JsonValue:
         if not math.isfinite(value):  # type: ignore[arg-type]
             raise ValueError(f"{where}: {value!r} is not a finite JSON number")
         return value
-    if kind is FrozenDict or kind is FrozenList:
+    if (kind is FrozenDict or kind is FrozenList) and _is_validated(value):
         return value
     if isinstance(value, Mapping):
         items: dict[str, Any] = {}
@@ -156,16 +160,30 @@ def freeze_json(value: object, where: str = "data") -> JsonValue:
                 raise ValueError(f"{where}: object key {key!r} is not a string")
             _check_str(key, where)
             items[key] = freeze_json(item, f"{where}.{key}")
-        return FrozenDict(items)
+        return _validated(FrozenDict(items))
     if isinstance(value, list | tuple):
-        return FrozenList(
-            freeze_json(item, f"{where}[{index}]")
-            for index, item in enumerate(value)  # pyright: ignore[reportUnknownArgumentType]
+        return _validated(
+            FrozenList(
+                freeze_json(item, f"{where}[{index}]")
+                for index, item in enumerate(value)  # pyright: ignore[reportUnknownArgumentType]
+            )
         )
     if isinstance(value, bool | int | float | str):
         # Subclasses (enums, numpy scalars...) are normalised to the plain JSON type.
         return freeze_json(_plain_scalar(value), where)
     raise ValueError(f"{where}: {kind.__name__} is not a JSON value")
+
+
+def _is_validated(value: object) -> bool:
+    return getattr(value, "_validated", False) is True
+
+
+_Frozen = TypeVar("_Frozen", FrozenDict, FrozenList)
+
+
+def _validated(value: _Frozen) -> _Frozen:
+    object.__setattr__(value, "_validated", True)
+    return value
 
 
 def _plain_scalar(value: bool | int | float | str) -> bool | int | float | str:

@@ -1,0 +1,50 @@
+"""Shared pytest setup: an isolated environment per test and hypothesis profiles.
+
+Profiles (select with ``HYPOTHESIS_PROFILE``): ``ci`` (the default, modest example counts so
+the suite stays fast) and ``long`` (thorough, for a manual deep run).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "long",
+    max_examples=2000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_report_header() -> list[str]:
+    """Print the SQLite library version: FTS5 behaviour depends on it."""
+    return [f"sqlite: {sqlite3.sqlite_version}"]
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Point every home/config location at fresh temporary directories.
+
+    The library must never read the environment itself, but the CLI and MCP entry points do;
+    no test may touch the developer's real home or session store.
+    """
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))
+    monkeypatch.setenv("SESSIONQUERY_HOME", str(tmp_path_factory.mktemp("sessionquery_home")))
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+        monkeypatch.setenv(name, str(Path(home) / name.lower()))
