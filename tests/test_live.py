@@ -147,12 +147,13 @@ class FakeHandle:
 
 @dataclass
 class FakePersistence:
+    fail_flushes: int = 0  # given to each new handle
     handles: dict[str, FakeHandle] = field(default_factory=dict)
 
     def create(self, header: SessionHeader, *, inherited_event_count: int = 0) -> FakeHandle:
         if header.id in self.handles:
             raise FileExistsError(header.id)
-        handle = FakeHandle(header, inherited_event_count)
+        handle = FakeHandle(header, inherited_event_count, fail_flushes=self.fail_flushes)
         self.handles[header.id] = handle
         return handle
 
@@ -632,6 +633,21 @@ def test_subscriber_is_not_told_about_refused_appends_or_forks() -> None:
     assert changes == [StoreChange("created", "f")]
 
 
+def test_subscriber_sees_concurrent_appends_once_each_in_seq_order() -> None:
+    store = make_store()
+    sessions = [store.create(f"s{i}") for i in range(3)]
+    seen: dict[str, list[int]] = {s.id: [] for s in sessions}
+    store.subscribe(lambda c: seen[c.session_id].append(c.event.seq) if c.event else None)
+
+    def worker(index: int) -> None:
+        session = sessions[index % 3]
+        for n in range(100):
+            session.append("note", [index, n])
+
+    _run_threads(worker, 6)
+    assert all(seqs == list(range(200)) for seqs in seen.values())
+
+
 def test_failing_subscriber_is_logged_and_does_not_break_the_append(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -698,7 +714,17 @@ def test_create_opens_a_writer_with_the_header_and_inherited_count() -> None:
     assert persistence.handles["plain"].inherited_event_count == 0
     assert persistence.handles["seeded"].header == seeded.header
     assert persistence.handles["seeded"].inherited_event_count == 5
-    assert persistence.handles["seeded"].buffer == list(seeded.events)
+    assert persistence.handles["seeded"].durable == list(seeded.events)
+
+
+def test_seed_that_cannot_be_flushed_at_create_stays_buffered_for_the_next_flush() -> None:
+    persistence = FakePersistence(fail_flushes=1)
+    store = make_store(persistence)
+    session = store.create("s", seed=_seed())
+    handle = persistence.handles["s"]
+    assert (len(handle.buffer), handle.durable) == (8, [])
+    store.flush("s")
+    assert handle.durable == list(session.events)
 
 
 def test_persistence_refusing_create_leaves_no_live_session() -> None:

@@ -371,6 +371,14 @@ class Session:
             self._hand_over(self._handle)
             self._handle.flush()
 
+    def _make_seed_durable(self) -> None:
+        # A seed ends at a turn boundary, so it is flushed like a turn/end. create() is not a
+        # barrier, though: on failure the seed stays buffered and the next barrier raises.
+        try:
+            self.flush()
+        except (OSError, PersistenceError):
+            logger.warning("session %r: seed not yet durable; the next flush retries", self.id)
+
     def _try_hand_over(self) -> None:
         # Appends never wait for a running fsync: the flusher or the next append hands over.
         if not self._io_lock.acquire(blocking=False):
@@ -460,7 +468,9 @@ class SessionStore:
         ``parent_session`` is recorded as given; it may name a session that is absent or not
         live (lineage is checked only when traced). A non-empty ``seed`` (events with seqs
         ``0..n-1``, validated like appended events) makes the session seeded, with
-        ``inherited_event_count = len(seed)`` unless given.
+        ``inherited_event_count = len(seed)`` unless given. With a persistence, a seed is
+        flushed before ``create`` returns; if that write fails the seed stays buffered (a
+        warning is logged) and the next flush, ``turn/end`` or close raises the failure.
 
         Raises:
             ValueError: a duplicate live id, an invalid header field, an invalid seed or
@@ -631,8 +641,8 @@ class SessionStore:
                 handle=handle,
                 notifier=self._notifier,
             )
-            if handle is not None:
-                session._try_hand_over()
+            if handle is not None and seed:
+                session._make_seed_durable()
             with self._lock:
                 self._sessions[session_id] = session
                 self._notifier.enqueue(StoreChange("created", session_id))
