@@ -1,0 +1,386 @@
+"""The five tool workflows: authorize, query through the boundary, re-check, render.
+
+Every workflow follows the same order (reference contract §6.6): normalised arguments in;
+resolve the target (the caller's own session when ``session_id`` is omitted); **preflight**
+the target with ``filter_sessions([IdIn([id]), CwdIn([caller cwd])])``; run the one service
+call that supplies the payload; **post-check** the header that came back with it; read all
+titles with one ``read_title_snapshots`` call (each returned header post-checked too); render.
+
+Invariants: every service call goes through :class:`~sessionquery.tools.boundary.ServiceBoundary`;
+searches page internally and never show a cursor; ``session_search`` never returns the
+caller's own session nor a session outside the caller's workspace.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from typing import Protocol, TypeVar
+
+from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
+from sessionquery.query.cancel import CancelToken
+from sessionquery.query.filters import (
+    CwdIn,
+    EventFilter,
+    IdIn,
+    ParentIn,
+    SeqBetween,
+    SessionFilter,
+)
+from sessionquery.query.types import (
+    EventSearchHit,
+    EventSearchPage,
+    EventTrace,
+    EventWindow,
+    LineageTrace,
+    SessionRecord,
+    SessionSearchHit,
+    SessionSearchPage,
+    TitleResult,
+)
+from sessionquery.tools import render
+from sessionquery.tools.access import (
+    NO_WORKSPACE_SEARCH_MESSAGE,
+    ToolCaller,
+    is_authorized,
+    no_current_step,
+    project_lineage,
+    unauthorized,
+)
+from sessionquery.tools.arguments import (
+    EventReadArgs,
+    EventSearchArgs,
+    EventTraceArgs,
+    SessionSearchArgs,
+    TraceArgs,
+)
+from sessionquery.tools.boundary import SANITIZED_MESSAGES, ServiceBoundary, sanitize
+
+__all__ = ["Operations", "QueryService"]
+
+logger = logging.getLogger(__name__)
+
+H = TypeVar("H")
+
+
+class QueryService(Protocol):
+    """The part of :class:`sessionquery.query.SessionQuery` the tools use."""
+
+    def filter_sessions(
+        self, filters: Sequence[SessionFilter], *, cancel: CancelToken | None = None
+    ) -> list[SessionRecord]:
+        """Records matching every clause."""
+        ...
+
+    def read_title_snapshots(
+        self, ids: Sequence[str], *, cancel: CancelToken | None = None
+    ) -> list[TitleResult]:
+        """One title result per unique id."""
+        ...
+
+    def trace_session(self, session_id: str, *, cancel: CancelToken | None = None) -> LineageTrace:
+        """The lineage around one session."""
+        ...
+
+    def trace_event(
+        self, session_id: str, seq: int, *, cancel: CancelToken | None = None
+    ) -> EventTrace:
+        """The direct relationships of one event."""
+        ...
+
+    def read_event(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        before: int = 0,
+        after: int = 0,
+        cancel: CancelToken | None = None,
+    ) -> EventWindow:
+        """One event with raw neighbours."""
+        ...
+
+    def search_sessions(
+        self,
+        query: str,
+        *,
+        session_filters: Sequence[SessionFilter] = (),
+        event_filters: Sequence[EventFilter] = (),
+        limit: int | None = None,
+        cursor: str | None = None,
+        cancel: CancelToken | None = None,
+    ) -> SessionSearchPage:
+        """One page of session hits."""
+        ...
+
+    def search_events(
+        self,
+        session_id: str,
+        query: str,
+        *,
+        filters: Sequence[EventFilter] = (),
+        limit: int | None = None,
+        cursor: str | None = None,
+        cancel: CancelToken | None = None,
+    ) -> EventSearchPage:
+        """One page of event hits."""
+        ...
+
+
+class Operations:
+    """The workflows of one tool execution.
+
+    Args:
+        query: the query service.
+        caller: who is calling.
+        boundary: the sanitizer every service call goes through.
+        max_results: the search result cap.
+    """
+
+    def __init__(
+        self, query: QueryService, caller: ToolCaller, boundary: ServiceBoundary, max_results: int
+    ) -> None:
+        self._query = query
+        self._caller = caller
+        self._boundary = boundary
+        self._max = max_results
+
+    # --- the five tools ---------------------------------------------------------------------
+
+    def session_search(self, args: SessionSearchArgs) -> str:
+        """``session_search``: workspace sessions matching the query, best first."""
+        cwd = self._caller.cwd
+        if cwd is None:
+            raise SessionQueryError(ToolErrorCode.UNAUTHORIZED, NO_WORKSPACE_SEARCH_MESSAGE)
+        filters = list(args.session_filters)
+        if args.parent_ids is not None or args.include_root_sessions:
+            requested = args.parent_ids or ()
+            allowed = self._authorized_ids(requested)
+            parents: list[str | None] = [pid for pid in requested if pid in allowed]
+            if args.include_root_sessions:
+                parents.append(None)
+            if not parents:
+                return render.NO_SESSION_MATCHES
+            filters.append(ParentIn(tuple(parents)))
+        filters.append(CwdIn((cwd,)))
+        if args.empty:
+            return render.NO_SESSION_MATCHES
+        fetch = partial(self._session_page, args.query, tuple(filters), args.event_filters)
+        hits, capped = self._collect(fetch, self._acceptable_hit)
+        visible_parents = self._authorized_ids(
+            [p for hit in hits if (p := hit.record.header.parent_session) is not None]
+        )
+        titles = self._titles([hit.record.id for hit in hits])
+        rows = [
+            (hit, titles[hit.record.id], self._parent_text(hit, visible_parents)) for hit in hits
+        ]
+        return render.render_session_search(rows, capped=capped, cap=self._max)
+
+    def session_event_search(self, args: EventSearchArgs) -> str:
+        """``session_event_search``: one session's events matching the query."""
+        target = self._target(args.session_id)
+        self._preflight(target)
+        seq_from, seq_to = args.seq_from, args.seq_to
+        if target == self._caller.session_id:
+            current = self._caller.current_step_seq
+            if current is None:
+                raise no_current_step()
+            seq_to = current - 1 if seq_to is None else min(seq_to, current - 1)
+        title = self._titles([target])[target]
+        empty = args.empty or (
+            seq_to is not None and (seq_to < 0 or (seq_from is not None and seq_from > seq_to))
+        )
+        if empty:
+            return render.render_event_search(target, title, [], capped=False, cap=self._max)
+        filters: list[EventFilter] = []
+        if seq_from is not None or seq_to is not None:
+            filters.append(SeqBetween(seq_from, seq_to))
+        filters.extend(args.other_filters)
+        fetch = partial(self._event_page, target, args.query, tuple(filters))
+        hits, capped = self._collect(fetch, lambda _hit: True)
+        return render.render_event_search(target, title, hits, capped=capped, cap=self._max)
+
+    def session_trace(self, args: TraceArgs) -> str:
+        """``session_trace``: the visible lineage around one session."""
+        target = self._target(args.session_id)
+        self._preflight(target)
+        trace = self._boundary.run(lambda token: self._query.trace_session(target, cancel=token))
+        self._post_check(trace.target.id, trace.target.header.cwd, target)
+        lineage = project_lineage(trace, self._caller)
+        titles = self._titles(lineage.visible_ids())
+        return render.render_trace(lineage, titles)
+
+    def session_event_trace(self, args: EventTraceArgs) -> str:
+        """``session_event_trace``: every direct relationship of one event."""
+        target = self._target(args.session_id)
+        self._preflight(target)
+        trace = self._boundary.run(
+            lambda token: self._query.trace_event(target, args.seq, cancel=token)
+        )
+        self._post_check(trace.session.id, trace.session.cwd, target)
+        title = self._titles([target])[target]
+        return render.render_event_trace(trace, title)
+
+    def session_event_read(self, args: EventReadArgs) -> str:
+        """``session_event_read``: one full event and optional neighbour summaries."""
+        target = self._target(args.session_id)
+        self._preflight(target)
+        window = self._boundary.run(
+            lambda token: self._query.read_event(
+                target, args.seq, before=args.before, after=args.after, cancel=token
+            )
+        )
+        self._post_check(window.session.id, window.session.cwd, target)
+        title = self._titles([target])[target]
+        return render.render_event_read(window, title)
+
+    # --- authorization ----------------------------------------------------------------------
+
+    def _target(self, session_id: str | None) -> str:
+        target = session_id if session_id is not None else self._caller.session_id
+        if target is None:
+            raise SessionQueryError(
+                ToolErrorCode.INVALID_ARGUMENTS,
+                "session_id is required because this caller has no session of its own",
+            )
+        return target
+
+    def _preflight(self, target: str) -> None:
+        caller = self._caller
+        if target != caller.session_id and caller.cwd is None:
+            raise unauthorized()
+        records = self._boundary.run(
+            lambda token: self._query.filter_sessions(
+                [IdIn((target,)), CwdIn((caller.cwd,))], cancel=token
+            )
+        )
+        if len(records) != 1:
+            raise unauthorized()
+        record = records[0]
+        self._post_check(record.id, record.header.cwd, target)
+
+    def _post_check(self, seen_id: str, seen_cwd: str | None, target: str) -> None:
+        caller = self._caller
+        if seen_id != target:
+            raise unauthorized()
+        if seen_id == caller.session_id:
+            allowed = seen_cwd == caller.cwd
+        else:
+            allowed = caller.cwd is not None and seen_cwd == caller.cwd
+        if not allowed:
+            raise unauthorized()
+
+    def _authorized_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of ``ids`` the caller may name: its own id, and ids in its workspace."""
+        wanted = list(dict.fromkeys(ids))
+        allowed = {i for i in wanted if i == self._caller.session_id}
+        others = [i for i in wanted if i not in allowed]
+        cwd = self._caller.cwd
+        if others and cwd is not None:
+            records = self._boundary.run(
+                lambda token: self._query.filter_sessions(
+                    [IdIn(tuple(others)), CwdIn((cwd,))], cancel=token
+                )
+            )
+            allowed.update(r.id for r in records if is_authorized(r.header, self._caller))
+        return allowed
+
+    def _acceptable_hit(self, hit: SessionSearchHit) -> bool:
+        record = hit.record
+        return record.id != self._caller.session_id and is_authorized(record.header, self._caller)
+
+    @staticmethod
+    def _parent_text(hit: SessionSearchHit, visible: set[str]) -> str:
+        parent = hit.record.header.parent_session
+        if parent is None:
+            return "root"
+        return parent if parent in visible else render.OUTSIDE_PARENT_MARKER
+
+    # --- titles -----------------------------------------------------------------------------
+
+    def _titles(self, ids: Sequence[str]) -> dict[str, str]:
+        """Display titles for ``ids`` from one ``read_title_snapshots`` call."""
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return {}
+        results = self._boundary.run(
+            lambda token: self._query.read_title_snapshots(unique, cancel=token)
+        )
+        titles = dict.fromkeys(unique, render.UNTITLED)
+        for result in results:
+            if result.session_id not in titles:
+                continue
+            if result.error is None and result.header is not None:
+                self._post_check(result.header.id, result.header.cwd, result.session_id)
+                titles[result.session_id] = (
+                    render.UNTITLED if result.title is None else result.title.title
+                )
+                continue
+            safe = sanitize(result.error) if result.error is not None else sanitize(ValueError())
+            logger.warning("session title read failed: %r", result.error)
+            if safe.code is ToolErrorCode.UNAUTHORIZED:
+                raise safe
+            titles[result.session_id] = render.title_unavailable(safe.code.value)
+        return titles
+
+    # --- searching --------------------------------------------------------------------------
+
+    def _session_page(
+        self,
+        query: str,
+        session_filters: tuple[SessionFilter, ...],
+        event_filters: tuple[EventFilter, ...],
+        cursor: str | None,
+    ) -> tuple[Sequence[SessionSearchHit], str | None]:
+        page = self._boundary.run(
+            lambda token: self._query.search_sessions(
+                query,
+                session_filters=session_filters,
+                event_filters=event_filters,
+                cursor=cursor,
+                cancel=token,
+            )
+        )
+        return page.items, page.next_cursor
+
+    def _event_page(
+        self, target: str, query: str, filters: tuple[EventFilter, ...], cursor: str | None
+    ) -> tuple[Sequence[EventSearchHit], str | None]:
+        page = self._boundary.run(
+            lambda token: self._query.search_events(
+                target, query, filters=filters, cursor=cursor, cancel=token
+            )
+        )
+        self._post_check(page.session.id, page.session.cwd, target)
+        return page.items, page.next_cursor
+
+    def _collect(
+        self,
+        fetch: Callable[[str | None], tuple[Sequence[H], str | None]],
+        accept: Callable[[H], bool],
+    ) -> tuple[list[H], bool]:
+        """Follow cursors, keeping accepted items, until pages end or the cap is passed.
+
+        Returns the accepted items and whether one more acceptable item existed (capped).
+        """
+        accepted: list[H] = []
+        cursors: set[str] = set()
+        cursor: str | None = None
+        while True:
+            items, next_cursor = fetch(cursor)
+            for item in items:
+                if not accept(item):
+                    continue
+                if len(accepted) >= self._max:
+                    return accepted, True
+                accepted.append(item)
+            if next_cursor is None:
+                return accepted, False
+            if next_cursor in cursors:
+                logger.warning("search backend repeated a continuation cursor")
+                raise SessionQueryError(
+                    ErrorCode.INVALID_CURSOR, SANITIZED_MESSAGES[ErrorCode.INVALID_CURSOR]
+                )
+            cursors.add(next_cursor)
+            cursor = next_cursor
