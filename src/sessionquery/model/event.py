@@ -70,6 +70,7 @@ class SessionEvent:
     def __post_init__(self) -> None:
         if not isinstance(self.type, str) or not self.type:
             raise ValueError(f"event type must be a non-empty string, not {self.type!r}")
+        freeze_json(self.type, "type")  # rejects lone surrogates: the type is written as UTF-8
         _check_seq(self.seq, "seq")
         _check_seq(self.time, "time")
         object.__setattr__(self, "data", freeze_json(self.data, "data"))

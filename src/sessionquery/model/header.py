@@ -54,6 +54,12 @@ def _check_int(value: object, field: str) -> int:
 def _check_optional_str(value: object, field: str) -> None:
     if value is not None and not isinstance(value, str):
         raise ValueError(f"{field} must be a string or None, not {type(value).__name__}")
+    if isinstance(value, str) and not value.isascii():
+        # The header is stored as UTF-8 JSON: text with lone surrogates cannot be written.
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{field} is not valid Unicode (lone surrogate)") from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +88,7 @@ class SessionHeader:
                 raise ValueError(f"cwd must be an absolute path string, not {self.cwd!r}")
             if "\x00" in self.cwd or not _is_absolute(self.cwd):
                 raise ValueError(f"cwd must be an absolute path without NUL, not {self.cwd!r}")
+            _check_optional_str(self.cwd, "cwd")
         if self.parent_session is not None:
             validate_session_id(self.parent_session, "parent_session")
         if type(self.is_seeded) is not bool:
@@ -155,6 +162,7 @@ class SessionHeader:
             origin=obj.get("origin"),
             delegation_depth=obj.get("delegationDepth", 0),
             agent_preset=obj.get("agentPreset"),
+            version=version,
         )
 
 
