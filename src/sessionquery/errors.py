@@ -10,7 +10,9 @@ Every failure a caller is expected to handle is one of these::
     │   ├── PersistenceNotFound     the session is not stored
     │   ├── PersistenceCorrupt      a stored log is damaged or of an unsupported version
     │   ├── PersistenceOwned        a second writer for one session was refused
-    │   └── PersistenceClosed       a handle was used after close()
+    │   ├── PersistenceClosed       a handle was used after close()
+    │   ├── PersistenceExists       create() of an id that is already stored (also a ValueError)
+    │   └── PersistenceWriteFailed  writing or syncing a log failed (also an OSError)
     ├── SessionQueryError           the query service, search index and tools (closed codes)
     └── ToolError                   raised inside the tool layer (unauthorized, no current step)
 
@@ -27,8 +29,10 @@ __all__ = [
     "PersistenceClosed",
     "PersistenceCorrupt",
     "PersistenceError",
+    "PersistenceExists",
     "PersistenceNotFound",
     "PersistenceOwned",
+    "PersistenceWriteFailed",
     "SessionQueryError",
     "ToolErrorCode",
 ]
@@ -110,3 +114,15 @@ class PersistenceOwned(PersistenceError):
 
 class PersistenceClosed(PersistenceError):
     """A read or write handle was used after ``close()``."""
+
+
+class PersistenceExists(PersistenceError, ValueError):
+    """``create()`` was asked for an id that is already stored; nothing was changed."""
+
+
+class PersistenceWriteFailed(PersistenceError, OSError):
+    """Writing or syncing a stored log failed; ``errno`` and ``filename`` are those of the cause.
+
+    The events being written stay buffered in the write handle, so nothing is lost and a later
+    ``flush()`` retries them.
+    """
