@@ -1,0 +1,298 @@
+"""The live-first corpus: every session the query service can see, and how one is loaded.
+
+A session that is live in the store is read from memory and persistence is never consulted
+for it. Any other session comes from the persistence: its listing entry (``stat``), then a
+cold read (``open_read`` + ``read()``) with the crash-tail closers of
+:func:`~sessionquery.model.interrupted_turn_closers` appended **in memory only**. Cold reads
+go through the prepared cache (:mod:`sessionquery.query.cache`), validated by (persistence
+identity, revision). A session that becomes live while it is being read cold is returned
+live. The listed header and the read header of one id must be compatible
+(:meth:`SessionHeader.is_compatible`), as must a live and a persisted header of one id;
+otherwise ``SOURCE_CONFLICT``.
+
+Foreign errors are mapped here, where they enter: ``PersistenceNotFound`` →
+``SESSION_NOT_FOUND``, ``PersistenceCorrupt`` → ``CORRUPT_SESSION``, any other storage
+failure → ``PERSISTENCE_FAILED``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Protocol
+
+from sessionquery.errors import (
+    ErrorCode,
+    PersistenceCorrupt,
+    PersistenceError,
+    PersistenceNotFound,
+    SessionQueryError,
+)
+from sessionquery.model import SessionEvent, SessionHeader, interrupted_turn_closers
+from sessionquery.persistence.base import PersistedSession, SessionPersistence
+from sessionquery.query.backend import LiveSnapshot
+from sessionquery.query.cache import PreparedCache
+from sessionquery.query.cancel import CancelToken, check_cancel
+from sessionquery.query.prepared import PreparedLog
+from sessionquery.query.types import SessionLog, SessionRecord
+
+__all__ = ["LiveSession", "LiveStore", "ServiceCorpus", "not_found"]
+
+_STORAGE_ERRORS = (PersistenceError, OSError, ValueError)
+
+
+class LiveSession(Protocol):
+    """What the corpus reads of a live session (:class:`sessionquery.live.Session`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def header(self) -> SessionHeader: ...
+
+    @property
+    def inherited_event_count(self) -> int: ...
+
+    @property
+    def events(self) -> Sequence[SessionEvent]: ...
+
+
+class LiveStore(Protocol):
+    """What the corpus reads of the live store (:class:`sessionquery.live.SessionStore`)."""
+
+    def get(self, session_id: str) -> LiveSession | None: ...
+
+    def sessions(self) -> Sequence[LiveSession]: ...
+
+
+def not_found(session_id: str) -> SessionQueryError:
+    """The ``SESSION_NOT_FOUND`` error for ``session_id``."""
+    return SessionQueryError(ErrorCode.SESSION_NOT_FOUND, f"session {session_id!r} not found")
+
+
+def _conflict(session_id: str, what: str) -> SessionQueryError:
+    return SessionQueryError(
+        ErrorCode.SOURCE_CONFLICT,
+        f"session {session_id!r} has incompatible headers in {what}",
+    )
+
+
+@contextmanager
+def _mapped(session_id: str, action: str) -> Iterator[None]:
+    """Translate storage exceptions raised inside the block into ``SessionQueryError``."""
+    try:
+        yield
+    except SessionQueryError:
+        raise
+    except PersistenceNotFound:
+        raise not_found(session_id) from None
+    except PersistenceCorrupt as error:
+        raise SessionQueryError(
+            ErrorCode.CORRUPT_SESSION, f"stored session {session_id!r} is corrupt: {error}"
+        ) from error
+    except _STORAGE_ERRORS as error:
+        raise SessionQueryError(
+            ErrorCode.PERSISTENCE_FAILED,
+            f"failed to {action} stored session {session_id!r}: {error}",
+        ) from error
+
+
+class ServiceCorpus:
+    """The query service's corpus; implements :class:`sessionquery.query.backend.Corpus`.
+
+    Args:
+        store: the live store, or ``None``.
+        persistence: the durable store, or ``None``.
+        cache: the prepared cold-read cache shared by every read of the service.
+    """
+
+    def __init__(
+        self,
+        store: LiveStore | None,
+        persistence: SessionPersistence | None,
+        cache: PreparedCache,
+    ) -> None:
+        self._store = store
+        self._persistence = persistence
+        self._cache = cache
+
+    # -- the Corpus protocol -------------------------------------------------------------
+
+    @property
+    def persistence(self) -> SessionPersistence | None:
+        """The bound persistence, or ``None``."""
+        return self._persistence
+
+    def live_ids(self) -> frozenset[str]:
+        """Ids of the sessions live right now."""
+        if self._store is None:
+            return frozenset()
+        return frozenset(session.id for session in self._store.sessions())
+
+    def live_snapshots(self) -> list[LiveSnapshot]:
+        """Every live session, each cut at its current length."""
+        if self._store is None:
+            return []
+        return [
+            LiveSnapshot(session.header, session.inherited_event_count, session.events)
+            for session in self._store.sessions()
+        ]
+
+    def list_persisted(self, cancel: CancelToken | None = None) -> list[PersistedSession]:
+        """The persistence listing (empty without persistence).
+
+        Raises:
+            SessionQueryError: ``PERSISTENCE_FAILED`` or ``ABORTED``.
+        """
+        check_cancel(cancel)
+        if self._persistence is None:
+            return []
+        try:
+            listing = list(self._persistence.list())
+        except _STORAGE_ERRORS as error:
+            raise SessionQueryError(
+                ErrorCode.PERSISTENCE_FAILED, f"session persistence listing failed: {error}"
+            ) from error
+        check_cancel(cancel)
+        return listing
+
+    def read_persisted(self, session_id: str, cancel: CancelToken | None = None) -> SessionLog:
+        """A cold read of one persisted log (crash-tail closers appended in memory).
+
+        Raises:
+            SessionQueryError: ``SESSION_NOT_FOUND``, ``CORRUPT_SESSION``,
+                ``PERSISTENCE_FAILED``, ``SOURCE_CONFLICT`` or ``ABORTED``.
+        """
+        with self.persisted_log(session_id, None, cancel) as log:
+            return SessionLog(log.header, log.inherited_event_count, tuple(log.events))
+
+    def change_token(self) -> str | None:
+        """The persistence's store-wide change token, or ``None`` if it offers none.
+
+        Raises:
+            SessionQueryError: ``PERSISTENCE_FAILED`` when the token cannot be read.
+        """
+        method = getattr(self._persistence, "change_token", None)
+        if method is None:
+            return None
+        try:
+            token = method()
+        except _STORAGE_ERRORS as error:
+            raise SessionQueryError(
+                ErrorCode.PERSISTENCE_FAILED, f"session persistence change token failed: {error}"
+            ) from error
+        return None if token is None else str(token)
+
+    # -- service-side reads --------------------------------------------------------------
+
+    def live_log(self, session_id: str) -> PreparedLog | None:
+        """The live session ``session_id`` as a prepared log, or ``None`` if it is not live."""
+        session = None if self._store is None else self._store.get(session_id)
+        if session is None:
+            return None
+        return PreparedLog(session.header, session.inherited_event_count, session.events, live=True)
+
+    def records(self, cancel: CancelToken | None = None) -> list[SessionRecord]:
+        """Every session, newest ``created_at`` first, ties by id; no log is read.
+
+        Raises:
+            SessionQueryError: ``PERSISTENCE_FAILED``, ``SOURCE_CONFLICT`` or ``ABORTED``.
+        """
+        check_cancel(cancel)
+        by_id: dict[str, SessionRecord] = {}
+        for entry in self.list_persisted(cancel):
+            header = entry.header
+            seen = by_id.get(header.id)
+            if seen is not None and not seen.header.is_compatible(header):
+                raise _conflict(header.id, "the persistence listing")
+            by_id[header.id] = SessionRecord(header, live=False, persisted=True)
+        if self._store is not None:
+            for session in self._store.sessions():
+                header = session.header
+                listed = by_id.get(header.id)
+                if listed is not None and not listed.header.is_compatible(header):
+                    raise _conflict(header.id, "the live store and the persistence")
+                by_id[header.id] = SessionRecord(header, live=True, persisted=listed is not None)
+        check_cancel(cancel)
+        return sorted(by_id.values(), key=lambda record: (-record.header.created_at, record.id))
+
+    @contextmanager
+    def open_log(self, session_id: str, cancel: CancelToken | None = None) -> Iterator[PreparedLog]:
+        """Load one session live-first; the log stays pinned in the cache inside the block.
+
+        Raises:
+            SessionQueryError: ``SESSION_NOT_FOUND``, ``CORRUPT_SESSION``,
+                ``PERSISTENCE_FAILED``, ``SOURCE_CONFLICT`` or ``ABORTED``.
+        """
+        check_cancel(cancel)
+        live = self.live_log(session_id)
+        if live is not None:
+            yield live
+            return
+        if self._persistence is None:
+            raise not_found(session_id)
+        with self.persisted_log(session_id, None, cancel) as log:
+            # The session may have gone live while we read it cold: live wins.
+            yield self.live_log(session_id) or log
+
+    @contextmanager
+    def persisted_log(
+        self,
+        session_id: str,
+        listed: PersistedSession | None,
+        cancel: CancelToken | None = None,
+    ) -> Iterator[PreparedLog]:
+        """Read one persisted log through the prepared cache; pinned inside the block.
+
+        Args:
+            session_id: the id to read.
+            listed: its listing entry when the caller already has one; else ``stat`` is used.
+            cancel: checked before the listing, before and after the cold read.
+
+        Raises:
+            SessionQueryError: ``SESSION_NOT_FOUND``, ``CORRUPT_SESSION``,
+                ``PERSISTENCE_FAILED``, ``SOURCE_CONFLICT`` or ``ABORTED``.
+        """
+        check_cancel(cancel)
+        persistence = self._persistence
+        if persistence is None:
+            raise not_found(session_id)
+        if listed is None:
+            with _mapped(session_id, "look up"):
+                listed = persistence.stat(session_id)
+            if listed is None:
+                raise not_found(session_id)
+        if listed.header.id != session_id:
+            raise _conflict(session_id, "the persistence listing (the listed id differs)")
+        slot = self._cache.acquire(session_id, persistence, listed.revision)
+        if slot is None:
+            check_cancel(cancel)
+            log = self._cold_read(persistence, session_id)
+            slot = self._cache.insert(session_id, persistence, listed.revision, log)
+        try:
+            if not listed.header.is_compatible(slot.log.header):
+                raise _conflict(session_id, "the persistence listing and the stored log")
+            check_cancel(cancel)
+            yield slot.log
+        finally:
+            self._cache.release(slot)
+
+    @staticmethod
+    def _cold_read(persistence: SessionPersistence, session_id: str) -> PreparedLog:
+        with _mapped(session_id, "read"):
+            handle = persistence.open_read(session_id)
+            try:
+                header = handle.header
+                inherited = handle.inherited_event_count
+                stored = handle.read()
+            except BaseException:
+                # The read's own failure is the one worth reporting.
+                try:
+                    handle.close()
+                except _STORAGE_ERRORS:
+                    pass
+                raise
+            handle.close()
+        closers = interrupted_turn_closers(stored)
+        events = tuple(stored) + tuple(closers) if closers else tuple(stored)
+        return PreparedLog(header, inherited, events, live=False)

@@ -1,0 +1,415 @@
+"""The trusted read service over live and persisted sessions (SPEC §6).
+
+:class:`SessionQuery` answers twelve questions about the sessions in its corpus — list, read,
+filter, titles, events, surface, one event with neighbours, session lineage, event tracing and
+the two searches. The corpus is live-first (:mod:`sessionquery.query.corpus`); persisted logs
+are read cold, with crash-tail closers added in memory, through a prepared-log cache that
+makes repeated reads of an unchanged log cost no parsing or folding.
+
+Invariants:
+
+* reads never change storage, and every result is detached: events and their data are
+  deep-frozen, headers are frozen, and sequences are tuples or fresh lists;
+* arguments (filters, windows, ids) are checked before any I/O, and an already cancelled or
+  expired :class:`CancelToken` raises ``ABORTED`` before any I/O;
+* callers only ever see :class:`SessionQueryError` for failures of the corpus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Self
+
+from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.model import validate_session_id
+from sessionquery.persistence.base import SessionPersistence
+from sessionquery.query.backend import Corpus, SearchBackend
+from sessionquery.query.cache import PreparedCache
+from sessionquery.query.cancel import CancelToken
+from sessionquery.query.corpus import LiveStore, ServiceCorpus
+from sessionquery.query.filters import (
+    EventFilter,
+    SessionFilter,
+    event_matches,
+    session_matches,
+    validate_event_filters,
+    validate_session_filters,
+)
+from sessionquery.query.lineage import trace_lineage
+from sessionquery.query.titles import read_titles
+from sessionquery.query.tracing import require_event, trace_event
+from sessionquery.query.types import (
+    EventDocument,
+    EventRecord,
+    EventSearchPage,
+    EventTrace,
+    EventWindow,
+    LineageTrace,
+    SessionLog,
+    SessionRecord,
+    SessionSearchPage,
+    SurfaceSnapshot,
+    TitleResult,
+)
+
+__all__ = ["SessionQuery"]
+
+
+def _config_int(value: object, name: str, minimum: int) -> int:
+    if type(value) is not int or value < minimum:
+        raise SessionQueryError(
+            ErrorCode.INVALID_CONFIG,
+            f"{name} must be an integer of at least {minimum}, not {value!r}",
+        )
+    return value
+
+
+def _require_methods(value: object, name: str, methods: Sequence[str]) -> None:
+    missing = [method for method in methods if not callable(getattr(value, method, None))]
+    if missing:
+        raise SessionQueryError(
+            ErrorCode.INVALID_CONFIG,
+            f"{name} must provide {', '.join(methods)}; {type(value).__name__} lacks "
+            f"{', '.join(missing)}",
+        )
+
+
+def _session_id(value: object) -> str:
+    """``value`` as a session id; anything that cannot be an id names no session."""
+    try:
+        return validate_session_id(value, "session id")
+    except ValueError as error:
+        raise SessionQueryError(
+            ErrorCode.SESSION_NOT_FOUND, f"no session has the id {value!r}: {error}"
+        ) from None
+
+
+class SessionQuery:
+    """Read, filter, trace and search the sessions of a live store and a persistence.
+
+    Args:
+        store: the live store (:class:`sessionquery.SessionStore`), or ``None``.
+        persistence: the durable store (:class:`sessionquery.SessionPersistence`), or ``None``.
+        search: a :class:`SearchBackend` for the two search methods, or ``None``.
+        read_window_max: the largest ``before``/``after`` accepted by :meth:`read_event`.
+        persisted_read_concurrency: worker threads for cold reads in
+            :meth:`read_title_snapshots`.
+        prepared_session_cache_size: persisted logs kept parsed and folded (LRU).
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` for an option out of range or an argument that
+            does not provide the needed methods.
+    """
+
+    def __init__(
+        self,
+        store: LiveStore | None = None,
+        persistence: SessionPersistence | None = None,
+        search: SearchBackend | None = None,
+        *,
+        read_window_max: int = 50,
+        persisted_read_concurrency: int = 4,
+        prepared_session_cache_size: int = 5,
+    ) -> None:
+        self._read_window_max = _config_int(read_window_max, "read_window_max", 0)
+        self._concurrency = _config_int(persisted_read_concurrency, "persisted_read_concurrency", 1)
+        cache_size = _config_int(prepared_session_cache_size, "prepared_session_cache_size", 1)
+        if store is not None:
+            _require_methods(store, "store", ("get", "sessions"))
+        if persistence is not None:
+            _require_methods(persistence, "persistence", ("list", "stat", "open_read"))
+        if search is not None:
+            _require_methods(search, "search", ("search_sessions", "search_events", "close"))
+        self._search = search
+        self._search_closed = False
+        self._cache = PreparedCache(cache_size)
+        self._corpus = ServiceCorpus(store, persistence, self._cache)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    @property
+    def corpus(self) -> Corpus:
+        """The live-first corpus view handed to search backends (read-only)."""
+        return self._corpus
+
+    @property
+    def read_window_max(self) -> int:
+        """The largest ``before``/``after`` :meth:`read_event` accepts."""
+        return self._read_window_max
+
+    def close(self) -> None:
+        """Close the search backend, if any; idempotent. Exact reads keep working."""
+        if self._search is not None and not self._search_closed:
+            self._search_closed = True
+            self._search.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def list_sessions(self, *, cancel: CancelToken | None = None) -> list[SessionRecord]:
+        """Every session, newest ``created_at`` first, ties by id; reads no logs.
+
+        Raises:
+            SessionQueryError: ``PERSISTENCE_FAILED``, ``SOURCE_CONFLICT`` or ``ABORTED``.
+        """
+        return self._corpus.records(cancel)
+
+    def read_session(self, session_id: str, *, cancel: CancelToken | None = None) -> SessionLog:
+        """The whole log of one session, replay-validated by the surface fold.
+
+        Raises:
+            SessionQueryError: ``SESSION_NOT_FOUND``, ``CORRUPT_SESSION`` (a stored log that
+                fails the fold), ``INVALID_SURFACE`` (a live one), ``PERSISTENCE_FAILED``,
+                ``SOURCE_CONFLICT`` or ``ABORTED``.
+        """
+        session_id = _session_id(session_id)
+        with self._corpus.open_log(session_id, cancel) as log:
+            log.fold()
+            return SessionLog(log.header, log.inherited_event_count, tuple(log.events))
+
+    def filter_sessions(
+        self, filters: Sequence[SessionFilter], *, cancel: CancelToken | None = None
+    ) -> list[SessionRecord]:
+        """The sessions matching every clause of ``filters``, newest first.
+
+        Raises:
+            SessionQueryError: ``INVALID_FILTER`` (before any I/O), then as
+                :meth:`list_sessions`.
+        """
+        clauses = validate_session_filters(filters)
+        return [
+            record
+            for record in self._corpus.records(cancel)
+            if session_matches(
+                clauses,
+                id=record.id,
+                cwd=record.header.cwd,
+                created_at=record.header.created_at,
+                parent=record.header.parent_session,
+                live=record.live,
+                persisted=record.persisted,
+            )
+        ]
+
+    def read_title_snapshots(
+        self, ids: Iterable[str], *, cancel: CancelToken | None = None
+    ) -> list[TitleResult]:
+        """The title of each unique id (first-seen order); failures are reported per id.
+
+        Raises:
+            SessionQueryError: ``ABORTED`` only (the whole call is cancelled).
+            TypeError: when ``ids`` is not an iterable of strings.
+        """
+        return read_titles(self._corpus, ids, concurrency=self._concurrency, cancel=cancel)
+
+    def trace_session(self, session_id: str, *, cancel: CancelToken | None = None) -> LineageTrace:
+        """The ancestors (nearest first) and descendants of one session.
+
+        Raises:
+            SessionQueryError: ``SESSION_NOT_FOUND``, ``INVALID_LINEAGE`` (a parent cycle),
+                ``PERSISTENCE_FAILED``, ``SOURCE_CONFLICT`` or ``ABORTED``.
+        """
+        session_id = _session_id(session_id)
+        return trace_lineage(self._corpus.records(cancel), session_id)
+
+    # -- events --------------------------------------------------------------------------
+
+    def filter_events(
+        self,
+        session_id: str,
+        filters: Sequence[EventFilter],
+        *,
+        cancel: CancelToken | None = None,
+    ) -> list[EventDocument]:
+        """The events with non-empty semantic text matching every clause, in seq order.
+
+        Raises:
+            SessionQueryError: ``INVALID_FILTER`` (before any I/O), ``SESSION_NOT_FOUND``,
+                ``INVALID_SURFACE`` / ``CORRUPT_SESSION`` (fold failure of a live / stored
+                log), ``PERSISTENCE_FAILED``, ``SOURCE_CONFLICT`` or ``ABORTED``.
+        """
+        clauses = validate_event_filters(filters)
+        session_id = _session_id(session_id)
+        with self._corpus.open_log(session_id, cancel) as log:
+            surface_of = log.fold().surface_of
+            documents: list[EventDocument] = []
+            for event, text in zip(log.events, log.texts(), strict=True):
+                if not text:
+                    continue
+                surface = surface_of[event.seq]
+                if event_matches(
+                    clauses,
+                    seq=event.seq,
+                    time=event.time,
+                    type=event.type,
+                    surface=surface,
+                    text=text,
+                ):
+                    documents.append(
+                        EventDocument(session_id, event.seq, event.type, event.time, surface, text)
+                    )
+            return documents
+
+    def list_events(
+        self, session_id: str, *, cancel: CancelToken | None = None
+    ) -> list[EventRecord]:
+        """One record per raw event (structural ones included), in seq order.
+
+        Raises:
+            SessionQueryError: as :meth:`filter_events`, without ``INVALID_FILTER``.
+        """
+        session_id = _session_id(session_id)
+        with self._corpus.open_log(session_id, cancel) as log:
+            surface_of = log.fold().surface_of
+            return [
+                EventRecord(session_id, event.seq, event.type, event.time, surface_of[event.seq])
+                for event in log.events
+            ]
+
+    def read_surface(
+        self, session_id: str, *, cancel: CancelToken | None = None
+    ) -> SurfaceSnapshot:
+        """The current surface events in surface (model-history) order.
+
+        Raises:
+            SessionQueryError: as :meth:`list_events`.
+        """
+        session_id = _session_id(session_id)
+        with self._corpus.open_log(session_id, cancel) as log:
+            nodes = log.fold().nodes
+            events = log.events
+            return SurfaceSnapshot(
+                session=log.header,
+                inherited_event_count=log.inherited_event_count,
+                captured_through_seq=events[-1].seq if len(events) else None,
+                events=tuple(events[seq] for seq in nodes),
+            )
+
+    def read_event(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        before: int = 0,
+        after: int = 0,
+        cancel: CancelToken | None = None,
+    ) -> EventWindow:
+        """One event with up to ``before`` raw events before it and ``after`` after it.
+
+        Raises:
+            SessionQueryError: ``INVALID_WINDOW`` (before any I/O), ``SESSION_NOT_FOUND``,
+                ``EVENT_NOT_FOUND``, ``CORRUPT_SESSION``, ``PERSISTENCE_FAILED``,
+                ``SOURCE_CONFLICT`` or ``ABORTED``.
+        """
+        self._check_window(before, "before")
+        self._check_window(after, "after")
+        session_id = _session_id(session_id)
+        with self._corpus.open_log(session_id, cancel) as log:
+            target = require_event(log, seq)
+            start = max(0, target.seq - before)
+            end = min(len(log.events) - 1, target.seq + after)
+            return EventWindow(
+                session=log.header,
+                inherited_event_count=log.inherited_event_count,
+                target=target,
+                events=tuple(log.events[index] for index in range(start, end + 1)),
+                start_seq=start,
+                end_seq=end,
+            )
+
+    def trace_event(
+        self, session_id: str, seq: int, *, cancel: CancelToken | None = None
+    ) -> EventTrace:
+        """The replacement and citation relationships of one event.
+
+        Raises:
+            SessionQueryError: ``SESSION_NOT_FOUND``, ``EVENT_NOT_FOUND`` (checked before the
+                fold), ``INVALID_SURFACE`` / ``CORRUPT_SESSION``, ``PERSISTENCE_FAILED``,
+                ``SOURCE_CONFLICT`` or ``ABORTED``.
+        """
+        session_id = _session_id(session_id)
+        with self._corpus.open_log(session_id, cancel) as log:
+            return trace_event(log, seq)
+
+    # -- search --------------------------------------------------------------------------
+
+    def search_sessions(
+        self,
+        query: str,
+        *,
+        session_filters: Sequence[SessionFilter] = (),
+        event_filters: Sequence[EventFilter] = (),
+        limit: int | None = None,
+        cursor: str | None = None,
+        cancel: CancelToken | None = None,
+    ) -> SessionSearchPage:
+        """Sessions matching ``query``, each with its best event (delegated to the backend).
+
+        Raises:
+            SessionQueryError: ``SEARCH_DISABLED`` without a backend; otherwise whatever the
+                backend raises (``INVALID_QUERY``, ``INVALID_FILTER``, ``INVALID_LIMIT``,
+                ``INVALID_CURSOR``, ``STALE_CURSOR``, ``INDEX_FAILED``, ``ABORTED``...).
+        """
+        backend = self._backend()
+        return backend.search_sessions(
+            self._corpus,
+            query,
+            session_filters=session_filters,
+            event_filters=event_filters,
+            limit=limit,
+            cursor=cursor,
+            cancel=cancel,
+        )
+
+    def search_events(
+        self,
+        session_id: str,
+        query: str,
+        *,
+        filters: Sequence[EventFilter] = (),
+        limit: int | None = None,
+        cursor: str | None = None,
+        cancel: CancelToken | None = None,
+    ) -> EventSearchPage:
+        """Events of one session matching ``query`` (delegated to the backend).
+
+        Raises:
+            SessionQueryError: as :meth:`search_sessions`, plus ``SESSION_NOT_FOUND``.
+        """
+        backend = self._backend()
+        return backend.search_events(
+            self._corpus,
+            session_id,
+            query,
+            filters=filters,
+            limit=limit,
+            cursor=cursor,
+            cancel=cancel,
+        )
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _backend(self) -> SearchBackend:
+        if self._search is None:
+            raise SessionQueryError(
+                ErrorCode.SEARCH_DISABLED, "search is disabled: no search backend is configured"
+            )
+        return self._search
+
+    def _check_window(self, value: object, name: str) -> None:
+        if type(value) is not int or not 0 <= value <= self._read_window_max:
+            raise SessionQueryError(
+                ErrorCode.INVALID_WINDOW,
+                f"{name} must be an integer between 0 and {self._read_window_max}, not {value!r}",
+            )

@@ -1,0 +1,134 @@
+"""Title snapshots of many sessions at once, with per-id failures kept per id.
+
+Ids are deduplicated keeping their first occurrence; the result has one entry per unique id
+in that order. Live ids fold their title from memory. The others share **one** persistence
+listing and are read cold by a pool of at most ``concurrency`` worker threads; each worker
+folds the title and lets go of the log before it takes the next id. A failure of one id
+(not found, corrupt, conflicting headers, a failed read) becomes that id's ``error``; a
+failed listing becomes the error of every id it was needed for. Cancellation is the one
+failure that is not per id: queued ids never start, started ones settle, then the whole call
+raises ``ABORTED``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.persistence.base import PersistedSession
+from sessionquery.query.cancel import CancelToken, check_cancel
+from sessionquery.query.corpus import ServiceCorpus, not_found
+from sessionquery.query.prepared import PreparedLog
+from sessionquery.query.types import TitleResult
+
+__all__ = ["read_titles", "unique_ids"]
+
+
+def unique_ids(ids: Iterable[str]) -> list[str]:
+    """``ids`` without repeats, in first-occurrence order.
+
+    Raises:
+        TypeError: when ``ids`` is a bare string, not iterable, or holds a non-string.
+    """
+    if isinstance(ids, str | bytes) or not isinstance(ids, Iterable):
+        raise TypeError(f"ids must be an iterable of session id strings, not {ids!r}")
+    seen: dict[str, None] = {}
+    for item in ids:
+        if not isinstance(item, str):
+            raise TypeError(f"session ids must be strings, not {item!r}")
+        seen.setdefault(item, None)
+    return list(seen)
+
+
+def _title_of(log: PreparedLog) -> TitleResult:
+    return TitleResult(log.session_id, log.header, log.title(), None)
+
+
+def _failed(session_id: str, error: SessionQueryError) -> TitleResult:
+    return TitleResult(session_id, None, None, error)
+
+
+def read_titles(
+    corpus: ServiceCorpus,
+    ids: Iterable[str],
+    *,
+    concurrency: int,
+    cancel: CancelToken | None = None,
+) -> list[TitleResult]:
+    """One :class:`TitleResult` per unique id, in first-seen order.
+
+    Raises:
+        SessionQueryError: ``ABORTED`` only; every other failure is reported per id.
+        TypeError: for a malformed ``ids`` argument.
+    """
+    order = unique_ids(ids)
+    check_cancel(cancel)
+    results: dict[str, TitleResult] = {}
+    cold: list[str] = []
+    for session_id in order:
+        live = corpus.live_log(session_id)
+        if live is not None:
+            results[session_id] = _title_of(live)
+        else:
+            cold.append(session_id)
+    if cold:
+        if corpus.persistence is None:
+            for session_id in cold:
+                results[session_id] = _failed(session_id, not_found(session_id))
+        else:
+            results.update(_read_cold(corpus, cold, concurrency, cancel))
+    check_cancel(cancel)
+    return [results[session_id] for session_id in order]
+
+
+def _read_cold(
+    corpus: ServiceCorpus, ids: list[str], concurrency: int, cancel: CancelToken | None
+) -> dict[str, TitleResult]:
+    try:
+        listing = {entry.header.id: entry for entry in corpus.list_persisted(cancel)}
+    except SessionQueryError as error:
+        if error.code is ErrorCode.ABORTED:
+            raise
+        return {session_id: _failed(session_id, error) for session_id in ids}
+    aborted: list[SessionQueryError] = []
+
+    def work(session_id: str) -> TitleResult | None:
+        if aborted or (cancel is not None and cancel.expired):
+            return None
+        try:
+            return _read_one(corpus, session_id, listing.get(session_id), cancel)
+        except SessionQueryError as error:
+            if error.code is ErrorCode.ABORTED:
+                aborted.append(error)
+                return None
+            return _failed(session_id, error)
+
+    workers = max(1, min(concurrency, len(ids)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sessionquery-title") as pool:
+        outcomes = list(pool.map(work, ids))
+    if aborted:
+        raise aborted[0]
+    check_cancel(cancel)
+    return {
+        session_id: outcome
+        for session_id, outcome in zip(ids, outcomes, strict=True)
+        if outcome is not None
+    }
+
+
+def _read_one(
+    corpus: ServiceCorpus,
+    session_id: str,
+    listed: PersistedSession | None,
+    cancel: CancelToken | None,
+) -> TitleResult:
+    if listed is None:
+        # Not stored: it may have gone live since we looked.
+        live = corpus.live_log(session_id)
+        if live is None:
+            raise not_found(session_id)
+        return _title_of(live)
+    with corpus.persisted_log(session_id, listed, cancel) as log:
+        live = corpus.live_log(session_id)
+        return _title_of(live if live is not None else log)
