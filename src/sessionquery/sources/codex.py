@@ -1,0 +1,326 @@
+"""Codex CLI rollouts (``~/.codex/sessions``) as read-only sessions.
+
+Every ``rollout-*.jsonl`` file under the sessions directory (date folders or flat) is one
+session. The first ``session_meta`` line gives the header: ``id`` (else the uuid at the end of
+the file name), ``cwd``, ``timestamp``; ``forked_from_id`` makes it a fork
+(``origin="fork"``), a subagent source's ``parent_thread_id`` a subagent child
+(``origin="subagent"``). Later ``session_meta`` lines (resumed or forked histories) are kept
+as log-only events.
+
+Line mapping (see ``docs/importers.md``): ``response_item`` messages → ``user/message`` /
+``assistant/message``; injected preambles (developer/system roles, environment context,
+AGENTS.md / user instructions) → ``user/message`` with ``source.kind = "injected"`` whose
+words sit in ``context`` blocks, so they are on the surface but not searchable; reasoning →
+``reasoning`` blocks; function, custom, local-shell and tool-search calls → a ``tool-call``
+block plus ``tool/call``, their outputs → ``tool/result`` (joined by ``call_id``);
+``compacted`` → a ``user/message`` replacing the whole current surface; ``event_msg``
+``task_started`` / ``task_complete`` / ``turn_aborted`` → turn boundaries,
+``thread_name_updated`` → ``session/title``; everything else → ignorable ``codex/<type>``
+events holding the raw line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from sessionquery.model import SessionHeader
+from sessionquery.sources._common import (
+    FileCatalog,
+    Line,
+    LogBuilder,
+    ParsedFile,
+    ParsedSession,
+    Problem,
+    checked_id,
+    dumps,
+    is_absolute_path,
+    iso_to_ms,
+    jsonl_files,
+    read_lines,
+)
+
+__all__ = ["CodexSource"]
+
+KNOWN_LINE_TYPES = frozenset(
+    {
+        "session_meta",
+        "turn_context",
+        "response_item",
+        "event_msg",
+        "compacted",
+        "world_state",
+        "inter_agent_communication_metadata",
+    }
+)
+"""Top-level rollout line types; others are kept too but reported as problems."""
+
+_INJECTED_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "<developer_instructions>",
+    "<permissions instructions>",
+    "<instructions>",
+    "# agents.md instructions",
+)
+_CALL_TYPES = frozenset(
+    {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"}
+)
+_OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
+_UUID_TAIL = re.compile(
+    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
+)
+
+
+class CodexSource(FileCatalog):
+    """A read-only ``SessionPersistence`` over a Codex ``sessions`` directory.
+
+    Args:
+        sessions_dir: a ``~/.codex/sessions``-style directory; ``rollout-*.jsonl`` files are
+            found at any depth (``YYYY/MM/DD`` folders or flat).
+    """
+
+    def __init__(self, sessions_dir: str | os.PathLike[str]) -> None:
+        super().__init__(sessions_dir, parse_codex_file)
+
+    def candidates(self) -> list[Path]:
+        """Every ``rollout-*.jsonl`` file under the sessions directory."""
+        return jsonl_files(self.root, lambda path: path.name.startswith("rollout-"))
+
+
+def parse_codex_file(path: Path, rel: str) -> ParsedFile:
+    """Parse one rollout into its session and problems (never raises for bad lines)."""
+    problems: list[Problem] = []
+    lines: list[Line] = []
+    for line in read_lines(path):
+        if line.record is None:
+            problems.append(Problem(str(path), line.number, line.error or "unreadable line"))
+        else:
+            lines.append(line)
+    if not lines:
+        if not problems:
+            problems.append(Problem(str(path), None, "empty rollout; no session imported"))
+        return ParsedFile((), tuple(problems))
+    header = _header(path, lines, problems)
+    builder = LogBuilder(file=rel, last_time=header.created_at)
+    meta_seen = False
+    for line in lines:
+        record = line.record
+        assert record is not None
+        kind = record.get("type")
+        if kind == "session_meta" and not meta_seen:
+            meta_seen = True
+            builder.log_only("codex/session_meta", line.raw, line.number, header.created_at)
+            continue
+        if not isinstance(kind, str) or kind not in KNOWN_LINE_TYPES:
+            message = f"unknown line type {kind!r}; kept as a log-only event"
+            problems.append(Problem(str(path), line.number, message))
+        _convert(builder, line, record)
+    builder.finish(lines[-1].number)
+    return ParsedFile((ParsedSession(header, tuple(builder.events), True),), tuple(problems))
+
+
+def _header(path: Path, lines: list[Line], problems: list[Problem]) -> SessionHeader:
+    meta: dict[str, Any] | None = None
+    for line in lines:
+        assert line.record is not None
+        if line.record.get("type") == "session_meta":
+            meta = _dict(line.record.get("payload"))
+            stamp = line.record.get("timestamp")
+            break
+    stem = path.name[: -len(".jsonl")]
+    match = _UUID_TAIL.search(stem)
+    fallback_id = match.group(1) if match else stem
+    if meta is None:
+        problems.append(Problem(str(path), None, "no session_meta; id derived from the file name"))
+        meta, stamp = {}, None
+    session_id = checked_id(meta.get("id")) or fallback_id
+    created = iso_to_ms(meta.get("timestamp")) or iso_to_ms(stamp)
+    if created is None:
+        created = next(
+            (t for t in (iso_to_ms(_dict(ln.record).get("timestamp")) for ln in lines) if t),
+            int(path.stat().st_mtime * 1000),
+        )
+    cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
+    if cwd is not None and not is_absolute_path(cwd):
+        problems.append(Problem(str(path), None, f"cwd {cwd!r} is not absolute; cwd is None"))
+        cwd = None
+    elif cwd is None:
+        problems.append(Problem(str(path), None, "no cwd in session_meta; cwd is None"))
+    parent, origin = _lineage(meta)
+    return SessionHeader(
+        id=session_id,
+        created_at=created,
+        cwd=cwd,
+        parent_session=parent if parent != session_id else None,
+        origin=origin,
+        delegation_depth=1 if origin == "subagent" else 0,
+    )
+
+
+def _lineage(meta: dict[str, Any]) -> tuple[str | None, str | None]:
+    spawn = _dict(_dict(_dict(meta.get("source")).get("subagent")).get("thread_spawn"))
+    subagent_parent = checked_id(spawn.get("parent_thread_id")) or (
+        checked_id(meta.get("parent_thread_id"))
+        if isinstance(_dict(meta.get("source")).get("subagent"), dict)
+        else None
+    )
+    if subagent_parent:
+        return subagent_parent, "subagent"
+    forked = checked_id(meta.get("forked_from_id"))
+    if forked:
+        return forked, "fork"
+    return None, None
+
+
+def _convert(builder: LogBuilder, line: Line, record: dict[str, Any]) -> None:
+    kind = record.get("type")
+    payload = _dict(record.get("payload"))
+    sub = payload.get("type")
+    time = iso_to_ms(record.get("timestamp"))
+    if kind == "response_item" and _response_item(builder, line, payload, time):
+        return
+    if kind == "event_msg" and _event_msg(builder, line, payload, time):
+        return
+    if kind == "compacted":
+        text = payload.get("message") if isinstance(payload.get("message"), str) else ""
+        content = [{"type": "text", "text": text}] if text else []
+        builder.user_message(
+            f"compacted-line-{line.number}",
+            content,
+            "compaction",
+            line.number,
+            time,
+            replace_surface=True,
+        )
+        return
+    name = f"codex/{kind}/{sub}" if isinstance(sub, str) and sub else f"codex/{kind or 'unknown'}"
+    builder.log_only(name, line.raw, line.number, time)
+
+
+def _response_item(builder: LogBuilder, line: Line, item: dict[str, Any], time: int | None) -> bool:
+    kind = item.get("type")
+    number = line.number
+    if kind == "message":
+        role = item.get("role")
+        blocks = _message_blocks(item.get("content"))
+        message_id = str(item.get("id") or f"line-{number}")
+        if role == "assistant":
+            builder.assistant_message(blocks, number, time)
+        elif role != "user" or _is_injected(blocks):
+            context = [dict(b, type="context") if b.get("type") == "text" else b for b in blocks]
+            extra = {"role": role} if isinstance(role, str) else None
+            builder.user_message(message_id, context, "injected", number, time, extra=extra)
+        else:
+            if not (builder.turn_open and builder.turn_explicit):
+                builder.open_turn(number, time, explicit=False)
+            builder.user_message(message_id, blocks, "user", number, time)
+        return True
+    if kind == "reasoning":
+        parts = [_dict(p).get("text") for p in _list(item.get("summary"))]
+        parts += [_dict(p).get("text") for p in _list(item.get("content"))]
+        text = "\n".join(p for p in parts if isinstance(p, str))
+        builder.assistant_message([{"type": "reasoning", "text": text}], number, time)
+        return True
+    if kind in _CALL_TYPES and isinstance(item.get("call_id"), str):
+        raw = item.get("arguments", item.get("input", item.get("action")))
+        call = {
+            "type": "tool-call",
+            "id": item["call_id"],
+            "name": str(item.get("name") or kind),
+            "arguments": raw if isinstance(raw, str) else dumps(raw),
+        }
+        builder.assistant_message([call], number, time)
+        return True
+    if kind in _OUTPUT_TYPES and isinstance(item.get("call_id"), str):
+        content = _output_blocks(item.get("output", item.get("tools")))
+        builder.tool_result(item["call_id"], _is_error(item), content, number, time)
+        return True
+    return False
+
+
+def _event_msg(builder: LogBuilder, line: Line, event: dict[str, Any], time: int | None) -> bool:
+    kind = event.get("type")
+    number = line.number
+    if kind in ("task_started", "turn_started"):
+        builder.log_only(f"codex/event_msg/{kind}", line.raw, number, time)
+        builder.open_turn(number, time, explicit=True)
+        return True
+    if kind in ("task_complete", "turn_complete"):
+        builder.log_only(f"codex/event_msg/{kind}", line.raw, number, time)
+        error = _dict(event.get("error"))
+        reason: dict[str, Any] = {"kind": "completed"}
+        if error:
+            reason = {"kind": "error", "error": {"message": str(error.get("message") or "")}}
+        builder.close_turn(reason, number, time)
+        return True
+    if kind == "turn_aborted":
+        builder.log_only("codex/event_msg/turn_aborted", line.raw, number, time)
+        why = event.get("reason")
+        reason = {"kind": "aborted", "reason": {"kind": "user"}, "codexReason": why}
+        builder.close_turn(reason, number, time)
+        return True
+    if kind == "thread_name_updated" and isinstance(event.get("thread_name"), str):
+        data = {"title": event["thread_name"], "messageSeqs": [], "source": {"kind": "codex"}}
+        builder.emit("session/title", data, number, time)
+        return True
+    return False
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]
+
+
+def _message_blocks(content: object) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    out: list[dict[str, Any]] = []
+    for part in _list(content):
+        block = _dict(part)
+        text = block.get("text")
+        if block.get("type") in ("input_text", "output_text", "text") and isinstance(text, str):
+            out.append({"type": "text", "text": text})
+        elif block:
+            out.append({"type": str(block.get("type") or "unknown")})
+    return out
+
+
+def _is_injected(blocks: list[dict[str, Any]]) -> bool:
+    texts = [b["text"] for b in blocks if b.get("type") == "text"]
+    return bool(texts) and texts[0].lstrip().lower().startswith(_INJECTED_PREFIXES)
+
+
+def _output_blocks(output: object) -> list[dict[str, Any]]:
+    if isinstance(output, str):
+        # Older rollouts wrap shell output as a JSON string {"output": ..., "metadata": ...}.
+        try:
+            decoded = json.loads(output)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, dict) and isinstance(decoded.get("output"), str):
+            output = decoded["output"]
+        return [{"type": "text", "text": output}] if isinstance(output, str) else []
+    if isinstance(output, dict):
+        return _message_blocks([output])
+    if isinstance(output, list):
+        return _message_blocks(output)
+    return [{"type": "text", "text": dumps(output)}] if output is not None else []
+
+
+def _is_error(item: dict[str, Any]) -> bool:
+    output = item.get("output")
+    if isinstance(output, str):
+        try:
+            decoded = json.loads(output)
+        except ValueError:
+            return False
+        code = _dict(_dict(decoded).get("metadata")).get("exit_code")
+        return isinstance(code, int) and code != 0
+    return False

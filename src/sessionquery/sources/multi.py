@@ -1,0 +1,164 @@
+"""Several persistences presented as one corpus with globally unique, stable ids.
+
+Rule: an id that occurs in exactly one source keeps its id; an id that occurs in two or more
+sources is written ``<label>:<id>`` in **every** source that has it (so no source "wins" by
+order). A ``parent_session`` naming a renamed id of the same source is rewritten with it.
+Ids are therefore stable across runs as long as the set of colliding ids does not change.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from types import TracebackType
+from typing import Any, Self
+
+from sessionquery.errors import PersistenceNotFound
+from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.persistence.base import PersistedSession, ReadHandle, SessionPersistence
+from sessionquery.sources._common import Problem
+from sessionquery.sources.claude import ClaudeCodeSource
+from sessionquery.sources.codex import CodexSource
+
+__all__ = ["MultiSource"]
+
+
+def _default_label(source: object, index: int) -> str:
+    if isinstance(source, ClaudeCodeSource):
+        return "claude"
+    if isinstance(source, CodexSource):
+        return "codex"
+    return f"source{index}"
+
+
+class _RenamedHandle:
+    """A read handle whose header carries the combined corpus's ids."""
+
+    def __init__(self, inner: ReadHandle, header: SessionHeader) -> None:
+        self._inner = inner
+        self._header = header
+
+    @property
+    def header(self) -> SessionHeader:
+        return self._header
+
+    @property
+    def inherited_event_count(self) -> int:
+        return self._inner.inherited_event_count
+
+    def read(self, offset: int = 0, length: int | None = None) -> list[SessionEvent]:
+        return self._inner.read(offset, length)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class MultiSource:
+    """One read-only ``SessionPersistence`` over several others.
+
+    Args:
+        sources: persistences, or ``(label, persistence)`` pairs. Default labels are
+            ``claude`` for :class:`ClaudeCodeSource`, ``codex`` for :class:`CodexSource`
+            and ``source<N>`` (0-based position) otherwise.
+
+    Raises:
+        ValueError: two sources share a label.
+    """
+
+    def __init__(
+        self, sources: Iterable[SessionPersistence | tuple[str, SessionPersistence]]
+    ) -> None:
+        pairs: list[tuple[str, SessionPersistence]] = []
+        for index, item in enumerate(sources):
+            if isinstance(item, tuple):
+                pairs.append(item)
+            else:
+                pairs.append((_default_label(item, index), item))
+        labels = [label for label, _ in pairs]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"source labels must be unique, got {labels}")
+        self._sources: Sequence[tuple[str, SessionPersistence]] = tuple(pairs)
+        self._lock = threading.Lock()
+        self._routes: dict[str, tuple[int, str]] = {}
+
+    @property
+    def labels(self) -> list[str]:
+        """The source labels, in order."""
+        return [label for label, _ in self._sources]
+
+    def _listing(self) -> list[PersistedSession]:
+        per_source = [source.list() for _, source in self._sources]
+        owners: dict[str, set[int]] = {}
+        for index, listing in enumerate(per_source):
+            for entry in listing:
+                owners.setdefault(entry.header.id, set()).add(index)
+        out: list[PersistedSession] = []
+        routes: dict[str, tuple[int, str]] = {}
+        for index, listing in enumerate(per_source):
+            label = self._sources[index][0]
+
+            def public(own: str, label: str = label) -> str:
+                return f"{label}:{own}" if len(owners.get(own, ())) > 1 else own
+
+            for entry in listing:
+                header = entry.header
+                parent = header.parent_session
+                renamed = replace(
+                    header,
+                    id=public(header.id),
+                    parent_session=public(parent) if parent is not None else None,
+                )
+                routes[renamed.id] = (index, header.id)
+                out.append(replace(entry, header=renamed))
+        with self._lock:
+            self._routes = routes
+        return out
+
+    def list(self) -> list[PersistedSession]:
+        """Every session of every source, with collision-free ids."""
+        return self._listing()
+
+    def stat(self, session_id: str) -> PersistedSession | None:
+        """One session's listing entry, or ``None``."""
+        for entry in self._listing():
+            if entry.header.id == session_id:
+                return entry
+        return None
+
+    def open_read(self, session_id: str) -> ReadHandle:
+        """Open one session of the combined corpus.
+
+        Raises:
+            PersistenceNotFound: no source has that id.
+            PersistenceCorrupt: as raised by the owning source.
+        """
+        entry = self.stat(session_id)
+        with self._lock:
+            route = self._routes.get(session_id)
+        if entry is None or route is None:
+            raise PersistenceNotFound(f"session {session_id!r} is in none of {self.labels}")
+        index, own = route
+        inner = self._sources[index][1].open_read(own)
+        return _RenamedHandle(inner, entry.header)
+
+    def problems(self) -> builtins.list[Problem]:
+        """The problems of every source that reports them, in source order."""
+        out: list[Problem] = []
+        for _, source in self._sources:
+            report: Any = getattr(source, "problems", None)
+            if callable(report):
+                out.extend(report())
+        return out
