@@ -214,9 +214,12 @@ class LogBuilder:
         if surface_op == "append":
             self.surface.append(seq)
         elif isinstance(surface_op, Replace):
-            lo = self.surface.index(surface_op.start_seq)
-            hi = self.surface.index(surface_op.end_seq)
-            self.surface[lo : hi + 1] = [seq]
+            # A deliberately invalid replace (for refusal tests) leaves the surface as it is.
+            if surface_op.start_seq in self.surface and surface_op.end_seq in self.surface:
+                lo = self.surface.index(surface_op.start_seq)
+                hi = self.surface.index(surface_op.end_seq)
+                if lo <= hi:
+                    self.surface[lo : hi + 1] = [seq]
         return event
 
     @property
