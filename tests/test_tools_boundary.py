@@ -1,0 +1,128 @@
+"""The error sanitizer between the tools and the query service (reference contract §6.8)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
+from sessionquery.query.cancel import CancelToken
+from sessionquery.tools.boundary import (
+    SANITIZED_MESSAGES,
+    SEARCH_TIMEOUT_MESSAGE,
+    TOOL_FAILED_MESSAGE,
+    DeadlineToken,
+    ServiceBoundary,
+    sanitize,
+)
+
+SECRET = "/home/alice/.sessions/secret-id.jsonl line 4: SELECT * FROM events"
+
+
+def _fail(exc: BaseException) -> object:
+    raise exc
+
+
+@pytest.mark.parametrize("code", sorted(SANITIZED_MESSAGES))
+def test_service_error_keeps_its_code_with_a_fixed_detail_free_message(code: ErrorCode) -> None:
+    safe = sanitize(SessionQueryError(code, SECRET))
+    assert safe.code is code
+    assert safe.message == SANITIZED_MESSAGES[code]
+    assert "alice" not in str(safe)
+
+
+@pytest.mark.parametrize("code", [ErrorCode.INVALID_CONFIG, ErrorCode.SOURCE_CONFLICT])
+def test_deployment_errors_become_the_generic_tool_failure(code: ErrorCode) -> None:
+    safe = sanitize(SessionQueryError(code, SECRET))
+    assert (safe.code, safe.message) == (ToolErrorCode.FAILED, TOOL_FAILED_MESSAGE)
+
+
+def test_foreign_exceptions_become_the_generic_tool_failure() -> None:
+    for exc in (OSError(2, "No such file", "/secret/path"), KeyError("x"), RuntimeError(SECRET)):
+        assert sanitize(exc).code is ToolErrorCode.FAILED
+
+
+def test_unauthorized_stays_unauthorized_with_the_fixed_message() -> None:
+    safe = sanitize(SessionQueryError(ToolErrorCode.UNAUTHORIZED, SECRET))
+    assert safe.code is ToolErrorCode.UNAUTHORIZED
+    assert "alice" not in safe.message
+
+
+def test_every_error_code_except_deployment_ones_has_a_sanitized_message() -> None:
+    missing = set(ErrorCode) - set(SANITIZED_MESSAGES)
+    assert missing == {ErrorCode.INVALID_CONFIG, ErrorCode.SOURCE_CONFLICT}
+
+
+def test_boundary_logs_the_full_diagnostic_and_raises_a_cause_free_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    boundary = ServiceBoundary(None, None)
+    with caplog.at_level(logging.WARNING, logger="sessionquery.tools.boundary"):
+        with pytest.raises(SessionQueryError) as info:
+            boundary.run(lambda _t: _fail(SessionQueryError(ErrorCode.CORRUPT_SESSION, SECRET)))
+    assert info.value.code is ErrorCode.CORRUPT_SESSION
+    assert info.value.__cause__ is None
+    assert info.value.__suppress_context__
+    assert SECRET in caplog.text
+
+
+def test_boundary_passes_the_token_and_returns_the_result() -> None:
+    token = CancelToken()
+    assert ServiceBoundary(token, token).run(lambda t: t) is token
+
+
+def test_caller_cancellation_during_the_call_is_reraised_unchanged() -> None:
+    cancel = CancelToken()
+    original = SessionQueryError(ErrorCode.ABORTED, "session query was aborted (cancelled)")
+
+    def cancelled_call(_token: CancelToken | None) -> object:
+        cancel.cancel()
+        raise original
+
+    with pytest.raises(SessionQueryError) as info:
+        ServiceBoundary(cancel, cancel).run(cancelled_call)
+    assert info.value is original
+
+
+def test_caller_cancellation_wins_over_an_unrelated_failure() -> None:
+    cancel = CancelToken()
+
+    def call(_token: CancelToken | None) -> object:
+        cancel.cancel()
+        raise RuntimeError(SECRET)
+
+    with pytest.raises(SessionQueryError) as info:
+        ServiceBoundary(cancel, cancel).run(call)
+    assert info.value.code is ErrorCode.ABORTED
+
+
+def test_already_cancelled_caller_token_stops_before_the_call() -> None:
+    cancel = CancelToken()
+    cancel.cancel()
+    calls: list[object] = []
+    with pytest.raises(SessionQueryError) as info:
+        ServiceBoundary(cancel, cancel).run(calls.append)
+    assert info.value.code is ErrorCode.ABORTED
+    assert calls == []
+
+
+def test_expired_search_deadline_is_reported_as_a_timeout_the_model_can_act_on() -> None:
+    token = DeadlineToken(1)
+    deadline = time.monotonic() + 5
+    while not token.expired and time.monotonic() < deadline:
+        pass
+    with pytest.raises(SessionQueryError) as info:
+        ServiceBoundary(None, token).run(lambda t: t.check() if t else None)
+    assert (info.value.code, info.value.message) == (ErrorCode.ABORTED, SEARCH_TIMEOUT_MESSAGE)
+
+
+def test_deadline_token_follows_its_parent_and_takes_the_earlier_deadline() -> None:
+    parent = CancelToken(deadline=time.monotonic() + 1)
+    token = DeadlineToken(60_000, parent)
+    assert token.deadline == parent.deadline
+    assert not token.expired
+    parent.cancel()
+    assert token.expired
+    assert not DeadlineToken(60_000).expired
