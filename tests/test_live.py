@@ -7,6 +7,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from sessionquery.live import (
     SessionClosed,
     SessionStore,
     StoreChange,
+    WritablePersistence,
 )
 from sessionquery.model import (
     Replace,
@@ -28,6 +30,7 @@ from sessionquery.model import (
     SurfaceError,
     fold_surface,
 )
+from sessionquery.persistence import JsonlPersistence, WriteHandle
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -50,7 +53,7 @@ def counter_ids(prefix: str = "s") -> Callable[[], str]:
     return lambda: f"{prefix}{next(numbers)}"
 
 
-def make_store(persistence: FakePersistence | None = None, **kwargs: Any) -> SessionStore:
+def make_store(persistence: WritablePersistence | None = None, **kwargs: Any) -> SessionStore:
     kwargs.setdefault("clock", FakeClock(1_000))
     kwargs.setdefault("id_factory", counter_ids())
     return SessionStore(persistence, **kwargs)
@@ -955,3 +958,114 @@ def test_event_view_slices_behave_like_list_slices(
     view = session.events
     assert list(_iter_seqs(view[start:stop])) == [e.seq for e in events[start:stop]]
     assert list(view[start:stop][1:]) == events[start:stop][1:]
+
+
+# --- real files: JsonlPersistence ----------------------------------------------------------
+
+
+def _stored(root: Path, session_id: str) -> tuple[SessionHeader, int, list[SessionEvent]]:
+    """Read a session through a fresh store instance, as another reader would."""
+    with JsonlPersistence(root).open_read(session_id) as handle:
+        return handle.header, handle.inherited_event_count, handle.read()
+
+
+def test_jsonl_events_appended_then_flushed_are_readable_from_the_file(tmp_path: Path) -> None:
+    store = make_store(JsonlPersistence(tmp_path))
+    session = store.create("dir/../odd id", cwd="/w")
+    session.append("turn/start", {"turn": 0})
+    session.append("user/message", user("persist me"), surface_op="append")
+    assert _stored(tmp_path, session.id)[2] == []  # written behind: nothing durable yet
+    store.flush(session.id)
+    header, inherited, events = _stored(tmp_path, session.id)
+    assert (header, inherited, events) == (session.header, 0, list(session.events))
+    store.close(session.id)
+
+
+def test_jsonl_turn_end_makes_everything_durable_without_a_flush(tmp_path: Path) -> None:
+    store = make_store(JsonlPersistence(tmp_path))
+    session = store.create("s")
+    record_turn(session, 0)
+    assert _stored(tmp_path, "s")[2] == list(session.events)
+    session.append("turn/start", {"turn": 1})
+    assert len(_stored(tmp_path, "s")[2]) == 8
+    store.close("s")
+    assert _stored(tmp_path, "s")[2] == list(session.events)
+
+
+def test_jsonl_fork_is_stored_seeded_with_its_inherited_prefix(tmp_path: Path) -> None:
+    store = make_store(JsonlPersistence(tmp_path))
+    record_turn(store.create("src", cwd="/w"), 0)
+    fork = store.fork("src", 7, session_id="branch")
+    header, inherited, events = _stored(tmp_path, "branch")
+    assert header == fork.header
+    assert header.is_seeded and header.parent_session == "src"
+    assert inherited == 8
+    assert events == list(fork.events)
+    store.close_all()
+
+
+class _FlakyHandle:
+    """A real JSONL writer whose next ``fail`` flushes raise, as a full disk would."""
+
+    def __init__(self, inner: WriteHandle, fail: list[int]) -> None:
+        self._inner = inner
+        self._fail = fail
+
+    @property
+    def header(self) -> SessionHeader:
+        return self._inner.header
+
+    def append(self, events: Sequence[SessionEvent]) -> None:
+        self._inner.append(events)
+
+    def flush(self) -> None:
+        if self._fail[0]:
+            self._fail[0] -= 1
+            raise OSError(28, "No space left on device")
+        self._inner.flush()
+
+    def close(self) -> None:
+        self.flush()
+        self._inner.close()
+
+
+@dataclass
+class _FlakyPersistence:
+    inner: JsonlPersistence
+    fail: list[int] = field(default_factory=lambda: [0])
+
+    def create(self, header: SessionHeader, *, inherited_event_count: int = 0) -> _FlakyHandle:
+        handle = self.inner.create(header, inherited_event_count=inherited_event_count)
+        return _FlakyHandle(handle, self.fail)
+
+
+def test_jsonl_failed_flush_keeps_events_and_a_later_flush_writes_them(tmp_path: Path) -> None:
+    persistence = _FlakyPersistence(JsonlPersistence(tmp_path))
+    store = make_store(persistence)
+    session = store.create("s")
+    persistence.fail[0] = 1
+    session.append("turn/start", {"turn": 0})
+    with pytest.raises(OSError):
+        session.append("turn/end", {"turn": 0, "reason": {"kind": "completed"}})
+    assert _stored(tmp_path, "s")[2] == []
+    assert len(session.events) == 2  # still readable from memory
+    session.append("turn/start", {"turn": 1})
+    store.flush("s")
+    assert _stored(tmp_path, "s")[2] == list(session.events)
+    persistence.fail[0] = 1
+    with pytest.raises(OSError):
+        store.close("s")
+    session.append("note", "still open after a failed close")
+    store.close("s")
+    assert _stored(tmp_path, "s")[2] == list(session.events)
+
+
+def test_jsonl_closed_session_releases_its_writer(tmp_path: Path) -> None:
+    persistence = JsonlPersistence(tmp_path)
+    store = make_store(persistence)
+    session = store.create("s")
+    session.append("note", 1)
+    store.close("s")
+    with persistence.open_write("s") as writer:  # ownership was released by close
+        writer.append([SessionEvent("note", 1, 5, 2)])
+    assert [e.data for e in _stored(tmp_path, "s")[2]] == [1, 2]
