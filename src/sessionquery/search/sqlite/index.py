@@ -1,0 +1,464 @@
+"""``SqliteSearch``: the SQLite FTS5 search backend (SPEC §7).
+
+One instance owns one SQLite connection (and the index path's owner lock) and serialises
+everything done with it behind one lock: reconciliation, queries and close. Every search
+
+1. refuses at once when the backend is configured ``open_at="never"`` (``SEARCH_DISABLED``)
+   or the token is already cancelled (``ABORTED``);
+2. validates the whole request (query, filters, limit, predicate budget, cursor shape);
+3. waits for the connection (the wait honours ``cancel``), opens the index if needed;
+4. reconciles the index with the corpus (:mod:`.reconcile`);
+5. checks the cursor's generation (``STALE_CURSOR``) and runs one ranked statement.
+
+While a statement runs, an SQLite progress handler polls ``cancel``, so an expiring deadline
+interrupts the statement (``ABORTED``) instead of waiting for it; an interrupted
+reconciliation is rolled back, leaving the index as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Final, Literal, Self
+
+from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.model import SessionHeader
+from sessionquery.query.backend import Corpus
+from sessionquery.query.cancel import CancelToken, check_cancel
+from sessionquery.query.filters import (
+    EventFilter,
+    SessionFilter,
+    validate_event_filters,
+    validate_session_filters,
+)
+from sessionquery.query.types import (
+    EventSearchHit,
+    EventSearchPage,
+    SessionRecord,
+    SessionSearchHit,
+    SessionSearchPage,
+)
+from sessionquery.search.sqlite import schema
+from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, request_fingerprint
+from sessionquery.search.sqlite.query import (
+    EVENT_PREDICATE_LIMIT,
+    SEQ_BITS,
+    SEQ_MASK,
+    SESSION_PREDICATE_LIMIT,
+    compile_filters,
+    event_search_sql,
+    highlight_sql,
+    normalize_query,
+    quote_phrase,
+    session_search_sql,
+    validate_limit,
+)
+from sessionquery.search.sqlite.reconcile import (
+    IndexState,
+    IndexUpdate,
+    ProgressCallback,
+    reconcile,
+)
+from sessionquery.search.sqlite.snippet import MATCH_MARK, snippet_from_highlight
+
+__all__ = ["OpenAt", "SqliteSearch"]
+
+OpenAt = Literal["startup", "first-search", "never"]
+JournalMode = Literal["wal", "delete", "truncate", "persist"]
+
+_OPEN_AT: Final = ("startup", "first-search", "never")
+_JOURNAL_MODES: Final = ("wal", "delete", "truncate", "persist")
+_MAX_SAFE_LIMIT: Final = 2**53 - 2
+PROGRESS_STEPS: Final = 1000
+"""SQLite VM instructions between two polls of the cancel token during a statement."""
+_LOCK_POLL_SECONDS: Final = 0.005
+
+
+def _config_error(message: str) -> SessionQueryError:
+    return SessionQueryError(ErrorCode.INVALID_CONFIG, f"session-search SQLite config: {message}")
+
+
+def _positive_int(value: object, name: str, maximum: int = _MAX_SAFE_LIMIT) -> int:
+    if type(value) is not int or not 1 <= value <= maximum:
+        raise _config_error(f"{name} must be an integer between 1 and {maximum}, not {value!r}")
+    return value
+
+
+def _index_path(path: object) -> str:
+    if not isinstance(path, str | os.PathLike):
+        raise _config_error(f"path must be a string or path, not {type(path).__name__}")
+    text = os.fspath(path)  # pyright: ignore[reportUnknownArgumentType]
+    if not isinstance(text, str) or not text.strip() or "\x00" in text:
+        raise _config_error("path must be a non-blank file path or ':memory:'")
+    return text
+
+
+class SqliteSearch:
+    """A derived SQLite FTS5 index over the corpus, usable as ``SessionQuery(search=...)``.
+
+    Args:
+        path: the index file (created ``0600``, parents ``0700``) or ``":memory:"``. Must be
+            a dedicated file: a database that is not a sessionquery index is refused and left
+            untouched.
+        open_at: ``"startup"`` (open and validate now), ``"first-search"`` or ``"never"``
+            (search disabled: every search raises ``SEARCH_DISABLED``).
+        journal_mode: ``"wal"``, ``"delete"``, ``"truncate"`` or ``"persist"``.
+        default_limit: page size when a search passes no ``limit``.
+        max_limit: the largest accepted ``limit``.
+        snippet_chars: maximum snippet length in code points.
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` for invalid arguments; ``INDEX_FAILED`` when
+            ``open_at="startup"`` and the index cannot be opened (in use by another owner,
+            not an index of ours, unreadable).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        open_at: OpenAt = "startup",
+        journal_mode: JournalMode = "wal",
+        default_limit: int = 20,
+        max_limit: int = 100,
+        snippet_chars: int = 240,
+    ) -> None:
+        self._path = _index_path(path)
+        if open_at not in _OPEN_AT:
+            raise _config_error(f"open_at must be one of {', '.join(_OPEN_AT)}, not {open_at!r}")
+        if journal_mode not in _JOURNAL_MODES:
+            raise _config_error(
+                f"journal_mode must be one of {', '.join(_JOURNAL_MODES)}, not {journal_mode!r}"
+            )
+        self._max_limit = _positive_int(max_limit, "max_limit")
+        self._default_limit = _positive_int(default_limit, "default_limit")
+        if self._default_limit > self._max_limit:
+            raise _config_error(
+                f"default_limit {default_limit} must not exceed max_limit {max_limit}"
+            )
+        self._snippet_chars = _positive_int(snippet_chars, "snippet_chars", 2**31 - 1)
+        self._open_at: OpenAt = open_at
+        self._journal_mode: JournalMode = journal_mode
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._owner: schema.IndexLock | None = None
+        self._state = IndexState()
+        self._codec = CursorCodec()
+        self._closed = False
+        if open_at == "startup":
+            with self._lock:
+                self._open()
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        """The index path as configured."""
+        return self._path
+
+    def _open(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        owner: schema.IndexLock | None = None
+        if self._path != ":memory:":
+            location = Path(self._path)
+            try:
+                schema.ensure_parent(location)
+            except OSError as exc:
+                raise SessionQueryError(
+                    ErrorCode.INDEX_FAILED,
+                    f"session-search index {self._path!r} failed to open: {exc}",
+                ) from exc
+            owner = schema.IndexLock(location)
+            owner.acquire()
+        try:
+            conn = schema.open_index(self._path, self._journal_mode)
+        except BaseException:
+            if owner is not None:
+                owner.release()
+            raise
+        (generation,) = conn.execute("SELECT global_generation FROM main.search_state").fetchone()
+        self._state = IndexState(generation=int(generation))
+        self._conn, self._owner = conn, owner
+        return conn
+
+    def close(self) -> None:
+        """Close the index and release its owner lock; idempotent. Later searches fail with
+        ``INDEX_FAILED``."""
+        self._closed = True
+        with self._lock:
+            conn, self._conn = self._conn, None
+            owner, self._owner = self._owner, None
+            if conn is not None:
+                schema.close_quietly(conn)
+            if owner is not None:
+                owner.release()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _check_enabled(self) -> None:
+        if self._open_at == "never":
+            raise SessionQueryError(
+                ErrorCode.SEARCH_DISABLED, "session search is disabled (open_at='never')"
+            )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionQueryError(ErrorCode.INDEX_FAILED, "session-search index is closed")
+
+    @contextmanager
+    def _connection(self, cancel: CancelToken | None) -> Iterator[sqlite3.Connection]:
+        """Hold the connection (opening it if needed) with ``cancel`` wired to SQLite."""
+        self._check_open()
+        if cancel is None:
+            self._lock.acquire()
+        else:
+            while not self._lock.acquire(timeout=_LOCK_POLL_SECONDS):
+                cancel.check()
+        try:
+            self._check_open()
+            check_cancel(cancel)
+            conn = self._open()
+            if cancel is not None:
+                conn.set_progress_handler(lambda: int(cancel.expired), PROGRESS_STEPS)
+            try:
+                yield conn
+            except sqlite3.Error as exc:
+                check_cancel(cancel)
+                raise SessionQueryError(
+                    ErrorCode.INDEX_FAILED, f"session-search index query failed: {exc}"
+                ) from exc
+            finally:
+                conn.set_progress_handler(None, 0)
+        finally:
+            self._lock.release()
+
+    # -- public operations -------------------------------------------------------------
+
+    def update(
+        self,
+        corpus: Corpus,
+        *,
+        cancel: CancelToken | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> IndexUpdate:
+        """Run one reconciliation now (what every search does first) and report it.
+
+        Args:
+            corpus: the service's corpus (``SessionQuery.corpus``).
+            cancel: aborts between sessions and inside SQLite statements.
+            progress: called as ``progress(done, total)`` while persisted sessions are
+                (re)indexed.
+
+        Raises:
+            SessionQueryError: ``SEARCH_DISABLED``, ``INDEX_FAILED``, ``ABORTED``,
+                ``PERSISTENCE_FAILED``, ``CORRUPT_SESSION`` or ``SOURCE_CONFLICT``.
+        """
+        self._check_enabled()
+        check_cancel(cancel)
+        with self._connection(cancel) as conn:
+            return reconcile(conn, self._state, corpus, cancel, progress)
+
+    def search_sessions(
+        self,
+        corpus: Corpus,
+        query: str,
+        *,
+        session_filters: Sequence[SessionFilter] = (),
+        event_filters: Sequence[EventFilter] = (),
+        limit: int | None = None,
+        cursor: str | None = None,
+        cancel: CancelToken | None = None,
+    ) -> SessionSearchPage:
+        """Sessions whose events contain ``query`` as a phrase, each with its best event.
+
+        Raises:
+            SessionQueryError: ``SEARCH_DISABLED``, ``INVALID_QUERY``, ``INVALID_FILTER``,
+                ``INVALID_LIMIT``, ``INVALID_CURSOR``, ``STALE_CURSOR``, ``ABORTED``,
+                ``INDEX_FAILED`` and the corpus errors of :meth:`update`.
+        """
+        self._check_enabled()
+        check_cancel(cancel)
+        text = normalize_query(query)
+        sessions = validate_session_filters(session_filters)
+        events = validate_event_filters(event_filters, allow_text=False)
+        page_size = validate_limit(limit, self._default_limit, self._max_limit)
+        compiled = compile_filters(sessions, events, predicate_limit=SESSION_PREDICATE_LIMIT)
+        fingerprint = request_fingerprint(
+            "sessions", text, limit=page_size, session_filters=sessions, event_filters=events
+        )
+        position = self._decode(cursor, "sessions", fingerprint)
+        with self._connection(cancel) as conn:
+            reconcile(conn, self._state, corpus, cancel)
+            generation = str(self._state.generation)
+            offset = self._offset(position, generation)
+            sql = session_search_sql(compiled, include_persisted=corpus.persistence is not None)
+            phrase = quote_phrase(text)
+            params = {
+                **compiled.params,
+                "q": phrase,
+                "mark": MATCH_MARK,
+                "lim": page_size + 1,
+                "off": offset,
+            }
+            rows = conn.execute(sql, params).fetchall()
+            hits = [self._session_hit(conn, phrase, row) for row in rows[:page_size]]
+        next_cursor = None
+        if len(rows) > page_size:
+            next_cursor = self._codec.encode(
+                "sessions", fingerprint, generation, offset + page_size
+            )
+        return SessionSearchPage(items=hits, next_cursor=next_cursor)
+
+    def search_events(
+        self,
+        corpus: Corpus,
+        session_id: str,
+        query: str,
+        *,
+        filters: Sequence[EventFilter] = (),
+        limit: int | None = None,
+        cursor: str | None = None,
+        cancel: CancelToken | None = None,
+    ) -> EventSearchPage:
+        """Events of one session containing ``query`` as a phrase, best first.
+
+        Raises:
+            SessionQueryError: as :meth:`search_sessions`, plus ``SESSION_NOT_FOUND`` when the
+                id is neither live nor persisted, and ``INVALID_FILTER`` for a non-string id.
+        """
+        self._check_enabled()
+        check_cancel(cancel)
+        if not isinstance(session_id, str):
+            raise SessionQueryError(
+                ErrorCode.INVALID_FILTER,
+                f"session-search session id must be a string, not {type(session_id).__name__}",
+            )
+        text = normalize_query(query)
+        events = validate_event_filters(filters, allow_text=False)
+        page_size = validate_limit(limit, self._default_limit, self._max_limit)
+        compiled = compile_filters((), events, predicate_limit=EVENT_PREDICATE_LIMIT)
+        fingerprint = request_fingerprint(
+            "events", text, limit=page_size, event_filters=events, session_id=session_id
+        )
+        position = self._decode(cursor, "events", fingerprint)
+        with self._connection(cancel) as conn:
+            reconcile(conn, self._state, corpus, cancel)
+            live, key, header, generation = self._target(conn, corpus, session_id)
+            offset = self._offset(position, generation)
+            phrase = quote_phrase(text)
+            params = {
+                **compiled.params,
+                "q": phrase,
+                "mark": MATCH_MARK,
+                "lo": key << SEQ_BITS,
+                "hi": (key << SEQ_BITS) | SEQ_MASK,
+                "lim": page_size + 1,
+                "off": offset,
+            }
+            rows = conn.execute(event_search_sql(compiled, live=live), params).fetchall()
+            hits = [
+                self._event_hit(conn, phrase, live, session_id, row[:5]) for row in rows[:page_size]
+            ]
+        next_cursor = None
+        if len(rows) > page_size:
+            next_cursor = self._codec.encode("events", fingerprint, generation, offset + page_size)
+        return EventSearchPage(session=header, items=hits, next_cursor=next_cursor)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _decode(
+        self, cursor: object, scope: Literal["sessions", "events"], fingerprint: str
+    ) -> CursorPosition | None:
+        if cursor is None:
+            return None
+        return self._codec.decode(cursor, scope, fingerprint)
+
+    @staticmethod
+    def _offset(position: CursorPosition | None, generation: str) -> int:
+        if position is None:
+            return 0
+        if position.generation != generation:
+            raise SessionQueryError(
+                ErrorCode.STALE_CURSOR,
+                "session-search cursor is stale because its relevant corpus changed; "
+                "retry the complete search",
+            )
+        return position.offset
+
+    def _target(
+        self, conn: sqlite3.Connection, corpus: Corpus, session_id: str
+    ) -> tuple[bool, int, SessionHeader, str]:
+        live = self._state.live.get(session_id)
+        if live is not None:
+            return True, live.key, live.header, f"live:{live.generation}"
+        if corpus.persistence is not None:
+            row = conn.execute(
+                "SELECT key, header_json, generation FROM main.persisted_sessions WHERE id = ?",
+                (session_id,),
+            ).fetchone()
+            if row is not None:
+                key, header_json, generation = row
+                header = SessionHeader.from_json(json.loads(header_json))
+                return False, int(key), header, f"persisted:{self._state.epoch}:{generation}"
+        raise SessionQueryError(ErrorCode.SESSION_NOT_FOUND, f"session {session_id!r} not found")
+
+    def _snippet(self, conn: sqlite3.Connection, phrase: str, live: bool, rid: int) -> str:
+        row = conn.execute(
+            highlight_sql(live), {"q": phrase, "mark": MATCH_MARK, "rid": rid}
+        ).fetchone()
+        return snippet_from_highlight(str(row[0]) if row else "", self._snippet_chars)
+
+    def _event_hit(
+        self,
+        conn: sqlite3.Connection,
+        phrase: str,
+        live: bool,
+        session_id: str,
+        row: Sequence[object],
+    ) -> EventSearchHit:
+        rid, seq, kind, time, surface = row
+        assert isinstance(rid, int) and isinstance(seq, int) and isinstance(time, int)
+        return EventSearchHit(
+            session_id=session_id,
+            seq=seq,
+            type=str(kind),
+            time=time,
+            surface=surface,  # type: ignore[arg-type]  # stored from SurfaceClass values
+            snippet=self._snippet(conn, phrase, live, rid),
+        )
+
+    def _session_hit(
+        self, conn: sqlite3.Connection, phrase: str, row: Sequence[object]
+    ) -> SessionSearchHit:
+        src, rid, session_id, *event = row
+        assert isinstance(rid, int)
+        sid = str(session_id)
+        live = src == 1
+        if live:
+            state = self._state.live[sid]
+            record = SessionRecord(state.header, live=True, persisted=state.persisted)
+        else:
+            (header_json,) = conn.execute(
+                "SELECT header_json FROM main.persisted_sessions WHERE key = ?",
+                (rid >> SEQ_BITS,),
+            ).fetchone()
+            header = SessionHeader.from_json(json.loads(header_json))
+            record = SessionRecord(header, live=False, persisted=True)
+        best = self._event_hit(conn, phrase, live, sid, (rid, *event))
+        return SessionSearchHit(record=record, best_match=best)

@@ -1,0 +1,311 @@
+"""Request normalisation and SQL for one search: the phrase, the filters and the ranking.
+
+Invariants:
+
+* :func:`quote_phrase` is the only place user text becomes FTS5 syntax: the whole query is one
+  double-quoted phrase with inner quotes doubled, so no query can be parsed as an operator
+  (``OR``, ``NEAR(``, ``*``, ``-x``, ``a:b``, ``((``) or raise an FTS5 syntax error. A query
+  with no indexable token becomes an empty phrase, which matches nothing.
+* Filters compile to predicate templates over named bound parameters; no value is ever
+  interpolated into SQL. The predicate and parameter budgets are checked before any
+  statement is prepared.
+* Ranking (:data:`EVENT_ORDER`, :data:`SESSION_ORDER`): more highlighted match spans first,
+  then shorter documents (code points), then newer events, then session id (binary order),
+  then higher seq. ``match_count`` is computed as ``length(highlight(..., MARK, ''))`` minus
+  the stored code-point length: one marker character per span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.query.filters import (
+    CreatedBetween,
+    CwdIn,
+    EventFilter,
+    IdIn,
+    ParentIn,
+    SeqBetween,
+    SessionFilter,
+    SurfaceIn,
+    TimeBetween,
+    TypeIn,
+)
+from sessionquery.search.sqlite.snippet import sanitize_text
+
+__all__ = [
+    "EVENT_PREDICATE_LIMIT",
+    "MAX_BOUND_PARAMETERS",
+    "MAX_QUERY_BYTES",
+    "SEQ_BITS",
+    "SESSION_PREDICATE_LIMIT",
+    "CompiledFilters",
+    "compile_filters",
+    "event_search_sql",
+    "normalize_query",
+    "quote_phrase",
+    "session_search_sql",
+    "validate_limit",
+]
+
+MAX_QUERY_BYTES = 1 << 20
+"""Queries longer than 1 MiB (UTF-8, after normalisation) are refused."""
+
+SESSION_PREDICATE_LIMIT = 14
+"""Compiled session + event predicates allowed in one session search."""
+
+EVENT_PREDICATE_LIMIT = 13
+"""Event predicates allowed in one event search (the fixed session predicate makes 14)."""
+
+MAX_BOUND_PARAMETERS = 32_766
+"""SQLite's default host-parameter limit."""
+
+FIXED_PARAMETERS = 10
+"""Parameters every search statement binds besides filter values (query, marks, paging...)."""
+
+SEQ_BITS = 32
+"""Document rowid = ``session_key << SEQ_BITS | seq``: one contiguous rowid range per session."""
+
+SEQ_MASK = (1 << SEQ_BITS) - 1
+
+EVENT_ORDER = "mc DESC, length ASC, time DESC, seq DESC"
+"""Best event first: most match spans, shortest text, newest, highest seq."""
+
+SESSION_ORDER = "mc DESC, length ASC, time DESC, session_id ASC, seq DESC"
+"""Sessions ranked by their best event, ties by id (binary collation)."""
+
+
+def _invalid_query(message: str) -> SessionQueryError:
+    return SessionQueryError(ErrorCode.INVALID_QUERY, message)
+
+
+def normalize_query(query: object) -> str:
+    """Trim and collapse whitespace; refuse non-strings, empty queries, NUL and > 1 MiB.
+
+    Raises:
+        SessionQueryError: ``INVALID_QUERY``.
+    """
+    if not isinstance(query, str):
+        raise _invalid_query(f"session-search query must be a string, not {type(query).__name__}")
+    if "\x00" in query:
+        raise _invalid_query("session-search query must not contain NUL characters")
+    normalized = " ".join(query.split())
+    if not normalized:
+        raise _invalid_query("session-search query must contain non-whitespace text")
+    if len(normalized) > MAX_QUERY_BYTES // 4 and (
+        len(normalized.encode("utf-8", "surrogatepass")) > MAX_QUERY_BYTES
+    ):
+        raise _invalid_query("session-search query is longer than 1 MiB")
+    return normalized
+
+
+def quote_phrase(normalized: str) -> str:
+    """The FTS5 MATCH expression for ``normalized``: exactly one literal phrase."""
+    return '"' + sanitize_text(normalized).replace('"', '""') + '"'
+
+
+def validate_limit(limit: object, default: int, maximum: int) -> int:
+    """``limit`` or ``default``; must be an integer in ``[1, maximum]``.
+
+    Raises:
+        SessionQueryError: ``INVALID_LIMIT``.
+    """
+    if limit is None:
+        return default
+    if type(limit) is not int or not 1 <= limit <= maximum:
+        raise SessionQueryError(
+            ErrorCode.INVALID_LIMIT,
+            f"session-search limit must be an integer between 1 and {maximum}, not {limit!r}",
+        )
+    return limit
+
+
+@dataclass(slots=True)
+class CompiledFilters:
+    """Predicate templates (``{column}`` placeholders) and their named parameters."""
+
+    session_predicates: list[str] = field(default_factory=list)
+    event_predicates: list[str] = field(default_factory=list)
+    params: dict[str, object] = field(default_factory=dict)
+
+    def bind(self, value: object) -> str:
+        name = f"p{len(self.params)}"
+        self.params[name] = value
+        return f":{name}"
+
+    def where(self, columns: dict[str, str]) -> str:
+        """The predicates as ``AND ...`` SQL for one branch's column expressions."""
+        predicates = self.session_predicates + self.event_predicates
+        return "".join(f" AND {p.format_map(columns)}" for p in predicates)
+
+
+def _list_predicate(out: CompiledFilters, column: str, values: Sequence[str | None]) -> str:
+    if not values:
+        return "0"  # an empty list matches nothing
+    names = [out.bind(value) for value in values if value is not None]
+    parts = [f"{{{column}}} IN ({', '.join(names)})"] if names else []
+    if len(names) != len(values):
+        parts.append(f"{{{column}}} IS NULL")
+    return parts[0] if len(parts) == 1 else f"({' OR '.join(parts)})"
+
+
+def _range_predicates(
+    out: CompiledFilters, column: str, start: float | None, end: float | None
+) -> list[str]:
+    predicates = []
+    if start is not None:
+        predicates.append(f"{{{column}}} >= {out.bind(start)}")
+    if end is not None:
+        predicates.append(f"{{{column}}} <= {out.bind(end)}")
+    return predicates
+
+
+def _session_predicates(out: CompiledFilters, clause: SessionFilter) -> list[str]:
+    if isinstance(clause, IdIn):
+        return [_list_predicate(out, "id", clause.values)]
+    if isinstance(clause, CwdIn):
+        return [_list_predicate(out, "cwd", clause.values)]
+    if isinstance(clause, ParentIn):
+        return [_list_predicate(out, "parent", clause.values)]
+    if isinstance(clause, CreatedBetween):
+        return _range_predicates(out, "created_at", clause.start, clause.end)
+    wanted = set(clause.values)
+    if wanted == {"live", "persisted"}:
+        return []  # every row is live or persisted
+    flags = [f"{{{flag}}} = 1" for flag in ("live", "persisted") if flag in wanted]
+    return [flags[0] if flags else "0"]
+
+
+def _event_predicates(out: CompiledFilters, clause: EventFilter) -> list[str]:
+    if isinstance(clause, SeqBetween):
+        return _range_predicates(out, "seq", clause.start, clause.end)
+    if isinstance(clause, TimeBetween):
+        return _range_predicates(out, "time", clause.start, clause.end)
+    if isinstance(clause, TypeIn):
+        return [_list_predicate(out, "type", clause.values)]
+    assert isinstance(clause, SurfaceIn)
+    return [_list_predicate(out, "surface", clause.values)]
+
+
+def compile_filters(
+    session_filters: Sequence[SessionFilter],
+    event_filters: Sequence[EventFilter],
+    *,
+    predicate_limit: int,
+) -> CompiledFilters:
+    """Compile validated metadata filters, enforcing the predicate and parameter budgets.
+
+    Raises:
+        SessionQueryError: ``INVALID_FILTER`` when the budget is exceeded.
+    """
+    out = CompiledFilters()
+    for clause in session_filters:
+        out.session_predicates.extend(_session_predicates(out, clause))
+    for event_clause in event_filters:
+        out.event_predicates.extend(_event_predicates(out, event_clause))
+    count = len(out.session_predicates) + len(out.event_predicates)
+    if count > predicate_limit:
+        raise SessionQueryError(
+            ErrorCode.INVALID_FILTER,
+            f"session search filters compile to {count} predicates; the limit is {predicate_limit}",
+        )
+    if FIXED_PARAMETERS + len(out.params) > MAX_BOUND_PARAMETERS:
+        raise SessionQueryError(
+            ErrorCode.INVALID_FILTER,
+            f"session search filters bind {len(out.params)} values; the limit is "
+            f"{MAX_BOUND_PARAMETERS - FIXED_PARAMETERS}",
+        )
+    return out
+
+
+_PERSISTED_COLUMNS = {
+    "id": "s.id",
+    "cwd": "s.cwd",
+    "parent": "s.parent_session",
+    "created_at": "s.created_at",
+    "live": "0",
+    "persisted": "1",
+    "seq": f"(r.id & {SEQ_MASK})",
+    "time": "r.time",
+    "type": "r.type",
+    "surface": "r.surface",
+}
+_LIVE_COLUMNS = {**_PERSISTED_COLUMNS, "live": "1", "persisted": "s.persisted"}
+
+_BRANCH = (
+    "SELECT {src} AS src, r.id AS rid, s.id AS session_id, r.id & {mask} AS seq, "
+    "r.type AS type, r.time AS time, r.surface AS surface, r.length AS length, "
+    "length(highlight({fts}, 0, :mark, '')) - r.length AS mc "
+    "FROM {schema}.{fts} JOIN {schema}.{rows} AS r ON r.id = {fts}.rowid "
+    "JOIN {schema}.{sessions} AS s ON s.key = {fts}.rowid >> {bits} "
+    "WHERE {fts} MATCH :q{shadow}{where}"
+)
+
+
+def _branch(live: bool, filters: CompiledFilters) -> str:
+    if live:
+        schema, names = "temp", ("live_fts", "live_rows", "live_sessions")
+        shadow, columns = "", _LIVE_COLUMNS
+    else:
+        schema, names = "main", ("doc_fts", "doc_rows", "persisted_sessions")
+        shadow = " AND s.id NOT IN (SELECT id FROM temp.live_sessions)"
+        columns = _PERSISTED_COLUMNS
+    fts, rows, sessions = names
+    return _BRANCH.format(
+        src=int(live),
+        mask=SEQ_MASK,
+        schema=schema,
+        fts=fts,
+        rows=rows,
+        sessions=sessions,
+        bits=SEQ_BITS,
+        shadow=shadow,
+        where=filters.where(columns),
+    )
+
+
+def session_search_sql(filters: CompiledFilters, *, include_persisted: bool) -> str:
+    """Sessions with their best event, ranked; binds ``:q :mark :lim :off`` + filters.
+
+    Event filters apply before grouping, so the best event is the best one that passes them.
+    Durable rows of a session that has a live row are shadowed.
+    """
+    branches = [_branch(True, filters)]
+    if include_persisted:
+        branches.append(_branch(False, filters))
+    candidates = " UNION ALL ".join(branches)
+    return (
+        f"WITH cand AS ({candidates}), ranked AS (SELECT *, row_number() OVER "
+        f"(PARTITION BY session_id ORDER BY {EVENT_ORDER}) AS rn FROM cand) "
+        "SELECT src, rid, session_id, seq, type, time, surface FROM ranked WHERE rn = 1 "
+        f"ORDER BY {SESSION_ORDER} LIMIT :lim OFFSET :off"
+    )
+
+
+def _tables(live: bool) -> tuple[str, str, str]:
+    return ("temp", "live_fts", "live_rows") if live else ("main", "doc_fts", "doc_rows")
+
+
+def event_search_sql(filters: CompiledFilters, *, live: bool) -> str:
+    """Events of one session (rowids ``:lo..:hi``), ranked; binds ``:q :mark :lo :hi``..."""
+    schema, fts, rows = _tables(live)
+    where = filters.where(_PERSISTED_COLUMNS)
+    return (
+        f"SELECT r.id AS rid, r.id & {SEQ_MASK} AS seq, r.type AS type, r.time AS time, "
+        "r.surface AS surface, r.length AS length, "
+        f"length(highlight({fts}, 0, :mark, '')) - r.length AS mc "
+        f"FROM {schema}.{fts} JOIN {schema}.{rows} AS r ON r.id = {fts}.rowid "
+        f"WHERE {fts} MATCH :q AND {fts}.rowid BETWEEN :lo AND :hi{where} "
+        f"ORDER BY {EVENT_ORDER} LIMIT :lim OFFSET :off"
+    )
+
+
+def highlight_sql(live: bool) -> str:
+    """One document's text with ``:mark`` before each match span (binds ``:q :mark :rid``)."""
+    schema, fts, _rows = _tables(live)
+    return (
+        f"SELECT highlight({fts}, 0, :mark, '') FROM {schema}.{fts} "
+        f"WHERE {fts} MATCH :q AND {fts}.rowid = :rid"
+    )

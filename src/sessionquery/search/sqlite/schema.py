@@ -1,0 +1,276 @@
+"""The index database: its guarded open procedure, its schema and its owner lock.
+
+The index is **derived and disposable**: everything in it can be rebuilt from the corpus.
+It is marked with our own ``application_id`` (:data:`APPLICATION_ID`) and a schema
+``user_version`` (:data:`SCHEMA_VERSION`).
+
+Invariants of :func:`open_index`:
+
+* A database that is not ours is never written: a foreign ``application_id``, an
+  ``application_id`` of 0 with any user table, or ours with a table outside the derived set is
+  refused with ``INDEX_FAILED`` before any pragma that writes, so the file stays byte-for-byte
+  unchanged.
+* Ours with another schema version (older or newer) is dropped and rebuilt in place.
+* The journal mode is applied only after validation. New files are ``0600``, new parent
+  directories ``0700``.
+* One owner per index path: an exclusive ``flock`` on ``<path>.lock`` is held while open; a
+  second opener (another process or another instance in this one) gets ``INDEX_FAILED``.
+
+Layout: ``doc_rows`` (explicit ``INTEGER PRIMARY KEY`` rowid = ``session_key << 32 | seq``)
+holds each document's text and metadata, ``doc_fts`` is an external-content FTS5 index over
+its text kept in sync by triggers; ``persisted_sessions`` maps session ids to keys, headers
+and revisions. Live sessions live in connection-local TEMP twins (``live_sessions``,
+``live_rows``, ``live_fts``) that vanish with the connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from pathlib import Path
+
+from sessionquery.errors import ErrorCode, SessionQueryError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - non-POSIX platforms
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "APPLICATION_ID",
+    "DERIVED_TABLES",
+    "SCHEMA_VERSION",
+    "IndexLock",
+    "close_quietly",
+    "create_temp_schema",
+    "ensure_parent",
+    "open_index",
+]
+
+APPLICATION_ID = 0x53514958
+"""``PRAGMA application_id`` of a sessionquery index (ASCII ``SQIX``)."""
+
+SCHEMA_VERSION = 1
+"""``PRAGMA user_version``; any other value on a database of ours means "rebuild"."""
+
+DERIVED_TABLES = frozenset(
+    {
+        "search_state",
+        "persisted_sessions",
+        "doc_rows",
+        "doc_fts",
+        "doc_fts_data",
+        "doc_fts_idx",
+        "doc_fts_docsize",
+        "doc_fts_config",
+    }
+)
+"""Every table an index of ours may contain (FTS5 shadow tables included)."""
+
+_MAIN_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS main.search_state ("
+    " singleton INTEGER PRIMARY KEY CHECK (singleton = 1),"
+    " global_generation INTEGER NOT NULL)",
+    "INSERT OR IGNORE INTO main.search_state (singleton, global_generation) VALUES (1, 0)",
+    "CREATE TABLE IF NOT EXISTS main.persisted_sessions ("
+    " key INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL,"
+    " cwd TEXT, parent_session TEXT, header_json TEXT NOT NULL, revision TEXT NOT NULL,"
+    " generation INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS main.doc_rows ("
+    " id INTEGER PRIMARY KEY, text TEXT NOT NULL, type TEXT NOT NULL, time INTEGER NOT NULL,"
+    " surface TEXT NOT NULL, length INTEGER NOT NULL)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS main.doc_fts USING fts5("
+    " text, content='doc_rows', content_rowid='id', tokenize='unicode61')",
+    "CREATE TRIGGER IF NOT EXISTS main.doc_rows_ai AFTER INSERT ON doc_rows BEGIN"
+    " INSERT INTO doc_fts (rowid, text) VALUES (new.id, new.text); END",
+    "CREATE TRIGGER IF NOT EXISTS main.doc_rows_ad AFTER DELETE ON doc_rows BEGIN"
+    " INSERT INTO doc_fts (doc_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
+    "CREATE TRIGGER IF NOT EXISTS main.doc_rows_au AFTER UPDATE OF text ON doc_rows BEGIN"
+    " INSERT INTO doc_fts (doc_fts, rowid, text) VALUES ('delete', old.id, old.text);"
+    " INSERT INTO doc_fts (rowid, text) VALUES (new.id, new.text); END",
+)
+
+_TEMP_SCHEMA = (
+    "CREATE TEMP TABLE live_sessions ("
+    " key INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL,"
+    " cwd TEXT, parent_session TEXT, persisted INTEGER NOT NULL)",
+    "CREATE TEMP TABLE live_rows ("
+    " id INTEGER PRIMARY KEY, text TEXT NOT NULL, type TEXT NOT NULL, time INTEGER NOT NULL,"
+    " surface TEXT NOT NULL, length INTEGER NOT NULL)",
+    "CREATE VIRTUAL TABLE temp.live_fts USING fts5("
+    " text, content='live_rows', content_rowid='id', tokenize='unicode61')",
+    "CREATE TEMP TRIGGER live_rows_ai AFTER INSERT ON live_rows BEGIN"
+    " INSERT INTO live_fts (rowid, text) VALUES (new.id, new.text); END",
+    "CREATE TEMP TRIGGER live_rows_ad AFTER DELETE ON live_rows BEGIN"
+    " INSERT INTO live_fts (live_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
+)
+
+
+def _failed(path: str, detail: str) -> SessionQueryError:
+    return SessionQueryError(
+        ErrorCode.INDEX_FAILED, f"session-search index {path!r} failed to open: {detail}"
+    )
+
+
+class IndexLock:
+    """An exclusive advisory lock on ``<path>.lock``, held while an index is open."""
+
+    __slots__ = ("_fd", "path")
+
+    def __init__(self, index_path: Path) -> None:
+        self.path = index_path.with_name(index_path.name + ".lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise ``INDEX_FAILED`` naming the owner conflict."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise _failed(
+                    str(self.path.with_suffix("")),
+                    "the index is already open in another process or SqliteSearch instance "
+                    "(one owner per index path)",
+                ) from None
+        self._fd = fd
+
+    def release(self) -> None:
+        """Release the lock (idempotent). The lock file itself is left in place."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)  # closing the descriptor drops the flock
+
+
+def ensure_parent(path: Path) -> None:
+    """Create the missing parent directories of ``path`` with mode ``0700``."""
+    missing: list[Path] = []
+    parent = path.parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700)
+        os.chmod(directory, 0o700)
+
+
+def _ensure_file(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+    os.chmod(path, 0o600)
+
+
+def _user_tables(conn: sqlite3.Connection) -> set[str]:
+    rows = conn.execute(
+        "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' "
+        "ESCAPE '\\'"
+    ).fetchall()
+    return {str(name) for (name,) in rows}
+
+
+def _validate(conn: sqlite3.Connection, path: str) -> bool:
+    """Refuse what is not ours; return whether the schema must be rebuilt."""
+    (app_id,) = conn.execute("PRAGMA main.application_id").fetchone()
+    (version,) = conn.execute("PRAGMA main.user_version").fetchone()
+    tables = _user_tables(conn)
+    if app_id not in (0, APPLICATION_ID):
+        raise _failed(path, f"application_id {app_id:#x} belongs to another application")
+    if app_id == 0 and tables:
+        raise _failed(path, "not an empty database or a recognised sessionquery index")
+    unknown = tables - DERIVED_TABLES
+    if unknown:
+        names = ", ".join(sorted(unknown))
+        raise _failed(path, f"the index contains tables it does not own: {names}")
+    return bool(app_id == APPLICATION_ID and version != SCHEMA_VERSION)
+
+
+def _drop_derived(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        virtual = conn.execute(
+            "SELECT name FROM main.sqlite_master "
+            "WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL%'"
+        ).fetchall()
+        for (name,) in virtual:
+            conn.execute(f"DROP TABLE IF EXISTS main.{_quote_identifier(name)}")
+        for name in sorted(_user_tables(conn)):
+            conn.execute(f"DROP TABLE IF EXISTS main.{_quote_identifier(name)}")
+        conn.execute("PRAGMA main.user_version = 0")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _quote_identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _create_main_schema(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _MAIN_SCHEMA:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA main.application_id = {APPLICATION_ID:d}")
+        conn.execute(f"PRAGMA main.user_version = {SCHEMA_VERSION:d}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def create_temp_schema(conn: sqlite3.Connection) -> None:
+    """(Re)create the connection-local live tables, empty."""
+    for name in ("live_fts", "live_rows", "live_sessions"):
+        conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
+    for statement in _TEMP_SCHEMA:
+        conn.execute(statement)
+
+
+def open_index(path: str, journal_mode: str) -> sqlite3.Connection:
+    """Open, validate and (if needed) build the index at ``path`` (``":memory:"`` allowed).
+
+    The caller holds the :class:`IndexLock` for file paths.
+
+    Raises:
+        SessionQueryError: ``INDEX_FAILED`` for a database that is not ours or cannot be
+            opened; nothing is written to such a file.
+    """
+    memory = path == ":memory:"
+    try:
+        if not memory:
+            ensure_parent(Path(path))
+            _ensure_file(Path(path))
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except (OSError, sqlite3.Error) as exc:
+        raise _failed(path, str(exc)) from exc
+    try:
+        rebuild = _validate(conn, path)
+        if rebuild:
+            _drop_derived(conn)
+        if not memory:
+            conn.execute(f"PRAGMA main.journal_mode = {journal_mode}")
+            conn.execute("PRAGMA main.synchronous = NORMAL")  # derived data: no fsync per commit
+        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        conn.execute("PRAGMA cache_size = -32768")
+        _create_main_schema(conn)
+        create_temp_schema(conn)
+    except SessionQueryError:
+        conn.close()
+        raise
+    except sqlite3.Error as exc:
+        conn.close()
+        raise _failed(path, str(exc)) from exc
+    return conn
+
+
+def close_quietly(conn: sqlite3.Connection) -> None:
+    """Close ``conn``, ignoring errors (used on failure paths)."""
+    with contextlib.suppress(sqlite3.Error):
+        conn.close()

@@ -1,0 +1,184 @@
+"""Small in-memory fakes of our own seams (``Corpus``, ``SessionPersistence``) for the
+SQLite search tests, built from real ``SessionEvent`` logs."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.model import Replace, SessionEvent, SessionHeader, interrupted_turn_closers
+from sessionquery.persistence.base import PersistedSession
+from sessionquery.query.backend import LiveSnapshot
+from sessionquery.query.cancel import CancelToken, check_cancel
+from sessionquery.query.types import SessionLog
+
+_revisions = itertools.count(1)
+
+
+def user(seq: int, text: str, time: int | None = None) -> SessionEvent:
+    """A ``user/message`` appended to the surface."""
+    return SessionEvent(
+        type="user/message",
+        seq=seq,
+        time=1_000 + seq if time is None else time,
+        data={
+            "id": f"u{seq}",
+            "role": "user",
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "user"},
+        },
+        surface_op="append",
+    )
+
+
+def assistant(seq: int, text: str, time: int | None = None) -> SessionEvent:
+    """An ``assistant/message`` appended to the surface."""
+    return SessionEvent(
+        type="assistant/message",
+        seq=seq,
+        time=1_000 + seq if time is None else time,
+        data={
+            "turn": 0,
+            "step": 0,
+            "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+        },
+        surface_op="append",
+    )
+
+
+def summary(seq: int, text: str, start: int, end: int) -> SessionEvent:
+    """A ``user/message`` replacing the surface run ``start..end`` (a compaction)."""
+    return SessionEvent(
+        type="user/message",
+        seq=seq,
+        time=1_000 + seq,
+        data={
+            "id": f"s{seq}",
+            "role": "user",
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "compaction"},
+        },
+        surface_op=Replace(start, end),
+        source_event_seqs=tuple(range(start, end + 1)),
+    )
+
+
+def log(*texts: str, start: int = 0) -> list[SessionEvent]:
+    """Alternating user/assistant messages with these texts."""
+    return [(user if i % 2 == 0 else assistant)(start + i, text) for i, text in enumerate(texts)]
+
+
+def header(session_id: str, created_at: int = 1, **fields: object) -> SessionHeader:
+    return SessionHeader(id=session_id, created_at=created_at, **fields)  # type: ignore[arg-type]
+
+
+@dataclass
+class _Stored:
+    header: SessionHeader
+    events: list[SessionEvent]
+    revision: str
+
+
+class _Handle:
+    def __init__(self, stored: _Stored) -> None:
+        self._stored = stored
+
+    @property
+    def header(self) -> SessionHeader:
+        return self._stored.header
+
+    @property
+    def inherited_event_count(self) -> int:
+        return 0
+
+    def read(self, offset: int = 0, length: int | None = None) -> list[SessionEvent]:
+        end = None if length is None else offset + length
+        return list(self._stored.events[offset:end])
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> _Handle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+class FakePersistence:
+    """An in-memory store: ``put``/``append``/``delete`` change revisions and the token."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, _Stored] = {}
+        self.token = 0
+        self.list_calls = 0
+
+    def put(self, session_header: SessionHeader, events: Sequence[SessionEvent]) -> None:
+        self.sessions[session_header.id] = _Stored(
+            session_header, list(events), f"r{next(_revisions)}"
+        )
+        self.token += 1
+
+    def append(self, session_id: str, events: Sequence[SessionEvent]) -> None:
+        stored = self.sessions[session_id]
+        stored.events.extend(events)
+        stored.revision = f"r{next(_revisions)}"
+        self.token += 1
+
+    def delete(self, session_id: str) -> None:
+        del self.sessions[session_id]
+        self.token += 1
+
+    def list(self) -> list[PersistedSession]:
+        self.list_calls += 1
+        return [
+            PersistedSession(s.header, s.revision, len(s.events)) for s in self.sessions.values()
+        ]
+
+    def stat(self, session_id: str) -> PersistedSession | None:
+        s = self.sessions.get(session_id)
+        return None if s is None else PersistedSession(s.header, s.revision, len(s.events))
+
+    def open_read(self, session_id: str) -> _Handle:
+        return _Handle(self.sessions[session_id])
+
+
+@dataclass
+class FakeCorpus:
+    """A live-first corpus over a dict of live sessions and an optional fake store."""
+
+    store: FakePersistence | None = None
+    live: dict[str, tuple[SessionHeader, list[SessionEvent]]] = field(default_factory=dict)
+    with_token: bool = True
+    reads: list[str] = field(default_factory=list)
+
+    @property
+    def persistence(self) -> FakePersistence | None:
+        return self.store
+
+    def live_ids(self) -> frozenset[str]:
+        return frozenset(self.live)
+
+    def live_snapshots(self) -> list[LiveSnapshot]:
+        return [LiveSnapshot(h, 0, tuple(events)) for h, events in self.live.values()]
+
+    def list_persisted(self, cancel: CancelToken | None = None) -> list[PersistedSession]:
+        check_cancel(cancel)
+        return [] if self.store is None else self.store.list()
+
+    def read_persisted(self, session_id: str, cancel: CancelToken | None = None) -> SessionLog:
+        check_cancel(cancel)
+        self.reads.append(session_id)
+        if self.store is None or session_id not in self.store.sessions:
+            raise SessionQueryError(ErrorCode.SESSION_NOT_FOUND, f"{session_id!r} not found")
+        stored = self.store.sessions[session_id]
+        events = list(stored.events)
+        events.extend(interrupted_turn_closers(events))
+        return SessionLog(stored.header, 0, tuple(events))
+
+    def change_token(self) -> str | None:
+        if self.store is None or not self.with_token:
+            return None
+        return str(self.store.token)
