@@ -329,8 +329,14 @@ def test_bad_lines_become_problems_with_line_numbers_and_the_rest_is_read(
     path = tmp_path / "-proj" / "s-1.jsonl"
     _write(
         path,
-        [_user("first"), "{not json", json.dumps({"type": "brand-new"}), "[1, 2]", _user("last")]
-        + ['{"type": "user", "mess'],
+        [
+            _user("first"),
+            "{not json",
+            json.dumps({"type": "brand-new"}),
+            "[1, 2]",
+            _user("last"),
+            '{"type": "user", "mess',
+        ],
         final_newline=False,
     )
     source = ClaudeCodeSource(tmp_path)

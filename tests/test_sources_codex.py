@@ -1,0 +1,200 @@
+"""CodexSource over the real rollouts in the shared corpus and hand-made bad files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sessionquery.model import (
+    SessionEvent,
+    extract_event_text,
+    fold_surface,
+    fold_title,
+    interrupted_turn_closers,
+)
+from sessionquery.sources import CodexSource
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+SPECTORA = "/Users/jnarowski/Dev/spectora/src/spectora-labs-monorepo-v2"
+
+# real file (relative to the corpus) -> (session id, cwd, tool calls)
+EXPECTED = {
+    "agentcmd/rollout-2025-09-24T19-22-20-01997e76-d124-7592-9cac-2ec05abbca08.jsonl": (
+        "01997e76-d124-7592-9cac-2ec05abbca08",
+        SPECTORA,
+        123,
+    ),
+    "agentcmd/rollout-2025-09-24T20-12-23-01997ea4-a70d-7da3-8c20-c736db82a7c5.jsonl": (
+        "01997ea4-a70d-7da3-8c20-c736db82a7c5",
+        SPECTORA,
+        16,
+    ),
+    "agentcmd/rollout-2025-09-25T08-02-05-0199812e-64f0-7f73-91fc-095dda01c36e.jsonl": (
+        "0199812e-64f0-7f73-91fc-095dda01c36e",
+        SPECTORA,
+        57,
+    ),
+    "agentcmd/rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl": (
+        "01998190-fba6-7f40-9309-dc4e48c5844a",
+        SPECTORA,
+        84,
+    ),
+    "agentcmd/rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl": (
+        "019982b8-3422-79e0-8b3b-05abaf4f3c3e",
+        SPECTORA,
+        34,
+    ),
+    "agent-sessions/codex/small.jsonl": ("019fc8be-3658-7ca3-9e29-000000000000", "/tmp/repo", 6),
+}
+BIG = "01997e76-d124-7592-9cac-2ec05abbca08"
+SMALL = "019fc8be-3658-7ca3-9e29-000000000000"
+
+
+@pytest.fixture
+def sessions(tmp_path: Path) -> Path:
+    """A sessions tree (date folders) whose rollouts are symlinks to the real corpus files."""
+    assert CORPUS.is_dir(), f"the shared corpus is missing: {CORPUS}"
+    root = tmp_path / "sessions" / "2025" / "09" / "25"
+    root.mkdir(parents=True)
+    for rel in EXPECTED:
+        source = CORPUS / rel
+        assert source.is_file(), source
+        name = source.name if source.name.startswith("rollout-") else "rollout-small.jsonl"
+        (root / name).symlink_to(source)
+    return tmp_path / "sessions"
+
+
+def _events(source: CodexSource, session_id: str) -> list[SessionEvent]:
+    with source.open_read(session_id) as handle:
+        return handle.read()
+
+
+def test_corpus_codex_files_are_all_in_this_table() -> None:
+    assert CORPUS.is_dir(), f"the shared corpus is missing: {CORPUS}"
+    found = {
+        p.relative_to(CORPUS).as_posix()
+        for p in CORPUS.rglob("*.jsonl")
+        if p.name.startswith("rollout-") or p.parent.name == "codex"
+    }
+    assert found == set(EXPECTED)
+
+
+def test_every_real_rollout_imports_with_id_cwd_and_paired_tool_calls(sessions: Path) -> None:
+    source = CodexSource(sessions)
+    listing = {entry.header.id: entry for entry in source.list()}
+    assert set(listing) == {session_id for session_id, _, _ in EXPECTED.values()}
+    for session_id, cwd, calls in EXPECTED.values():
+        header = listing[session_id].header
+        assert header.cwd == cwd and header.parent_session is None
+        events = _events(source, session_id)
+        call_ids = [e.data["callId"] for e in events if e.type == "tool/call"]  # type: ignore[index]
+        assert len(call_ids) == calls
+        results = [
+            e.data["message"]["source"]["callId"]  # type: ignore[index]
+            for e in events
+            if e.type == "tool/result"
+        ]
+        assert set(results) <= set(call_ids)
+        fold_surface(events)
+        fold_surface(events + interrupted_turn_closers(events))
+        assert all(e.data["origin"]["line"] >= 1 for e in events)  # type: ignore[index]
+    assert source.problems() == []
+
+
+def test_turn_aborted_lines_end_turns_as_aborted(sessions: Path) -> None:
+    events = _events(CodexSource(sessions), BIG)
+    aborted = [
+        e
+        for e in events
+        if e.type == "turn/end" and e.data["reason"]["kind"] == "aborted"  # type: ignore[index]
+    ]
+    assert len(aborted) == 4
+    assert interrupted_turn_closers(events) == []
+
+
+def test_injected_preamble_is_kept_but_not_searchable(sessions: Path) -> None:
+    events = _events(CodexSource(sessions), BIG)
+    injected = [
+        e
+        for e in events
+        if e.type == "user/message" and e.data["source"]["kind"] == "injected"  # type: ignore[index]
+    ]
+    assert injected
+    assert all(extract_event_text(e) == "" for e in injected)
+    assert fold_surface(events).surface_of[injected[0].seq] == "current"
+    prompts = [
+        extract_event_text(e)
+        for e in events
+        if e.type == "user/message" and e.data["source"]["kind"] == "user"  # type: ignore[index]
+    ]
+    assert any("My request for Codex" in text for text in prompts)
+
+
+def test_compacted_lines_shadow_the_earlier_surface(sessions: Path) -> None:
+    events = _events(CodexSource(sessions), SMALL)
+    fold = fold_surface(events)
+    replacers = {fold.replaced_by[seq] for seq, k in fold.surface_of.items() if k == "shadowed"}
+    assert replacers
+    assert {events[seq].data["source"]["kind"] for seq in replacers} == {"compaction"}  # type: ignore[index]
+    title = fold_title(events)
+    assert title is not None and title.title == "[trimmed for fixture]"
+
+
+def test_function_output_wrapper_is_unwrapped_to_the_command_output(sessions: Path) -> None:
+    events = _events(CodexSource(sessions), BIG)
+    texts = [extract_event_text(e) for e in events if e.type == "tool/result"]
+    assert any("Switched to a new branch 'feat/dashboard-refactor'" in t for t in texts)
+    assert not any(t.startswith('{"output"') for t in texts)
+
+
+def _meta(**payload: object) -> str:
+    base = {"id": "child-1", "timestamp": "2025-01-01T00:00:00Z", "cwd": "/repo"}
+    return json.dumps(
+        {
+            "timestamp": "2025-01-01T00:00:00Z",
+            "type": "session_meta",
+            "payload": {**base, **payload},
+        }
+    )
+
+
+def test_fork_and_subagent_parents_become_parent_session(tmp_path: Path) -> None:
+    (tmp_path / "rollout-a.jsonl").write_text(_meta(forked_from_id="root-1") + "\n")
+    spawn = {"subagent": {"thread_spawn": {"parent_thread_id": "root-1", "depth": 1}}}
+    (tmp_path / "rollout-b.jsonl").write_text(_meta(id="child-2", source=spawn) + "\n")
+    headers = {e.header.id: e.header for e in CodexSource(tmp_path).list()}
+    assert (headers["child-1"].parent_session, headers["child-1"].origin) == ("root-1", "fork")
+    assert (headers["child-2"].parent_session, headers["child-2"].origin) == (
+        "root-1",
+        "subagent",
+    )
+
+
+def test_bad_lines_and_missing_meta_are_problems_with_line_numbers(tmp_path: Path) -> None:
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    lines = [
+        json.dumps({"timestamp": "2025-01-01T00:00:00Z", "type": "response_item", "payload": user}),
+        "garbage",
+        json.dumps({"type": "mystery"}),
+        '{"type": "response_item", "payl',
+    ]
+    name = "rollout-2025-01-01T00-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl"
+    (tmp_path / name).write_text("\n".join(lines))
+    source = CodexSource(tmp_path)
+    (entry,) = source.list()
+    assert entry.header.id == "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
+    assert entry.header.cwd is None
+    assert sorted((p.line or 0) for p in source.problems()) == [0, 0, 2, 3, 4]
+    events = _events(source, entry.header.id)
+    assert any(extract_event_text(e) == "hi" for e in events)
+    fold_surface(events)
+
+
+def test_empty_rollout_is_a_problem_and_other_files_are_ignored(tmp_path: Path) -> None:
+    (tmp_path / "rollout-empty.jsonl").write_text("")
+    (tmp_path / "session_index.jsonl").write_text("{}\n")
+    source = CodexSource(tmp_path)
+    assert source.list() == []
+    assert [Path(p.path).name for p in source.problems()] == ["rollout-empty.jsonl"]
