@@ -4,8 +4,10 @@ from sessionquery.errors import (
     PersistenceClosed,
     PersistenceCorrupt,
     PersistenceError,
+    PersistenceExists,
     PersistenceNotFound,
     PersistenceOwned,
+    PersistenceWriteFailed,
 )
 from sessionquery.persistence.base import (
     PersistedSession,
@@ -13,16 +15,19 @@ from sessionquery.persistence.base import (
     SessionPersistence,
     WriteHandle,
 )
-from sessionquery.persistence.jsonl import JsonlPersistence
+from sessionquery.persistence.jsonl import JsonlPersistence, LogProblem
 
 __all__ = [
     "JsonlPersistence",
+    "LogProblem",
     "PersistedSession",
     "PersistenceClosed",
     "PersistenceCorrupt",
     "PersistenceError",
+    "PersistenceExists",
     "PersistenceNotFound",
     "PersistenceOwned",
+    "PersistenceWriteFailed",
     "ReadHandle",
     "SessionPersistence",
     "WriteHandle",
