@@ -376,9 +376,10 @@ class LogBuilder:
         )
 
 
+# Real texts and titles are normalised, non-blank strings.
 _words = st.text(
     st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), min_size=1, max_size=12
-)
+).filter(lambda text: text.strip() != "")
 
 
 @st.composite
