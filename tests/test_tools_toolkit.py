@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +61,8 @@ def _text(text: str) -> list[dict[str, str]]:
 
 
 def _user(session: Session, text: str) -> int:
-    data = {"id": f"m{len(session.events)}", "role": "user", "content": _text(text)}
+    data: dict[str, Any] = {"id": f"m{len(session.events)}", "role": "user"}
+    data["content"] = _text(text)
     data["source"] = {"kind": "user"}
     return session.append("user/message", data, surface_op="append").seq
 
@@ -79,7 +81,7 @@ def _turn(
         content.append(
             {"type": "tool-call", "id": call_id, "name": "shell", "arguments": arguments}
         )
-        message = {"role": "assistant", "content": content}
+        message: dict[str, Any] = {"role": "assistant", "content": content}
         session.append(
             "assistant/message", {"turn": turn, "step": 0, "message": message}, surface_op="append"
         )
@@ -588,3 +590,165 @@ def test_openai_and_anthropic_tool_dicts_carry_the_same_definitions(world: _Worl
         assert o["function"]["parameters"] == a["input_schema"] == d.input_schema
     json.dumps(openai)
     json.dumps(anthropic)
+
+
+# --- search serialisation and deadlines ------------------------------------------------------
+
+
+class _GatedSearch:
+    """A search backend (our own protocol) that delegates to SQLite but can hold callers at a
+    gate, recording how many searches run at once."""
+
+    def __init__(self, inner: SqliteSearch) -> None:
+        self.inner = inner
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        self.wait_for_deadline = False
+        self._lock = threading.Lock()
+        self.running = 0
+        self.most_running = 0
+
+    def _enter(self, cancel: CancelToken | None) -> None:
+        with self._lock:
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+        self.entered.set()
+        if self.wait_for_deadline:
+            assert cancel is not None and cancel.deadline is not None
+            while not cancel.expired:
+                self.gate.wait(0.005)
+            cancel.check()
+        assert self.gate.wait(5)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.running -= 1
+
+    def search_sessions(self, corpus: Any, query: str, **kwargs: Any) -> Any:
+        self._enter(kwargs.get("cancel"))
+        try:
+            return self.inner.search_sessions(corpus, query, **kwargs)
+        finally:
+            self._leave()
+
+    def search_events(self, corpus: Any, session_id: str, query: str, **kwargs: Any) -> Any:
+        self._enter(kwargs.get("cancel"))
+        try:
+            return self.inner.search_events(corpus, session_id, query, **kwargs)
+        finally:
+            self._leave()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.fixture
+def gated(world: _World, tmp_path: Path) -> Iterator[tuple[SessionQueryTools, _GatedSearch]]:
+    backend = _GatedSearch(SqliteSearch(tmp_path / "gated.sqlite"))
+    query = SessionQuery(world.store, world.persistence, backend)
+    try:
+        yield SessionQueryTools(query, search_timeout_ms=60_000), backend
+    finally:
+        backend.gate.set()
+        query.close()
+
+
+def test_search_tools_run_one_at_a_time_even_from_concurrent_threads(
+    world: _World, gated: tuple[SessionQueryTools, _GatedSearch]
+) -> None:
+    tools, backend = gated
+    results: dict[str, ToolResult] = {}
+
+    def run(name: str, arguments: dict[str, Any]) -> None:
+        results[name] = tools.call(name, arguments, world.caller)
+
+    first = threading.Thread(target=run, args=("session_search", {"query": "login test"}))
+    first.start()
+    assert backend.entered.wait(5)
+    second = threading.Thread(
+        target=run,
+        args=("session_event_search", {"session_id": "alpha-root", "query": "login"}),
+    )
+    second.start()
+    second.join(timeout=0.3)
+    assert second.is_alive()
+    assert backend.running == 1
+    # Trace and read tools are parallel-safe: they do not wait for the search.
+    assert "alpha-root" in _ok(
+        tools.call("session_trace", {"session_id": "alpha-root"}, world.caller)
+    )
+    backend.gate.set()
+    first.join(timeout=10)
+    second.join(timeout=10)
+    assert not first.is_alive() and not second.is_alive()
+    assert backend.most_running == 1
+    assert "Session search results" in _ok(results["session_search"])
+    assert "Event search results" in _ok(results["session_event_search"])
+
+
+def test_search_that_outlives_its_deadline_returns_a_timeout_error(
+    world: _World, tmp_path: Path
+) -> None:
+    backend = _GatedSearch(SqliteSearch(tmp_path / "slow.sqlite"))
+    backend.wait_for_deadline = True
+    query = SessionQuery(world.store, world.persistence, backend)
+    try:
+        tools = SessionQueryTools(query, search_timeout_ms=50)
+        result = tools.call("session_search", {"query": "login"}, world.caller)
+    finally:
+        backend.gate.set()
+        query.close()
+    assert result.text == (
+        "SESSION_QUERY_ABORTED: session search ran out of time; narrow the query or add "
+        "filters and try again"
+    )
+
+
+def test_search_waiting_for_the_lock_past_its_deadline_times_out(
+    world: _World, tmp_path: Path
+) -> None:
+    backend = _GatedSearch(SqliteSearch(tmp_path / "busy.sqlite"))
+    query = SessionQuery(world.store, world.persistence, backend)
+    holder_result: list[ToolResult] = []
+    try:
+        busy = SessionQueryTools(query, search_timeout_ms=100)
+        holder = threading.Thread(
+            target=lambda: holder_result.append(
+                busy.call("session_search", {"query": "login"}, world.caller)
+            )
+        )
+        holder.start()
+        assert backend.entered.wait(5)
+        waiting = busy.call("session_event_search", {"query": "login"}, world.caller)
+        _err(waiting, ErrorCode.ABORTED)
+        assert "ran out of time" in waiting.text
+    finally:
+        backend.gate.set()
+        holder.join(timeout=10)
+        query.close()
+    assert not holder.is_alive()
+
+
+def test_caller_cancellation_while_searching_is_raised_unchanged(
+    world: _World, gated: tuple[SessionQueryTools, _GatedSearch]
+) -> None:
+    tools, backend = gated
+    backend.wait_for_deadline = True
+    cancel = CancelToken()
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            tools.call("session_search", {"query": "login"}, world.caller, cancel=cancel)
+        except SessionQueryError as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert backend.entered.wait(5)
+    cancel.cancel()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert len(raised) == 1
+    assert isinstance(raised[0], SessionQueryError)
+    assert raised[0].code is ErrorCode.ABORTED
