@@ -167,7 +167,16 @@ class Operations:
         if args.empty:
             return render.NO_SESSION_MATCHES
         fetch = partial(self._session_page, args.query, tuple(filters), args.event_filters)
-        hits, capped = self._collect(fetch, self._acceptable_hit)
+        seen: set[str] = set()
+
+        def accept(hit: SessionSearchHit) -> bool:
+            # A backend returns each session once per search; the set guards paging anyway.
+            if hit.record.id in seen or not self._acceptable_hit(hit):
+                return False
+            seen.add(hit.record.id)
+            return True
+
+        hits, capped = self._collect(fetch, accept)
         visible_parents = self._authorized_ids(
             [p for hit in hits if (p := hit.record.header.parent_session) is not None]
         )

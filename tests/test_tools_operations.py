@@ -1,0 +1,295 @@
+"""The tool workflows against a small fake of our own ``QueryService`` protocol.
+
+The fake lets a test make the service misbehave in ways a real corpus cannot be made to
+(a backend returning foreign hits, a header replaced between preflight and payload, a repeated
+cursor); end-to-end behaviour on real files is in ``test_tools_toolkit.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
+from sessionquery.model import SessionHeader, TitleSnapshot
+from sessionquery.query.cancel import CancelToken
+from sessionquery.query.filters import (
+    CwdIn,
+    EventFilter,
+    IdIn,
+    ParentIn,
+    SeqBetween,
+    SessionFilter,
+    session_matches,
+)
+from sessionquery.query.types import (
+    EventSearchHit,
+    EventSearchPage,
+    EventTrace,
+    EventWindow,
+    LineageTrace,
+    SessionRecord,
+    SessionSearchHit,
+    SessionSearchPage,
+    TitleResult,
+)
+from sessionquery.tools.access import ToolCaller
+from sessionquery.tools.arguments import parse_event_search, parse_session_search, parse_trace
+from sessionquery.tools.boundary import ServiceBoundary
+from sessionquery.tools.operations import Operations
+
+CALLER = ToolCaller("me", "/w", 5)
+
+
+def _record(session_id: str, cwd: str | None = "/w", parent: str | None = None) -> SessionRecord:
+    header = SessionHeader(id=session_id, created_at=1000, cwd=cwd, parent_session=parent)
+    return SessionRecord(header, live=False, persisted=True)
+
+
+def _hit(record: SessionRecord) -> SessionSearchHit:
+    best = EventSearchHit(record.id, 1, "user/message", 1000, "current", "match")
+    return SessionSearchHit(record, best)
+
+
+class FakeQuery:
+    """Records every call; serves fixed records and scripted search pages."""
+
+    def __init__(self, records: Sequence[SessionRecord]) -> None:
+        self.records = {r.id: r for r in records}
+        self.session_pages: dict[str | None, SessionSearchPage] = {}
+        self.event_pages: dict[str | None, EventSearchPage] = {}
+        self.calls: list[tuple[str, Any]] = []
+        self.title_errors: dict[str, SessionQueryError] = {}
+        self.title_headers: dict[str, SessionHeader] = {}
+        self.trace_target: SessionRecord | None = None
+
+    def filter_sessions(
+        self, filters: Sequence[SessionFilter], *, cancel: CancelToken | None = None
+    ) -> list[SessionRecord]:
+        self.calls.append(("filter_sessions", tuple(filters)))
+        return [
+            r
+            for r in self.records.values()
+            if session_matches(
+                filters,
+                id=r.id,
+                cwd=r.header.cwd,
+                created_at=r.header.created_at,
+                parent=r.header.parent_session,
+                live=r.live,
+                persisted=r.persisted,
+            )
+        ]
+
+    def read_title_snapshots(
+        self, ids: Sequence[str], *, cancel: CancelToken | None = None
+    ) -> list[TitleResult]:
+        self.calls.append(("read_title_snapshots", tuple(ids)))
+        results = []
+        for session_id in dict.fromkeys(ids):
+            if session_id in self.title_errors:
+                results.append(TitleResult(session_id, None, None, self.title_errors[session_id]))
+                continue
+            header = self.title_headers.get(session_id, self.records[session_id].header)
+            title = TitleSnapshot(f"Title of {session_id}", (), None, 0, 0)
+            results.append(TitleResult(session_id, header, title, None))
+        return results
+
+    def trace_session(self, session_id: str, *, cancel: CancelToken | None = None) -> LineageTrace:
+        self.calls.append(("trace_session", session_id))
+        target = self.trace_target or self.records[session_id]
+        return LineageTrace(target, (), (), True, target, None)
+
+    def trace_event(
+        self, session_id: str, seq: int, *, cancel: CancelToken | None = None
+    ) -> EventTrace:
+        raise AssertionError("not used")
+
+    def read_event(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        before: int = 0,
+        after: int = 0,
+        cancel: CancelToken | None = None,
+    ) -> EventWindow:
+        raise AssertionError("not used")
+
+    def search_sessions(
+        self,
+        query: str,
+        *,
+        session_filters: Sequence[SessionFilter] = (),
+        event_filters: Sequence[EventFilter] = (),
+        limit: int | None = None,
+        cursor: str | None = None,
+        cancel: CancelToken | None = None,
+    ) -> SessionSearchPage:
+        self.calls.append(("search_sessions", (tuple(session_filters), cursor, limit)))
+        return self.session_pages[cursor]
+
+    def search_events(
+        self,
+        session_id: str,
+        query: str,
+        *,
+        filters: Sequence[EventFilter] = (),
+        limit: int | None = None,
+        cursor: str | None = None,
+        cancel: CancelToken | None = None,
+    ) -> EventSearchPage:
+        self.calls.append(("search_events", (session_id, tuple(filters), cursor)))
+        return self.event_pages[cursor]
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+
+def _ops(fake: FakeQuery, max_results: int = 100, caller: ToolCaller = CALLER) -> Operations:
+    return Operations(fake, caller, ServiceBoundary(None, None), max_results)
+
+
+def _records() -> list[SessionRecord]:
+    return [
+        _record("me"),
+        _record("a"),
+        _record("b"),
+        _record("c"),
+        _record("child", parent="a"),
+        _record("x", cwd="/other"),
+    ]
+
+
+def test_session_search_pages_internally_and_skips_own_and_foreign_hits() -> None:
+    fake = FakeQuery(_records())
+    r = fake.records
+    fake.session_pages = {
+        None: SessionSearchPage([_hit(r["me"]), _hit(r["a"])], "p2"),
+        "p2": SessionSearchPage([_hit(r["x"]), _hit(r["b"])], None),
+    }
+    text = _ops(fake).session_search(parse_session_search({"query": "q"}))
+    assert "Session search results (2):" in text
+    assert "Session a " in text and "Session b " in text
+    assert "Session me " not in text and "Session x " not in text
+    searches = [args for name, args in fake.calls if name == "search_sessions"]
+    assert [cursor for _, cursor, _ in searches] == [None, "p2"]
+    assert all(CwdIn(("/w",)) in filters for filters, _, _ in searches)
+    assert all(limit is None for _, _, limit in searches)
+    assert fake.names().count("read_title_snapshots") == 1
+
+
+def test_session_search_stops_at_the_cap_once_one_more_hit_is_seen() -> None:
+    fake = FakeQuery(_records())
+    r = fake.records
+    fake.session_pages = {
+        None: SessionSearchPage([_hit(r["a"]), _hit(r["b"])], "p2"),
+        "p2": SessionSearchPage([_hit(r["c"])], "p3"),
+    }
+    text = _ops(fake, max_results=2).session_search(parse_session_search({"query": "q"}))
+    assert "Session search results (2):" in text
+    assert text.endswith("Narrow the query or add filters to find the others.")
+    assert fake.names().count("search_sessions") == 2
+
+
+def test_session_search_exactly_at_the_cap_is_not_capped() -> None:
+    fake = FakeQuery(_records())
+    r = fake.records
+    fake.session_pages = {None: SessionSearchPage([_hit(r["a"]), _hit(r["b"])], None)}
+    text = _ops(fake, max_results=2).session_search(parse_session_search({"query": "q"}))
+    assert "Result cap reached" not in text
+
+
+def test_repeated_continuation_cursor_is_invalid_cursor() -> None:
+    fake = FakeQuery(_records())
+    r = fake.records
+    fake.session_pages = {
+        None: SessionSearchPage([_hit(r["a"])], "loop"),
+        "loop": SessionSearchPage([_hit(r["b"])], "loop"),
+    }
+    with pytest.raises(SessionQueryError) as info:
+        _ops(fake).session_search(parse_session_search({"query": "q"}))
+    assert info.value.code is ErrorCode.INVALID_CURSOR
+
+
+def test_parent_ids_are_deduplicated_and_authorized_in_one_query_before_searching() -> None:
+    fake = FakeQuery(_records())
+    fake.session_pages = {None: SessionSearchPage([_hit(fake.records["child"])], None)}
+    args = parse_session_search({"query": "q", "parent_session_ids": ["a", "x", "a", "me"]})
+    text = _ops(fake).session_search(args)
+    first_name, first_filters = fake.calls[0]
+    assert first_name == "filter_sessions"
+    assert first_filters == (IdIn(("a", "x")), CwdIn(("/w",)))
+    search_filters = next(args for name, args in fake.calls if name == "search_sessions")[0]
+    assert ParentIn(("a", "me")) in search_filters
+    assert "   Parent: a" in text.split("\n")
+
+
+def test_event_search_on_own_session_caps_seq_to_before_the_current_step() -> None:
+    fake = FakeQuery(_records())
+    fake.event_pages = {None: EventSearchPage(fake.records["me"].header, [], None)}
+    _ops(fake).session_event_search(parse_event_search({"query": "q", "seq_to": 99}))
+    search = next(args for name, args in fake.calls if name == "search_events")
+    assert search[0] == "me"
+    assert SeqBetween(None, 4) in search[1]
+
+
+def test_event_search_page_for_a_replaced_session_is_unauthorized() -> None:
+    fake = FakeQuery(_records())
+    moved = SessionHeader(id="a", created_at=1000, cwd="/elsewhere")
+    fake.event_pages = {None: EventSearchPage(moved, [], None)}
+    with pytest.raises(SessionQueryError) as info:
+        _ops(fake).session_event_search(parse_event_search({"query": "q", "session_id": "a"}))
+    assert info.value.code is ToolErrorCode.UNAUTHORIZED
+
+
+def test_trace_whose_payload_header_moved_workspace_is_unauthorized() -> None:
+    fake = FakeQuery(_records())
+    fake.trace_target = _record("a", cwd="/elsewhere")
+    with pytest.raises(SessionQueryError) as info:
+        _ops(fake).session_trace(parse_trace({"session_id": "a"}))
+    assert info.value.code is ToolErrorCode.UNAUTHORIZED
+
+
+def test_title_read_failure_shows_the_code_instead_of_the_title() -> None:
+    fake = FakeQuery(_records())
+    fake.title_errors["a"] = SessionQueryError(ErrorCode.CORRUPT_SESSION, "/secret/a.jsonl line 3")
+    text = _ops(fake).session_trace(parse_trace({"session_id": "a"}))
+    assert text.split("\n")[0] == (
+        "Session a \u2014 untitled (title unavailable: SESSION_QUERY_CORRUPT_SESSION)"
+    )
+    assert "secret" not in text
+
+
+def test_title_header_outside_the_workspace_fails_the_whole_call() -> None:
+    fake = FakeQuery(_records())
+    fake.title_headers["a"] = SessionHeader(id="a", created_at=1000, cwd="/elsewhere")
+    with pytest.raises(SessionQueryError) as info:
+        _ops(fake).session_trace(parse_trace({"session_id": "a"}))
+    assert info.value.code is ToolErrorCode.UNAUTHORIZED
+
+
+def test_empty_time_range_skips_the_search() -> None:
+    fake = FakeQuery(_records())
+    args = parse_session_search(
+        {
+            "query": "q",
+            "event_time_from": "2025-01-01T00:00:00.0001Z",
+            "event_time_to": "2025-01-01T00:00:00.0002Z",
+        }
+    )
+    assert _ops(fake).session_search(args) == "No prior session matches found."
+    assert "search_sessions" not in fake.names()
+
+
+def test_a_session_repeated_across_pages_is_listed_once() -> None:
+    fake = FakeQuery(_records())
+    r = fake.records
+    fake.session_pages = {
+        None: SessionSearchPage([_hit(r["a"])], "p2"),
+        "p2": SessionSearchPage([_hit(r["a"]), _hit(r["b"])], None),
+    }
+    text = _ops(fake).session_search(parse_session_search({"query": "q"}))
+    assert "Session search results (2):" in text
