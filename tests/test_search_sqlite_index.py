@@ -7,30 +7,13 @@ and ``JsonlPersistence`` under ``tmp_path``.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from search_sqlite_support import FakeCorpus, FakePersistence, assistant, header, log, summary, user
+from search_sqlite_support import FakeCorpus, FakePersistence, assistant, header, log, user
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.query.cancel import CancelToken
-from sessionquery.query.filters import (
-    AvailabilityIn,
-    CreatedBetween,
-    CwdIn,
-    IdIn,
-    ParentIn,
-    SeqBetween,
-    SurfaceIn,
-    TextContains,
-    TimeBetween,
-    TypeIn,
-)
 from sessionquery.search.sqlite import SqliteSearch
 
 

@@ -45,9 +45,45 @@ ProgressCallback = Callable[[int, int], None]
 
 _Row = tuple[int, str, str, int, str, int]  # rowid, text, type, time, surface, length
 
-_COLUMNS = "(id, text, type, time, surface, length) VALUES (?,?,?,?,?,?)"
-_INSERT_DOC = "INSERT INTO main.doc_rows " + _COLUMNS
-_INSERT_LIVE = "INSERT INTO temp.live_rows " + _COLUMNS
+
+class _Docs:
+    """The SQL of one document table pair (rows + external-content FTS5 index)."""
+
+    __slots__ = ("delete_id", "delete_range", "insert_fts", "insert_rows", "rows")
+
+    def __init__(self, schema: str, rows: str, fts: str) -> None:
+        self.rows = f"{schema}.{rows}"
+        self.insert_rows = (
+            f"INSERT INTO {schema}.{rows} (id, text, type, time, surface, length) "
+            "VALUES (?,?,?,?,?,?)"
+        )
+        self.insert_fts = f"INSERT INTO {schema}.{fts} (rowid, text) VALUES (?,?)"
+        forget = f"INSERT INTO {schema}.{fts} ({fts}, rowid, text) SELECT 'delete', id, text "
+        self.delete_range = (
+            forget + f"FROM {schema}.{rows} WHERE id BETWEEN ? AND ?",
+            f"DELETE FROM {schema}.{rows} WHERE id BETWEEN ? AND ?",
+        )
+        self.delete_id = (
+            forget + f"FROM {schema}.{rows} WHERE id = ?",
+            f"DELETE FROM {schema}.{rows} WHERE id = ?",
+        )
+
+    def insert(self, conn: sqlite3.Connection, rows: list[_Row]) -> None:
+        conn.executemany(self.insert_rows, rows)
+        conn.executemany(self.insert_fts, [(row[0], row[1]) for row in rows])
+
+    def delete_key(self, conn: sqlite3.Connection, key: int) -> None:
+        bounds = _key_range(key)
+        for statement in self.delete_range:
+            conn.execute(statement, bounds)
+
+    def delete_ids(self, conn: sqlite3.Connection, ids: list[tuple[int]]) -> None:
+        for statement in self.delete_id:
+            conn.executemany(statement, ids)
+
+
+_DURABLE = _Docs("main", "doc_rows", "doc_fts")
+_LIVE = _Docs("temp", "live_rows", "live_fts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,8 +272,7 @@ class _Pass:
         for sid, (key, _revision) in indexed.items():
             if sid not in listing:
                 self.txn.begin()
-                lo, hi = _key_range(key)
-                self.conn.execute("DELETE FROM main.doc_rows WHERE id BETWEEN ? AND ?", (lo, hi))
+                _DURABLE.delete_key(self.conn, key)
                 self.conn.execute("DELETE FROM main.persisted_sessions WHERE key = ?", (key,))
                 self.counts["pr"] += 1
         if stale or self.counts["pr"]:
@@ -274,7 +309,7 @@ class _Pass:
             )
             key = int(cursor.lastrowid or 0)
             rows = _rows(key, log.events, folder)
-            self.conn.executemany(_INSERT_DOC, rows)
+            _DURABLE.insert(self.conn, rows)
             self.counts["docs"] += len(rows)
         else:
             key = indexed[0]
@@ -313,9 +348,9 @@ class _Pass:
             elif old[3] != row[4]:
                 updates.append((row[4], row[0]))
         deletes.extend((rid,) for rid in existing)
-        self.conn.executemany("DELETE FROM main.doc_rows WHERE id = ?", deletes)
+        _DURABLE.delete_ids(self.conn, deletes)
         self.conn.executemany("UPDATE main.doc_rows SET surface = ? WHERE id = ?", updates)
-        self.conn.executemany(_INSERT_DOC, inserts)
+        _DURABLE.insert(self.conn, inserts)
         return len(inserts) + len(updates)
 
     # -- live --------------------------------------------------------------------------
@@ -324,6 +359,7 @@ class _Pass:
         previous = self.state.live
         if self.state.live_dirty:
             self.txn.begin()
+            self.conn.execute("INSERT INTO temp.live_fts (live_fts) VALUES ('delete-all')")
             self.conn.execute("DELETE FROM temp.live_rows")
             self.conn.execute("DELETE FROM temp.live_sessions")
             previous = {}
@@ -345,8 +381,7 @@ class _Pass:
                 self.counts["lr"] += 1
 
     def _drop_live(self, key: int) -> None:
-        lo, hi = _key_range(key)
-        self.conn.execute("DELETE FROM temp.live_rows WHERE id BETWEEN ? AND ?", (lo, hi))
+        _LIVE.delete_key(self.conn, key)
         self.conn.execute("DELETE FROM temp.live_sessions WHERE key = ?", (key,))
 
     def _live_one(
@@ -371,7 +406,7 @@ class _Pass:
         folder = SurfaceFolder()
         self._apply_live(header.id, events, folder)
         rows = _rows(key, events, folder)
-        self.conn.executemany(_INSERT_LIVE, rows)
+        _LIVE.insert(self.conn, rows)
         self.counts["li"] += 1
         self.counts["docs"] += len(rows)
         return LiveState(
@@ -415,7 +450,7 @@ class _Pass:
             current.difference_update(gone)
             self.counts["docs"] += len(gone)
         rows = _rows(old.key, new_events, old.folder)
-        self.conn.executemany(_INSERT_LIVE, rows)
+        _LIVE.insert(self.conn, rows)
         current.update(row[0] & SEQ_MASK for row in rows if row[4] == "current")
         self.counts["li"] += 1
         self.counts["docs"] += len(rows)

@@ -18,7 +18,9 @@ Invariants of :func:`open_index`:
 
 Layout: ``doc_rows`` (explicit ``INTEGER PRIMARY KEY`` rowid = ``session_key << 32 | seq``)
 holds each document's text and metadata, ``doc_fts`` is an external-content FTS5 index over
-its text kept in sync by triggers; ``persisted_sessions`` maps session ids to keys, headers
+its text, written and deleted explicitly beside each row (no triggers: FTS5 flushes its
+pending terms at every trigger sub-statement, which makes trigger-fed bulk inserts several
+times slower); ``persisted_sessions`` maps session ids to keys, headers
 and revisions. Live sessions live in connection-local TEMP twins (``live_sessions``,
 ``live_rows``, ``live_fts``) that vanish with the connection.
 """
@@ -82,13 +84,6 @@ _MAIN_SCHEMA = (
     " surface TEXT NOT NULL, length INTEGER NOT NULL)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS main.doc_fts USING fts5("
     " text, content='doc_rows', content_rowid='id', tokenize='unicode61')",
-    "CREATE TRIGGER IF NOT EXISTS main.doc_rows_ai AFTER INSERT ON doc_rows BEGIN"
-    " INSERT INTO doc_fts (rowid, text) VALUES (new.id, new.text); END",
-    "CREATE TRIGGER IF NOT EXISTS main.doc_rows_ad AFTER DELETE ON doc_rows BEGIN"
-    " INSERT INTO doc_fts (doc_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
-    "CREATE TRIGGER IF NOT EXISTS main.doc_rows_au AFTER UPDATE OF text ON doc_rows BEGIN"
-    " INSERT INTO doc_fts (doc_fts, rowid, text) VALUES ('delete', old.id, old.text);"
-    " INSERT INTO doc_fts (rowid, text) VALUES (new.id, new.text); END",
 )
 
 _TEMP_SCHEMA = (
@@ -100,10 +95,6 @@ _TEMP_SCHEMA = (
     " surface TEXT NOT NULL, length INTEGER NOT NULL)",
     "CREATE VIRTUAL TABLE temp.live_fts USING fts5("
     " text, content='live_rows', content_rowid='id', tokenize='unicode61')",
-    "CREATE TEMP TRIGGER live_rows_ai AFTER INSERT ON live_rows BEGIN"
-    " INSERT INTO live_fts (rowid, text) VALUES (new.id, new.text); END",
-    "CREATE TEMP TRIGGER live_rows_ad AFTER DELETE ON live_rows BEGIN"
-    " INSERT INTO live_fts (live_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
 )
 
 
