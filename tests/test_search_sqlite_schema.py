@@ -125,10 +125,18 @@ def test_a_second_process_opening_the_index_gets_index_failed(tmp_path: Path) ->
     )
     with SqliteSearch(path):
         held = subprocess.run(
-            [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=60
+            [sys.executable, "-c", script, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
     free = subprocess.run(
-        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert held.stdout.strip() == ErrorCode.INDEX_FAILED.value
     assert free.stdout.strip() == "opened"

@@ -1,0 +1,111 @@
+"""Tests for sessionquery.search.sqlite.query: normalisation, quoting, budgets, limits."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.query.filters import (
+    AvailabilityIn,
+    CreatedBetween,
+    CwdIn,
+    IdIn,
+    SeqBetween,
+    TypeIn,
+)
+from sessionquery.search.sqlite.query import (
+    EVENT_PREDICATE_LIMIT,
+    SESSION_PREDICATE_LIMIT,
+    compile_filters,
+    normalize_query,
+    quote_phrase,
+    validate_limit,
+)
+
+
+def test_queries_are_trimmed_and_whitespace_collapsed() -> None:
+    assert normalize_query("  failed \t\n  test  ") == "failed test"
+
+
+@pytest.mark.parametrize("query", ["", "   \n\t", "a\x00b", None, 5, b"bytes"])
+def test_empty_nul_and_non_string_queries_are_invalid(query: object) -> None:
+    with pytest.raises(SessionQueryError) as caught:
+        normalize_query(query)
+    assert caught.value.code is ErrorCode.INVALID_QUERY
+
+
+def test_queries_up_to_one_mebibyte_are_accepted_and_longer_ones_refused() -> None:
+    assert len(normalize_query("a" * (1 << 20))) == 1 << 20
+    with pytest.raises(SessionQueryError) as caught:
+        normalize_query("é" * (1 << 19) + "x")
+    assert caught.value.code is ErrorCode.INVALID_QUERY
+
+
+@given(st.text())
+def test_any_quoted_query_is_valid_fts5_syntax(text: str) -> None:
+    try:
+        normalized = normalize_query(text)
+    except SessionQueryError as exc:
+        assert exc.code is ErrorCode.INVALID_QUERY
+        return
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='unicode61')")
+    conn.execute("INSERT INTO t VALUES ('some text')")
+    conn.execute("SELECT * FROM t WHERE t MATCH ?", (quote_phrase(normalized),)).fetchall()
+    conn.close()
+
+
+def _budget(count: int) -> list[SeqBetween]:
+    return [SeqBetween(0, 10)] * (count // 2) + [SeqBetween(0)] * (count % 2)
+
+
+def test_session_search_allows_fourteen_predicates_and_refuses_fifteen() -> None:
+    sessions = [CreatedBetween(0, 5), IdIn(["a"]), AvailabilityIn(["live", "persisted"])]
+    compile_filters(sessions, _budget(11), predicate_limit=SESSION_PREDICATE_LIMIT)
+    with pytest.raises(SessionQueryError) as caught:
+        compile_filters(sessions, _budget(12), predicate_limit=SESSION_PREDICATE_LIMIT)
+    assert caught.value.code is ErrorCode.INVALID_FILTER
+
+
+def test_event_search_allows_thirteen_filter_predicates() -> None:
+    compile_filters((), _budget(13), predicate_limit=EVENT_PREDICATE_LIMIT)
+    with pytest.raises(SessionQueryError) as caught:
+        compile_filters((), [*_budget(13), TypeIn([])], predicate_limit=EVENT_PREDICATE_LIMIT)
+    assert caught.value.code is ErrorCode.INVALID_FILTER
+
+
+def test_empty_lists_count_one_and_availability_with_both_values_counts_zero() -> None:
+    compiled = compile_filters(
+        [IdIn([]), AvailabilityIn(["live", "persisted"]), AvailabilityIn(["live"]), CwdIn([None])],
+        (),
+        predicate_limit=SESSION_PREDICATE_LIMIT,
+    )
+    assert len(compiled.session_predicates) == 3
+    assert compiled.session_predicates[0] == "0"
+
+
+def test_too_many_bound_values_are_refused_before_any_statement() -> None:
+    with pytest.raises(SessionQueryError) as caught:
+        compile_filters(
+            [IdIn([f"id{n}" for n in range(32_757)])], (), predicate_limit=SESSION_PREDICATE_LIMIT
+        )
+    assert caught.value.code is ErrorCode.INVALID_FILTER
+    compile_filters(
+        [IdIn([f"id{n}" for n in range(32_756)])], (), predicate_limit=SESSION_PREDICATE_LIMIT
+    )
+
+
+@pytest.mark.parametrize("limit", [0, -1, 101, 1.5, True, "5"])
+def test_limits_outside_one_to_max_are_invalid(limit: object) -> None:
+    with pytest.raises(SessionQueryError) as caught:
+        validate_limit(limit, 20, 100)
+    assert caught.value.code is ErrorCode.INVALID_LIMIT
+
+
+def test_a_missing_limit_means_the_default() -> None:
+    assert validate_limit(None, 20, 100) == 20
+    assert validate_limit(100, 20, 100) == 100
