@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 from sessionquery.live import Session, SessionStore
@@ -752,3 +754,67 @@ def test_caller_cancellation_while_searching_is_raised_unchanged(
     assert len(raised) == 1
     assert isinstance(raised[0], SessionQueryError)
     assert raised[0].code is ErrorCode.ABORTED
+
+
+# --- adversarial isolation -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shared_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_World]:
+    root = tmp_path_factory.mktemp("isolation")
+    persistence = JsonlPersistence(root / "store")
+    store = SessionStore(persistence, clock=_Clock())
+    live = _build_corpus(store)
+    query = SessionQuery(store, persistence, SqliteSearch(root / "index.sqlite"))
+    try:
+        yield _World(
+            store,
+            persistence,
+            query,
+            SessionQueryTools(query),
+            live,
+            ToolCaller.for_session(live),
+            root,
+        )
+    finally:
+        query.close()
+        store.close_all()
+
+
+_TARGETS = st.sampled_from(
+    ["alpha-root", "alpha-fork", "alpha-orphan", "beta-secret", "beta-child", "loose", "nope", None]
+)
+_WORDS = st.sampled_from(["login", "test", "secret", "beta", "work", "the", "redirect", "no cwd"])
+
+
+@st.composite
+def _tool_calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    tool = draw(st.sampled_from(TOOL_NAMES))
+    target = draw(_TARGETS)
+    arguments: dict[str, Any] = {} if target is None else {"session_id": target}
+    if tool == "session_search":
+        arguments = {"query": draw(_WORDS)}
+        if target is not None:
+            key = draw(st.sampled_from(["session_ids", "parent_session_ids"]))
+            arguments[key] = [target]
+    elif tool == "session_event_search":
+        arguments["query"] = draw(_WORDS)
+    elif tool in ("session_event_trace", "session_event_read"):
+        arguments["seq"] = draw(st.integers(0, 12))
+        if tool == "session_event_read":
+            arguments["before"] = draw(st.integers(0, 3))
+            arguments["after"] = draw(st.integers(0, 3))
+    return tool, arguments
+
+
+@settings(max_examples=60)
+@given(st.lists(_tool_calls(), min_size=1, max_size=4))
+def test_no_tool_call_from_alpha_reveals_anything_of_the_beta_workspace(
+    shared_world: _World, calls: list[tuple[str, dict[str, Any]]]
+) -> None:
+    for tool, arguments in calls:
+        text = shared_world.call(tool, arguments).text
+        assert "secret" not in text.lower(), (tool, arguments, text)
+        assert "beta-" not in text, (tool, arguments, text)
+        assert "loose" not in text or arguments.get("session_id") == "loose", text
+        assert "no cwd" not in text.lower()
