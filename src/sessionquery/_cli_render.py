@@ -1,0 +1,478 @@
+"""Rendering for the command-line tool: stable JSON shapes and pleasant terminal text.
+
+Two renderings of every read result:
+
+* **JSON** (``--json``): one document per command. Shapes mirror the Python result types with
+  the same snake_case field names; a session record is flattened (header fields plus ``live``
+  and ``persisted``); events use their JSONL wire form (``SessionEvent.to_json``); times are
+  epoch milliseconds. These shapes are documented in ``docs/cli.md`` and only ever grow.
+* **Text**: aligned columns, UTC times, and (on a colour terminal) bold ids and highlighted
+  query matches in snippets. :class:`Style` with ``enabled=False`` yields plain text.
+
+Nothing here does I/O except writing the strings the caller hands to a stream.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sessionquery.model import SessionEvent, SessionHeader, TitleSnapshot, extract_event_text, thaw
+from sessionquery.query.types import (
+    EventRecord,
+    EventSearchHit,
+    EventSearchPage,
+    EventTrace,
+    EventWindow,
+    LineageNode,
+    LineageTrace,
+    SessionRecord,
+    SessionSearchPage,
+)
+
+__all__ = [
+    "Style",
+    "dumps",
+    "event_hits_json",
+    "event_hits_text",
+    "event_trace_json",
+    "event_trace_text",
+    "event_window_json",
+    "event_window_text",
+    "events_json",
+    "events_text",
+    "header_json",
+    "lineage_json",
+    "lineage_text",
+    "record_json",
+    "records_json",
+    "records_text",
+    "session_hits_json",
+    "session_hits_text",
+    "show_json",
+    "show_text",
+    "table",
+    "time_text",
+]
+
+_ANSI_BOLD = "\x1b[1m"
+_ANSI_DIM = "\x1b[2m"
+_ANSI_MATCH = "\x1b[1;33m"
+_ANSI_RESET = "\x1b[0m"
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class Style:
+    """Terminal styling that is a no-op when disabled (not a TTY, or ``NO_COLOR``)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"{code}{text}{_ANSI_RESET}" if self.enabled and text else text
+
+    def bold(self, text: str) -> str:
+        """Emphasised text (ids, headings)."""
+        return self._wrap(_ANSI_BOLD, text)
+
+    def dim(self, text: str) -> str:
+        """De-emphasised text (metadata)."""
+        return self._wrap(_ANSI_DIM, text)
+
+    def highlight(self, text: str, query: str) -> str:
+        """``text`` with the words of ``query`` marked (the whole phrase when it appears)."""
+        if not self.enabled:
+            return text
+        words = _WORD.findall(query)
+        if not words:
+            return text
+        phrase = re.compile(r"\W+".join(re.escape(word) for word in words), re.IGNORECASE)
+        pattern = phrase if phrase.search(text) else _any_word(words)
+        return pattern.sub(lambda match: self._wrap(_ANSI_MATCH, match.group(0)), text)
+
+
+def _any_word(words: Sequence[str]) -> re.Pattern[str]:
+    ordered = sorted({word.lower() for word in words}, key=len, reverse=True)
+    return re.compile("|".join(rf"\b{re.escape(word)}\b" for word in ordered), re.IGNORECASE)
+
+
+# -- shared helpers ------------------------------------------------------------------------
+
+
+def dumps(document: object) -> str:
+    """The one JSON document a ``--json`` command prints (indented, UTF-8, stable order)."""
+    return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def time_text(ms: int) -> str:
+    """Epoch milliseconds as ``YYYY-MM-DD HH:MM:SS`` in UTC."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def table(rows: Sequence[Sequence[str]], header: Sequence[str], style: Style) -> list[str]:
+    """Rows as left-aligned columns under a dimmed header; the last column is not padded."""
+    widths = [len(title) for title in header]
+    for row in rows:
+        for index, cell in enumerate(row):
+            widths[index] = max(widths[index], len(cell))
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [cell.ljust(widths[i]) for i, cell in enumerate(cells[:-1])]
+        return "  ".join([*padded, cells[-1]]).rstrip()
+
+    return [style.dim(line(header)), *(line(row) for row in rows)]
+
+
+def _availability(record: SessionRecord) -> str:
+    flags = [name for name, on in (("live", record.live), ("persisted", record.persisted)) if on]
+    return ", ".join(flags) or "unavailable"
+
+
+def _or_dash(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+# -- sessions --------------------------------------------------------------------------------
+
+
+def header_json(header: SessionHeader) -> dict[str, Any]:
+    """A session header as JSON (every field, ``null`` when absent)."""
+    return {
+        "id": header.id,
+        "created_at": header.created_at,
+        "cwd": header.cwd,
+        "parent_session": header.parent_session,
+        "is_seeded": header.is_seeded,
+        "origin": header.origin,
+        "delegation_depth": header.delegation_depth,
+        "agent_preset": header.agent_preset,
+        "version": header.version,
+    }
+
+
+def record_json(record: SessionRecord) -> dict[str, Any]:
+    """A session record as JSON: the header fields plus ``live`` and ``persisted``."""
+    return {**header_json(record.header), "live": record.live, "persisted": record.persisted}
+
+
+def title_json(title: TitleSnapshot | None) -> dict[str, Any] | None:
+    """A title snapshot as JSON, or ``None``."""
+    if title is None:
+        return None
+    return {
+        "title": title.title,
+        "message_seqs": list(title.message_seqs),
+        "source": thaw(title.source),
+        "event_seq": title.event_seq,
+        "updated_at": title.updated_at,
+    }
+
+
+def records_json(
+    records: Sequence[SessionRecord], titles: dict[str, str | None] | None
+) -> dict[str, Any]:
+    """``list --json``: ``{"sessions": [record + "title"?]}``."""
+    items = []
+    for record in records:
+        item = record_json(record)
+        if titles is not None:
+            item["title"] = titles.get(record.id)
+        items.append(item)
+    return {"sessions": items}
+
+
+def records_text(
+    records: Sequence[SessionRecord], titles: dict[str, str | None] | None, style: Style
+) -> list[str]:
+    """``list`` as an aligned table, newest first."""
+    if not records:
+        return ["No sessions."]
+    header = ["ID", "CREATED (UTC)", "AVAILABILITY", "PARENT", "ORIGIN", "WORKSPACE"]
+    if titles is not None:
+        header.append("TITLE")
+    rows = []
+    for record in records:
+        h = record.header
+        row = [
+            h.id,
+            time_text(h.created_at),
+            _availability(record),
+            _or_dash(h.parent_session),
+            _or_dash(h.origin),
+            _or_dash(h.cwd),
+        ]
+        if titles is not None:
+            row.append(titles.get(h.id) or "untitled")
+        rows.append(row)
+    lines = table(rows, header, style)
+    return [*lines, "", style.dim(f"{len(records)} session(s)")]
+
+
+def show_json(header: SessionHeader, title: TitleSnapshot | None) -> dict[str, Any]:
+    """``show --json``: ``{"session": header, "title": title | null}``."""
+    return {"session": header_json(header), "title": title_json(title)}
+
+
+def show_text(header: SessionHeader, title: TitleSnapshot | None, style: Style) -> list[str]:
+    """``show``: one labelled line per header field, title first."""
+    title_line = "untitled"
+    if title is not None:
+        title_line = f"{title.title}  {style.dim(f'(seq {title.event_seq})')}"
+    fields = [
+        ("Session", style.bold(header.id)),
+        ("Title", title_line),
+        ("Created", f"{time_text(header.created_at)} UTC"),
+        ("Workspace", _or_dash(header.cwd)),
+        ("Parent", _or_dash(header.parent_session)),
+        ("Origin", _or_dash(header.origin)),
+        ("Seeded", "yes" if header.is_seeded else "no"),
+        ("Depth", str(header.delegation_depth)),
+        ("Agent preset", _or_dash(header.agent_preset)),
+        ("Format", f"version {header.version}"),
+    ]
+    width = max(len(label) for label, _ in fields)
+    return [f"{style.dim(label.ljust(width))}  {value}" for label, value in fields]
+
+
+# -- events ----------------------------------------------------------------------------------
+
+
+def event_record_json(event: EventRecord) -> dict[str, Any]:
+    """One event's metadata as JSON."""
+    return {"seq": event.seq, "type": event.type, "time": event.time, "surface": event.surface}
+
+
+def events_json(session_id: str, events: Sequence[EventRecord]) -> dict[str, Any]:
+    """``events --json``: ``{"session_id", "events": [{seq, type, time, surface}]}``."""
+    return {"session_id": session_id, "events": [event_record_json(e) for e in events]}
+
+
+def events_text(events: Sequence[EventRecord], style: Style) -> list[str]:
+    """``events``: one row per raw event."""
+    rows = [[str(e.seq), time_text(e.time), e.surface, e.type] for e in events]
+    return [*table(rows, ["SEQ", "TIME (UTC)", "SURFACE", "TYPE"], style)]
+
+
+def event_window_json(window: EventWindow) -> dict[str, Any]:
+    """``read --json``: the target and its neighbours in wire form."""
+    return {
+        "session": header_json(window.session),
+        "inherited_event_count": window.inherited_event_count,
+        "target": window.target.to_json(),
+        "start_seq": window.start_seq,
+        "end_seq": window.end_seq,
+        "events": [event.to_json() for event in window.events],
+    }
+
+
+def _event_line(event: SessionEvent, style: Style) -> str:
+    return f"{style.bold(f'seq {event.seq}')}  {event.type}  {style.dim(time_text(event.time))}"
+
+
+def _neighbour(event: SessionEvent, style: Style) -> list[str]:
+    text = extract_event_text(event)
+    if not text:
+        return [f"  {_event_line(event, style)}  {style.dim('(no text)')}"]
+    return [f"  {_event_line(event, style)}", *(f"      {line}" for line in text.splitlines())]
+
+
+def event_window_text(window: EventWindow, style: Style) -> list[str]:
+    """``read``: the full target event as indented JSON between its neighbours' summaries."""
+    target = window.target
+    before = [e for e in window.events if e.seq < target.seq]
+    after = [e for e in window.events if e.seq > target.seq]
+    lines = [f"Session {style.bold(window.session.id)}  {_event_line(target, style)}", ""]
+    if before:
+        lines += ["Before:"]
+        for event in before:
+            lines += _neighbour(event, style)
+        lines.append("")
+    lines += json.dumps(thaw(target.to_json()), indent=2, ensure_ascii=False).splitlines()
+    if after:
+        lines += ["", "After:"]
+        for event in after:
+            lines += _neighbour(event, style)
+    return lines
+
+
+def event_trace_json(trace: EventTrace) -> dict[str, Any]:
+    """``trace-event --json``: every direct relationship of one event."""
+    return {
+        "session": header_json(trace.session),
+        "target": event_record_json(trace.target),
+        "replaced_by": trace.replaced_by,
+        "replacement_chain": list(trace.replacement_chain),
+        "replaced_event_seqs": list(trace.replaced_event_seqs),
+        "source_event_seqs": list(trace.source_event_seqs),
+        "derived_event_seqs": list(trace.derived_event_seqs),
+    }
+
+
+def _seqs(values: Iterable[int]) -> str:
+    listed = ", ".join(str(value) for value in values)
+    return listed or "none"
+
+
+def event_trace_text(trace: EventTrace, style: Style) -> list[str]:
+    """``trace-event``: seven labelled lines."""
+    t = trace.target
+    fields = [
+        ("Session", style.bold(trace.session.id)),
+        ("Target", f"seq {t.seq} | {t.type} | {t.surface} | {time_text(t.time)} UTC"),
+        ("Replaced by", "none" if trace.replaced_by is None else f"seq {trace.replaced_by}"),
+        ("Replacement chain", _seqs(trace.replacement_chain)),
+        ("Replaces", _seqs(trace.replaced_event_seqs)),
+        ("Cites (sources)", _seqs(trace.source_event_seqs)),
+        ("Cited by (derived)", _seqs(trace.derived_event_seqs)),
+    ]
+    width = max(len(label) for label, _ in fields)
+    return [f"{style.dim(label.ljust(width))}  {value}" for label, value in fields]
+
+
+# -- lineage ---------------------------------------------------------------------------------
+
+
+def _node_json(node: LineageNode) -> dict[str, Any]:
+    return {
+        "session": record_json(node.record),
+        "descendants": [_node_json(child) for child in node.descendants],
+    }
+
+
+def lineage_json(trace: LineageTrace) -> dict[str, Any]:
+    """``trace --json``: target, ancestors (nearest first) and the descendant tree."""
+    return {
+        "target": record_json(trace.target),
+        "ancestors": [record_json(record) for record in trace.ancestors],
+        "descendants": [_node_json(node) for node in trace.descendants],
+        "complete": trace.complete,
+        "root": None if trace.root is None else trace.root.id,
+        "unresolved_parent_id": trace.unresolved_parent_id,
+    }
+
+
+def _lineage_label(record: SessionRecord, style: Style, *, target: bool = False) -> str:
+    h = record.header
+    parts = [style.bold(h.id) if target else h.id]
+    if h.origin:
+        parts.append(f"[{h.origin}]")
+    parts.append(style.dim(f"{time_text(h.created_at)}  {_or_dash(h.cwd)}"))
+    if target:
+        parts.append("<- target")
+    return "  ".join(parts)
+
+
+def _tree(nodes: Sequence[LineageNode], prefix: str, style: Style) -> list[str]:
+    lines: list[str] = []
+    for index, node in enumerate(nodes):
+        last = index == len(nodes) - 1
+        lines.append(f"{prefix}{'└─ ' if last else '├─ '}{_lineage_label(node.record, style)}")
+        lines += _tree(node.descendants, prefix + ("   " if last else "│  "), style)
+    return lines
+
+
+def lineage_text(trace: LineageTrace, style: Style) -> list[str]:
+    """``trace``: a tree from the oldest known ancestor down through the target's subtree."""
+    lines: list[str] = []
+    if not trace.complete:
+        missing = _or_dash(trace.unresolved_parent_id)
+        lines.append(style.dim(f"(lineage incomplete: parent {missing} is not in the sources)"))
+    chain = [*reversed(trace.ancestors), trace.target]
+    prefix = ""
+    for depth, record in enumerate(chain):
+        connector = "" if depth == 0 else "└─ "
+        is_target = record is trace.target
+        lines.append(f"{prefix}{connector}{_lineage_label(record, style, target=is_target)}")
+        if depth > 0:
+            prefix += "   "
+    lines += _tree(trace.descendants, prefix, style)
+    return lines
+
+
+# -- search ----------------------------------------------------------------------------------
+
+
+def _hit_json(hit: EventSearchHit) -> dict[str, Any]:
+    return {
+        "seq": hit.seq,
+        "type": hit.type,
+        "time": hit.time,
+        "surface": hit.surface,
+        "snippet": hit.snippet,
+    }
+
+
+def session_hits_json(
+    query: str, page: SessionSearchPage, titles: dict[str, str | None]
+) -> dict[str, Any]:
+    """``search --json``: ``{"query", "items": [{session, title, best_match}], "more"}``.
+
+    ``more`` is true when further hits exist beyond the requested limit (the CLI pages
+    internally; continuation cursors are bound to one process and never printed).
+    """
+    return {
+        "query": query,
+        "items": [
+            {
+                "session": record_json(hit.record),
+                "title": titles.get(hit.record.id),
+                "best_match": _hit_json(hit.best_match),
+            }
+            for hit in page.items
+        ],
+        "more": page.next_cursor is not None,
+    }
+
+
+def _match_line(hit: EventSearchHit, style: Style) -> str:
+    meta = f"seq {hit.seq} | {hit.type} | {hit.surface} | {time_text(hit.time)}"
+    return style.dim(meta)
+
+
+def session_hits_text(
+    query: str, page: SessionSearchPage, titles: dict[str, str | None], style: Style
+) -> list[str]:
+    """``search``: numbered hits with title, workspace, best match and highlighted snippet."""
+    if not page.items:
+        return [f"No sessions match {query!r}."]
+    lines = [f"{len(page.items)} session(s) match {query!r}, best first:"]
+    for number, hit in enumerate(page.items, start=1):
+        h = hit.record.header
+        title = titles.get(h.id) or "untitled"
+        origin = f" [{h.origin}]" if h.origin else ""
+        lines += [
+            "",
+            f"{number}. {style.bold(h.id)} — {title}{origin}",
+            "   " + style.dim(f"{_or_dash(h.cwd)} | created {time_text(h.created_at)} UTC"),
+            "   " + _match_line(hit.best_match, style),
+            "   " + style.highlight(hit.best_match.snippet, query),
+        ]
+    if page.next_cursor:
+        lines += ["", style.dim("More results exist: raise --limit or add filters.")]
+    return lines
+
+
+def event_hits_json(query: str, page: EventSearchPage) -> dict[str, Any]:
+    """``search-events --json``: ``{"query", "session", "items": [hit], "more"}``."""
+    return {
+        "query": query,
+        "session": header_json(page.session),
+        "items": [_hit_json(hit) for hit in page.items],
+        "more": page.next_cursor is not None,
+    }
+
+
+def event_hits_text(query: str, page: EventSearchPage, style: Style) -> list[str]:
+    """``search-events``: matching events of one session with highlighted snippets."""
+    sid = style.bold(page.session.id)
+    if not page.items:
+        return [f"No events of {sid} match {query!r}."]
+    lines = [f"{len(page.items)} event(s) of {sid} match {query!r}, best first:"]
+    for hit in page.items:
+        lines += ["", _match_line(hit, style), "   " + style.highlight(hit.snippet, query)]
+    if page.next_cursor:
+        lines += ["", style.dim("More results exist: raise --limit or add filters.")]
+    return lines

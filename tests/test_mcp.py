@@ -1,0 +1,240 @@
+"""Tests for the MCP server: a real ``sessionquery mcp`` subprocess driven by the SDK client,
+plus in-process checks of the adapter (caller resolution, error results) for speed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+
+from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.examples import BILLING_WORKSPACE, build_examples
+from sessionquery.mcp import CallerSpec, build_server, resolve_caller
+from sessionquery.persistence import JsonlPersistence
+from sessionquery.query.service import SessionQuery
+from sessionquery.search.sqlite import SqliteSearch
+from sessionquery.tools import SessionQueryTools
+
+TOOL_NAMES = {
+    "session_search",
+    "session_event_search",
+    "session_trace",
+    "session_event_trace",
+    "session_event_read",
+}
+# Generous: starting an interpreter and importing the SDK is slow on a loaded machine.
+STARTUP_SECONDS = 90
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    root = tmp_path / "sessions"
+    build_examples(root)
+    return root
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key != "NO_COLOR"}
+    env["HOME"] = str(tmp_path / "home")
+    env["SESSIONQUERY_HOME"] = str(tmp_path / "sq")
+    return env
+
+
+def _text(result: types.CallToolResult) -> str:
+    (block,) = result.content
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+def _definitions() -> list[dict[str, object]]:
+    with SessionQuery() as query:
+        tools = SessionQueryTools(query)
+        return [
+            {"name": d.name, "description": d.description, "input_schema": d.input_schema}
+            for d in tools.definitions
+        ]
+
+
+def _prompt_section() -> str:
+    with SessionQuery() as query:
+        return SessionQueryTools(query).prompt_section
+
+
+def test_stdio_server_lists_read_only_tools_and_answers_calls(store: Path, tmp_path: Path) -> None:
+    args = ["-m", "sessionquery.cli", "mcp", "--root", str(store)]
+    args += ["--index", str(tmp_path / "index.sqlite3"), "--cwd", BILLING_WORKSPACE]
+    params = StdioServerParameters(command=sys.executable, args=args, env=_env(tmp_path))
+
+    async def scenario() -> None:
+        with anyio.fail_after(STARTUP_SECONDS):
+            async with Client(params) as client:
+                assert client.instructions == _prompt_section()
+                listed = await client.list_tools()
+                assert {tool.name for tool in listed.tools} == TOOL_NAMES
+                for tool in listed.tools:
+                    assert tool.annotations is not None
+                    assert tool.annotations.read_only_hint is True
+                expected = {d["name"]: d for d in _definitions()}
+                for tool in listed.tools:
+                    assert tool.input_schema == expected[tool.name]["input_schema"]
+                    assert tool.description == expected[tool.name]["description"]
+
+                found = await client.call_tool("session_search", {"query": "rounding"})
+                assert found.is_error is False
+                assert "billing-rounding" in _text(found)
+                assert "dashboard" not in _text(found)
+
+                read = await client.call_tool(
+                    "session_event_read", {"session_id": "billing-rounding", "seq": 1}
+                )
+                assert read.is_error is False
+                assert "test_invoice_total_rounding" in _text(read)
+
+                denied = await client.call_tool(
+                    "session_event_read", {"session_id": "dashboard-websocket", "seq": 1}
+                )
+                assert denied.is_error is True
+                assert _text(denied).startswith("SESSION_QUERY_TOOL_UNAUTHORIZED: ")
+                assert "websocket" not in _text(denied)
+
+    anyio.run(scenario)
+
+
+def test_mcp_with_unknown_session_exits_1_before_serving(store: Path, tmp_path: Path) -> None:
+    index = tmp_path / "index.sqlite3"
+    args = ["mcp", "--root", str(store), "--index", str(index), "--session", "no-such-session"]
+    result = subprocess.run(
+        [sys.executable, "-m", "sessionquery.cli", *args],
+        env=_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_SECONDS,
+        check=False,
+    )
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("SESSION_QUERY_SESSION_NOT_FOUND: ")
+    assert not index.exists()
+
+
+# -- in process ----------------------------------------------------------------------------
+
+
+def _serve(
+    store: Path, index: Path, caller: CallerSpec, body: Callable[[Client], Awaitable[None]]
+) -> None:
+    persistence = JsonlPersistence(store)
+
+    def open_query() -> SessionQuery:
+        return SessionQuery(persistence=persistence, search=SqliteSearch(index))
+
+    server = build_server(open_query, caller)
+
+    async def scenario() -> None:
+        with anyio.fail_after(30):
+            async with Client(server) as client:
+                await body(client)
+
+    anyio.run(scenario)
+
+
+def test_session_caller_takes_the_recorded_cwd_of_that_session(store: Path) -> None:
+    with SessionQuery(persistence=JsonlPersistence(store)) as query:
+        spec = resolve_caller(query, cwd="/ignored", session_id="billing-rounding-scan")
+    assert spec == CallerSpec(session_id="billing-rounding-scan", cwd=BILLING_WORKSPACE)
+
+
+def test_unknown_session_caller_raises_session_not_found(store: Path) -> None:
+    with SessionQuery(persistence=JsonlPersistence(store)) as query:
+        with pytest.raises(SessionQueryError) as caught:
+            resolve_caller(query, cwd=None, session_id="nope")
+    assert caught.value.code is ErrorCode.SESSION_NOT_FOUND
+
+
+def test_cwd_caller_is_taken_verbatim(store: Path) -> None:
+    with SessionQuery(persistence=JsonlPersistence(store)) as query:
+        spec = resolve_caller(query, cwd=BILLING_WORKSPACE + "/", session_id=None)
+    assert spec == CallerSpec(session_id=None, cwd=BILLING_WORKSPACE + "/")
+
+
+def test_server_acting_as_a_session_traces_it_without_arguments(
+    store: Path, tmp_path: Path
+) -> None:
+    caller = CallerSpec(session_id="billing-rounding-scan", cwd=BILLING_WORKSPACE)
+
+    async def body(client: Client) -> None:
+        traced = await client.call_tool("session_trace", {})
+        assert traced.is_error is False
+        text = _text(traced)
+        assert text.startswith("Session billing-rounding-scan")
+        assert "billing-rounding —" in text  # the visible parent
+        searched = await client.call_tool("session_search", {"query": "rounding"})
+        assert "billing-rounding-scan" not in _text(searched)  # never the caller's own session
+
+    _serve(store, tmp_path / "index.sqlite3", caller, body)
+
+
+def test_workspace_with_a_trailing_slash_sees_nothing(store: Path, tmp_path: Path) -> None:
+    caller = CallerSpec(session_id=None, cwd=BILLING_WORKSPACE + "/")
+
+    async def body(client: Client) -> None:
+        found = await client.call_tool("session_search", {"query": "rounding"})
+        assert found.is_error is False
+        assert "billing-rounding" not in _text(found)
+
+    _serve(store, tmp_path / "index.sqlite3", caller, body)
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "code"),
+    [
+        ("session_event_read", {"session_id": "billing-rounding", "seq": "1"}, "INVALID_ARGUMENTS"),
+        ("session_event_read", {"session_id": "billing-rounding", "seq": 9999}, "EVENT_NOT_FOUND"),
+        ("session_search", {"query": "x", "limit": 5}, "INVALID_ARGUMENTS"),
+        ("no_such_tool", {}, "TOOL_UNKNOWN"),
+    ],
+)
+def test_tool_failures_are_error_results_not_protocol_errors(
+    store: Path, tmp_path: Path, name: str, arguments: dict[str, object], code: str
+) -> None:
+    caller = CallerSpec(session_id=None, cwd=BILLING_WORKSPACE)
+
+    async def body(client: Client) -> None:
+        result = await client.call_tool(name, arguments)
+        assert result.is_error is True
+        assert _text(result).startswith("SESSION_QUERY_")
+        assert code in _text(result).split(":")[0]
+
+    _serve(store, tmp_path / "index.sqlite3", caller, body)
+
+
+def test_foreign_index_fails_the_server_start_with_index_failed(
+    store: Path, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    foreign = tmp_path / "foreign.db"
+    conn = sqlite3.connect(foreign)
+    with conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.close()
+    caller = CallerSpec(session_id=None, cwd=BILLING_WORKSPACE)
+
+    async def body(client: Client) -> None:
+        raise AssertionError("the server must not start")  # pragma: no cover
+
+    with pytest.raises(BaseException) as caught:
+        _serve(store, foreign, caller, body)
+    error = caught.value
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    assert isinstance(error, SessionQueryError)
+    assert error.code is ErrorCode.INDEX_FAILED
