@@ -7,13 +7,38 @@ and ``JsonlPersistence`` under ``tmp_path``.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from search_sqlite_support import FakeCorpus, FakePersistence, assistant, header, log, user
+from search_sqlite_support import (
+    FakeCorpus,
+    FakePersistence,
+    assistant,
+    header,
+    log,
+    summary,
+    user,
+)
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.query.cancel import CancelToken
+from sessionquery.query.filters import (
+    AvailabilityIn,
+    CreatedBetween,
+    CwdIn,
+    IdIn,
+    ParentIn,
+    SeqBetween,
+    SurfaceIn,
+    TextContains,
+    TimeBetween,
+    TypeIn,
+)
 from sessionquery.search.sqlite import SqliteSearch
 
 
@@ -138,3 +163,306 @@ def test_event_search_page_carries_the_header_even_without_hits(index: SqliteSea
     page = index.search_events(corpus_of(("a", ["x"])), "a", "absent")
     assert page.session.id == "a"
     assert page.items == []
+
+
+@pytest.mark.parametrize(
+    ("session_filters", "event_filters", "expected"),
+    [
+        ([IdIn(["b"])], [], ["b"]),
+        ([IdIn([])], [], []),
+        ([CwdIn([None])], [], ["c"]),
+        ([CwdIn(["/w"])], [], ["a", "b"]),
+        ([ParentIn([None])], [], ["a", "c"]),
+        ([ParentIn(["a"])], [], ["b"]),
+        ([CreatedBetween(2, 3)], [], ["b", "c"]),
+        ([AvailabilityIn(["live"])], [], ["c"]),
+        ([AvailabilityIn(["persisted"])], [], ["a", "b"]),
+        ([AvailabilityIn(["live", "persisted"])], [], ["a", "b", "c"]),
+        ([], [SeqBetween(1, 1)], ["b"]),
+        ([], [TimeBetween(None, 1000)], ["a", "c"]),
+        ([], [TypeIn(["assistant/message"])], ["b"]),
+        ([], [SurfaceIn(["shadowed"])], ["c"]),
+        ([IdIn(["a", "b"]), IdIn(["b", "c"])], [], ["b"]),
+    ],
+)
+def test_filters_restrict_sessions_and_best_events(
+    index: SqliteSearch,
+    session_filters: list[object],
+    event_filters: list[object],
+    expected: list[str],
+) -> None:
+    store = FakePersistence()
+    store.put(header("a", 1, cwd="/w"), [user(0, "needle")])
+    store.put(header("b", 2, cwd="/w", parent_session="a"), [user(0, "x"), assistant(1, "needle")])
+    corpus = FakeCorpus(store)
+    corpus.live["c"] = (header("c", 3), [user(0, "needle"), summary(1, "summary", 0, 0)])
+    page = index.search_sessions(
+        corpus,
+        "needle",
+        session_filters=session_filters,  # type: ignore[arg-type]
+        event_filters=event_filters,  # type: ignore[arg-type]
+    )
+    assert sorted(hit.record.id for hit in page.items) == expected
+
+
+def test_text_filters_are_refused_by_the_search_backend(index: SqliteSearch) -> None:
+    corpus = corpus_of(("a", ["x"]))
+    for call in (
+        lambda: index.search_sessions(corpus, "x", event_filters=[TextContains("x")]),
+        lambda: index.search_events(corpus, "a", "x", filters=[TextContains("x")]),
+    ):
+        with pytest.raises(SessionQueryError) as caught:
+            call()
+        assert caught.value.code is ErrorCode.INVALID_FILTER
+
+
+HOSTILE = ['"', '""', "OR", "a OR b", "NEAR(a b)", "*", "a*", "-x", "a:b", "((", ")", "^x", "'"]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_fts5_syntax_in_queries_is_plain_data(index: SqliteSearch, query: str) -> None:
+    corpus = corpus_of(("a", ["a OR b and NEAR(a b) with -x a:b"]))
+    index.search_sessions(corpus, query)
+    index.search_events(corpus, "a", query)
+
+
+def test_operators_match_as_literal_words(index: SqliteSearch) -> None:
+    corpus = corpus_of(("a", ["cats OR dogs"]), ("b", ["cats dogs"]))
+    assert [h.record.id for h in index.search_sessions(corpus, "cats OR dogs").items] == ["a"]
+
+
+def test_long_and_unusual_queries_search_without_error(index: SqliteSearch) -> None:
+    corpus = corpus_of(("a", ["café naïve 😀 e\u0301 text"]))
+    assert index.search_sessions(corpus, "word " * 20_000).items == []
+    assert [h.record.id for h in index.search_sessions(corpus, "café naïve").items] == ["a"]
+    index.search_sessions(corpus, "😀 e\u0301")
+
+
+@given(st.text(max_size=200))
+def test_arbitrary_query_text_never_raises_anything_but_invalid_query(text: str) -> None:
+    with SqliteSearch(":memory:") as search:
+        corpus = corpus_of(("a", ["some indexed text"]))
+        try:
+            search.search_sessions(corpus, text)
+        except SessionQueryError as exc:
+            assert exc.code is ErrorCode.INVALID_QUERY
+
+
+def test_open_at_never_disables_search_before_validating_the_request(tmp_path: Path) -> None:
+    search = SqliteSearch(tmp_path / "never.db", open_at="never")
+    with pytest.raises(SessionQueryError) as caught:
+        search.search_sessions(FakeCorpus(), "", limit=-5)
+    assert caught.value.code is ErrorCode.SEARCH_DISABLED
+    with pytest.raises(SessionQueryError) as caught:
+        search.search_events(FakeCorpus(), "x", "")
+    assert caught.value.code is ErrorCode.SEARCH_DISABLED
+    assert not (tmp_path / "never.db").exists()
+    search.close()
+
+
+def test_first_search_opens_lazily_and_concurrent_first_searches_share_one_open(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "lazy.db"
+    search = SqliteSearch(path, open_at="first-search")
+    assert not path.exists()
+    corpus = corpus_of(("a", ["shared words"]))
+    results: list[int] = []
+    threads = [
+        threading.Thread(
+            target=lambda: results.append(len(search.search_sessions(corpus, "shared").items))
+        )
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+        assert not thread.is_alive()
+    assert results == [1, 1, 1, 1]
+    search.close()
+
+
+def test_first_search_on_a_foreign_database_fails_that_search(tmp_path: Path) -> None:
+    path = tmp_path / "foreign.db"
+    path.write_bytes(b"not sqlite at all" * 100)
+    search = SqliteSearch(path, open_at="first-search")
+    with pytest.raises(SessionQueryError) as caught:
+        search.search_sessions(FakeCorpus(), "x")
+    assert caught.value.code is ErrorCode.INDEX_FAILED
+    search.close()
+
+
+def test_a_closed_index_fails_with_index_failed_and_close_is_idempotent(tmp_path: Path) -> None:
+    search = SqliteSearch(tmp_path / "i.db")
+    search.close()
+    search.close()
+    with pytest.raises(SessionQueryError) as caught:
+        search.search_sessions(FakeCorpus(), "x")
+    assert caught.value.code is ErrorCode.INDEX_FAILED
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"path": ""},
+        {"path": "   "},
+        {"path": 5},
+        {"open_at": "later"},
+        {"journal_mode": "wal2"},
+        {"default_limit": 0},
+        {"default_limit": 101},
+        {"max_limit": 0},
+        {"max_limit": 2**53},
+        {"snippet_chars": 0},
+        {"snippet_chars": True},
+    ],
+)
+def test_invalid_configuration_is_invalid_config(kwargs: dict[str, object]) -> None:
+    arguments: dict[str, object] = {"path": ":memory:", **kwargs}
+    with pytest.raises(SessionQueryError) as caught:
+        SqliteSearch(**arguments)  # type: ignore[arg-type]
+    assert caught.value.code is ErrorCode.INVALID_CONFIG
+
+
+def test_tampered_cursors_are_invalid_cursor(index: SqliteSearch) -> None:
+    corpus = corpus_of(*[(f"s{n}", ["word"]) for n in range(3)])
+    page = index.search_sessions(corpus, "word", limit=1)
+    assert page.next_cursor is not None
+    for cursor, limit, query in (
+        (page.next_cursor[:-3] + "AAA", 1, "word"),
+        (page.next_cursor, 2, "word"),
+        (page.next_cursor, 1, "other"),
+    ):
+        with pytest.raises(SessionQueryError) as caught:
+            index.search_sessions(corpus, query, limit=limit, cursor=cursor)
+        assert caught.value.code is ErrorCode.INVALID_CURSOR
+    with pytest.raises(SessionQueryError) as caught:
+        index.search_events(corpus, "s0", "word", cursor=page.next_cursor)
+    assert caught.value.code is ErrorCode.INVALID_CURSOR
+
+
+BIG_SESSIONS, BIG_EVENTS = 200, 1000
+
+
+@pytest.fixture(scope="module")
+def big_index(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[SqliteSearch, FakeCorpus]]:
+    """A 200k-event index, built once (short documents keep the build fast)."""
+    store = FakePersistence()
+    events = [  # events are immutable, so every session can share one log
+        (user if seq % 2 == 0 else assistant)(seq, f"common token {seq % 97} n{seq % 13}")
+        for seq in range(BIG_EVENTS)
+    ]
+    for number in range(BIG_SESSIONS):
+        store.put(header(f"s{number}", number + 1), events)
+    corpus = FakeCorpus(store)
+    search = SqliteSearch(tmp_path_factory.mktemp("big") / "index.db")
+    search.update(corpus)
+    yield search, corpus
+    search.close()
+
+
+def test_an_expired_deadline_aborts_within_fifty_milliseconds(
+    big_index: tuple[SqliteSearch, FakeCorpus],
+) -> None:
+    search, corpus = big_index
+    token = CancelToken(deadline=time.monotonic() - 1)
+    started = time.perf_counter()
+    with pytest.raises(SessionQueryError) as caught:
+        search.search_sessions(corpus, "common token", cancel=token)
+    elapsed = time.perf_counter() - started
+    assert caught.value.code is ErrorCode.ABORTED
+    assert elapsed < 0.05
+
+
+def test_a_deadline_expiring_mid_statement_interrupts_it(
+    big_index: tuple[SqliteSearch, FakeCorpus],
+) -> None:
+    search, corpus = big_index
+    # Ranking 200k matching documents takes seconds; the token expires long before.
+    token = CancelToken.after(0.1)
+    started = time.perf_counter()
+    with pytest.raises(SessionQueryError) as caught:
+        search.search_sessions(corpus, "common token", cancel=token)
+    assert caught.value.code is ErrorCode.ABORTED
+    assert time.perf_counter() - started < 1.0  # generous: only "not the full run"
+    assert len(search.search_events(corpus, "s3", "token 5 n5", limit=3).items) == 1
+
+
+def test_cancelling_a_reconciliation_rolls_it_back(tmp_path: Path) -> None:
+    corpus = corpus_of(*[(f"s{n}", ["words"]) for n in range(5)])
+    token = CancelToken()
+    original = corpus.read_persisted
+
+    def cancel_after_two(session_id: str, cancel: CancelToken | None = None):  # type: ignore[no-untyped-def]
+        if len(corpus.reads) == 2:
+            token.cancel()
+        return original(session_id, cancel)
+
+    corpus.read_persisted = cancel_after_two  # type: ignore[method-assign]
+    with SqliteSearch(tmp_path / "i.db") as search:
+        with pytest.raises(SessionQueryError) as caught:
+            search.search_sessions(corpus, "words", cancel=token)
+        assert caught.value.code is ErrorCode.ABORTED
+        assert len(search.search_sessions(corpus, "words").items) == 5
+
+
+def _say(session: object, text: str) -> None:
+    session.append(  # type: ignore[attr-defined]
+        "user/message",
+        {
+            "id": text,
+            "role": "user",
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "user"},
+        },
+        surface_op="append",
+    )
+
+
+def test_search_through_the_query_service_over_real_jsonl_files(tmp_path: Path) -> None:
+    from sessionquery.live import SessionStore
+    from sessionquery.persistence.jsonl import JsonlPersistence
+    from sessionquery.query.service import SessionQuery
+
+    root = tmp_path / "store"
+    writer_store = SessionStore(JsonlPersistence(root))
+    old = writer_store.create("old-session", cwd="/w")
+    _say(old, "the flaky parser test")
+    writer_store.close("old-session")
+
+    live_store = SessionStore(JsonlPersistence(root))
+    query = SessionQuery(
+        store=live_store,
+        persistence=JsonlPersistence(root),
+        search=SqliteSearch(tmp_path / "index.db"),
+    )
+    try:
+        hits = query.search_sessions("parser test").items
+        assert [(h.record.id, h.record.live, h.record.persisted) for h in hits] == [
+            ("old-session", False, True)
+        ]
+        current = live_store.create("current", cwd="/w")
+        _say(current, "unflushed parser test notes")
+        hits = query.search_sessions("parser test notes").items
+        assert [(h.record.id, h.record.live) for h in hits] == [("current", True)]
+
+        # Another writer appends to the stored log: picked up by revision.
+        other = SessionStore(JsonlPersistence(root))
+        reopened = other.create("third", cwd="/w")
+        _say(reopened, "external parser test addition")
+        other.close("third")
+        hits = query.search_sessions("external parser").items
+        assert [h.record.id for h in hits] == ["third"]
+
+        live_store.close("current")
+        hits = query.search_sessions("parser test notes").items
+        assert [(h.record.id, h.record.live, h.record.persisted) for h in hits] == [
+            ("current", False, True)
+        ]
+        page = query.search_events("old-session", "flaky")
+        assert [hit.seq for hit in page.items] == [0]
+    finally:
+        query.close()
