@@ -128,3 +128,16 @@ def test_live_sessions_are_listed_from_the_store_only() -> None:
     assert corpus.live_ids() == frozenset({"live-one"})
     assert [s.header.id for s in corpus.live_snapshots()] == ["live-one"]
     assert [r.id for r in corpus.records()] == ["live-one"]
+
+
+def test_backend_reads_use_the_cache_but_do_not_fill_it(tmp_path: Path) -> None:
+    persistence = JsonlPersistence(tmp_path / "store")
+    store_log(persistence, [])
+    cache = PreparedCache(2)
+    corpus = ServiceCorpus(None, persistence, cache)
+    corpus.read_persisted("s")
+    assert cache.ids() == []
+    with corpus.open_log("s") as log:
+        pass
+    assert cache.ids() == ["s"]
+    assert corpus.read_persisted("s").events is log.events

@@ -960,3 +960,31 @@ def test_replace_events_survive_a_round_trip_through_storage(
     write_persisted(persistence, HEADERS["alpha"], LOGS["alpha"]())
     event = SessionQuery(None, persistence).read_event("alpha", 17).target
     assert event.surface_op == Replace(10, 12) and event.source_event_seqs == (10, 12)
+
+
+def test_concurrent_reads_through_a_small_cache_agree_with_serial_reads(
+    persistence: JsonlPersistence,
+) -> None:
+    for name, header in HEADERS.items():
+        write_persisted(persistence, header, LOGS[name]())
+    query = SessionQuery(None, persistence, prepared_session_cache_size=1)
+    expected = {name: query.read_session(name) for name in HEADERS}
+    failures: list[BaseException] = []
+
+    def reader(offset: int) -> None:
+        names = list(HEADERS)
+        try:
+            for step in range(30):
+                name = names[(offset + step) % len(names)]
+                assert query.read_session(name) == expected[name]
+                assert len(query.list_events(name)) == len(expected[name].events)
+        except BaseException as error:  # reported to the main thread below
+            failures.append(error)
+
+    threads = [threading.Thread(target=reader, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+        assert not thread.is_alive()
+    assert failures == []

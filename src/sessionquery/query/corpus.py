@@ -159,11 +159,14 @@ class ServiceCorpus:
     def read_persisted(self, session_id: str, cancel: CancelToken | None = None) -> SessionLog:
         """A cold read of one persisted log (crash-tail closers appended in memory).
 
+        A prepared copy already in the cache is reused, but a miss is not added to it: a
+        backend indexing the whole store would otherwise push out the logs being read.
+
         Raises:
             SessionQueryError: ``SESSION_NOT_FOUND``, ``CORRUPT_SESSION``,
                 ``PERSISTENCE_FAILED``, ``SOURCE_CONFLICT`` or ``ABORTED``.
         """
-        with self.persisted_log(session_id, None, cancel) as log:
+        with self.persisted_log(session_id, None, cancel, remember=False) as log:
             return SessionLog(log.header, log.inherited_event_count, tuple(log.events))
 
     def change_token(self) -> str | None:
@@ -241,6 +244,8 @@ class ServiceCorpus:
         session_id: str,
         listed: PersistedSession | None,
         cancel: CancelToken | None = None,
+        *,
+        remember: bool = True,
     ) -> Iterator[PreparedLog]:
         """Read one persisted log through the prepared cache; pinned inside the block.
 
@@ -248,6 +253,7 @@ class ServiceCorpus:
             session_id: the id to read.
             listed: its listing entry when the caller already has one; else ``stat`` is used.
             cancel: checked before the listing, before and after the cold read.
+            remember: whether a freshly read log is added to the cache.
 
         Raises:
             SessionQueryError: ``SESSION_NOT_FOUND``, ``CORRUPT_SESSION``,
@@ -268,14 +274,23 @@ class ServiceCorpus:
         if slot is None:
             check_cancel(cancel)
             log = self._cold_read(persistence, session_id)
+            if not remember:
+                self._check_listed(listed, log)
+                check_cancel(cancel)
+                yield log
+                return
             slot = self._cache.insert(session_id, persistence, listed.revision, log)
         try:
-            if not listed.header.is_compatible(slot.log.header):
-                raise _conflict(session_id, "the persistence listing and the stored log")
+            self._check_listed(listed, slot.log)
             check_cancel(cancel)
             yield slot.log
         finally:
             self._cache.release(slot)
+
+    @staticmethod
+    def _check_listed(listed: PersistedSession, log: PreparedLog) -> None:
+        if not listed.header.is_compatible(log.header):
+            raise _conflict(log.session_id, "the persistence listing and the stored log")
 
     @staticmethod
     def _cold_read(persistence: SessionPersistence, session_id: str) -> PreparedLog:
