@@ -51,11 +51,11 @@ _json_scalars = (
     | st.booleans()
     | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(_TEXT_ALPHABET, max_size=20)
+    | st.text(_TEXT_ALPHABET, max_size=12)
 )
 
 
-def json_values(max_leaves: int = 20) -> st.SearchStrategy[Any]:
+def json_values(max_leaves: int = 10) -> st.SearchStrategy[Any]:
     """Plain (mutable) lossless JSON values, including unicode and nested containers."""
     return st.recursive(
         _json_scalars,
@@ -71,7 +71,7 @@ def session_ids() -> st.SearchStrategy[str]:
     """Valid session ids, biased towards the awkward-but-legal ones."""
     return st.one_of(
         st.sampled_from(["s1", "a/b", "..", "../x", "sess-ü-日本", "x" * 512, " lead space"]),
-        st.text(_ID_ALPHABET, min_size=1, max_size=40),
+        st.text(_ID_ALPHABET, min_size=1, max_size=24),
     )
 
 
@@ -376,24 +376,38 @@ class LogBuilder:
         )
 
 
-# Real texts and titles are normalised, non-blank strings.
-_words = st.text(
-    st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), min_size=1, max_size=12
+# Real texts and titles are normalised, non-blank strings; mostly words, sometimes any unicode.
+_WORDS = ["fix the parser", "needle", "run tests", "größe", "日本語のテキスト", "ok", "done 🙂"]
+_words = st.sampled_from(_WORDS) | st.text(
+    st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), min_size=1, max_size=10
 ).filter(lambda text: text.strip() != "")
 
 
-@st.composite
+_maybe_words = st.none() | _words
+_tool_names = st.sampled_from(["read", "grep", "shell"])
+_step_counts = st.integers(1, 3)
+_call_counts = st.integers(0, 2)
+_ignorable_data = json_values(max_leaves=3)
+_turn_end_kinds = st.sampled_from(["completed", "aborted", "error", "max-tokens"])
+_title_kinds = st.sampled_from(["fallback", "user"])
+_maintenance_actions = st.lists(
+    st.sampled_from(["compact", "compact", "rewrite", "system", "todo", "none"]), max_size=2
+)
+_log_starts = st.integers(0, 2**41)
+_mostly_true = st.sampled_from([True, True, False])
+
+
 def _turn(draw: st.DrawFn, log: LogBuilder) -> None:
     log.turn_start()
     user_seq = log.user(draw(_words)).seq
-    for _ in range(draw(st.integers(1, 3))):
+    for _ in range(draw(_step_counts)):
         log.step_start()
         calls = [
-            (log.new_call_id(), draw(st.sampled_from(["read", "grep", "shell"])), '{"path":"a"}')
-            for _ in range(draw(st.integers(0, 2)))
+            (log.new_call_id(), draw(_tool_names), '{"path":"a"}')
+            for _ in range(draw(_call_counts))
         ]
-        reasoning = draw(st.none() | _words)
-        log.assistant(draw(st.none() | _words), calls=calls, reasoning=reasoning)
+        reasoning = draw(_maybe_words)
+        log.assistant(draw(_maybe_words), calls=calls, reasoning=reasoning)
         for call_id, name, arguments in calls:
             call_seq = log.tool_call(call_id, name, arguments).seq
             cite = draw(st.booleans())
@@ -404,21 +418,23 @@ def _turn(draw: st.DrawFn, log: LogBuilder) -> None:
                 call_seq=call_seq if cite else None,
             )
         if draw(st.booleans()):
-            log.unknown_ignorable(
-                draw(json_values(max_leaves=3)), with_surface_op=draw(st.booleans())
-            )
+            log.unknown_ignorable(draw(_ignorable_data), with_surface_op=draw(st.booleans()))
         log.step_end()
-    reason = draw(st.sampled_from(["completed", "aborted", "error", "max-tokens"]))
+    reason = draw(_turn_end_kinds)
     if reason == "error":
         log.turn_end("error", error={"message": draw(_words), "code": "E"})
     else:
         log.turn_end(reason)
     if draw(st.booleans()):
-        log.title(draw(_words), [user_seq], kind=draw(st.sampled_from(["fallback", "user"])))
+        log.title(draw(_words), [user_seq], kind=draw(_title_kinds))
 
 
 def _between_turns(draw: st.DrawFn, log: LogBuilder) -> None:
-    action = draw(st.sampled_from(["none", "compact", "rewrite", "system", "todo"]))
+    for action in draw(_maintenance_actions):
+        _maintenance(draw, log, action)
+
+
+def _maintenance(draw: st.DrawFn, log: LogBuilder, action: str) -> None:
     surface = log.surface
     first = 1 if surface and log.type_of(surface[0]) == "system/message" else 0
     if action == "compact" and len(surface) > first:
@@ -447,11 +463,11 @@ def valid_logs(
         open_tail: when true, the log may be cut anywhere (every prefix of a valid log is
             valid), usually leaving a turn open as a crash would.
     """
-    log = LogBuilder(start=draw(st.integers(0, 2**41)))
-    if draw(st.booleans()):
+    log = LogBuilder(start=draw(_log_starts))
+    if draw(_mostly_true):
         log.system()
     for _ in range(draw(st.integers(min_turns, max_turns))):
-        draw(_turn(log))
+        _turn(draw, log)
         _between_turns(draw, log)
     events = log.events
     if open_tail and events:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from sessionquery.model import (
@@ -564,3 +564,44 @@ def test_every_prefix_of_a_valid_log_folds_and_matches_the_incremental_folder(
     for event in events[:cut]:
         folder.apply(event)
     assert folder.snapshot() == fold_surface(events[:cut])
+
+
+_LOG_FEATURES = {
+    "compaction": lambda events: any(
+        e.type == "user/message" and isinstance(e.surface_op, Replace) for e in events
+    ),
+    "tool-result-rewrite": lambda events: any(
+        e.type == "tool/result" and isinstance(e.surface_op, Replace) for e in events
+    ),
+    "system-head-replace": lambda events: any(
+        e.type == "system/message" and isinstance(e.surface_op, Replace) for e in events
+    ),
+    "replacement-replaced": lambda events: any(
+        cls == "shadowed" and seq in fold_surface(events).replaced
+        for seq, cls in fold_surface(events).surface_of.items()
+    ),
+    "non-ascending-surface": lambda events: (
+        list(fold_surface(events).nodes) != sorted(fold_surface(events).nodes)
+    ),
+    "cited-tool-call": lambda events: any(
+        e.type == "tool/result" and e.source_event_seqs and e.surface_op == "append" for e in events
+    ),
+    "ignorable-unknown-with-op": lambda events: any(
+        e.ignorable and e.surface_op is not None for e in events
+    ),
+    "title": lambda events: any(e.type == "session/title" for e in events),
+    "todo": lambda events: any(e.type == "todo/write" for e in events),
+}
+
+
+def test_the_shared_valid_logs_strategy_produces_every_realistic_feature() -> None:
+    # Other test modules rely on valid_logs() covering these shapes; keep it honest.
+    seen: set[str] = set()
+
+    @settings(max_examples=150, phases=[Phase.generate], database=None, derandomize=True)
+    @given(valid_logs())
+    def collect(events: list[SessionEvent]) -> None:
+        seen.update(name for name, has in _LOG_FEATURES.items() if has(events))
+
+    collect()
+    assert seen == set(_LOG_FEATURES)
