@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from sessionquery import _cli_render as render
 from sessionquery.cli import COMMANDS, main
+from sessionquery.cli import _render as render
 from sessionquery.examples import BILLING_WORKSPACE, DASHBOARD_WORKSPACE, EXAMPLE_SESSION_IDS
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "cli.md"

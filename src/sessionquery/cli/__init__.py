@@ -1,0 +1,78 @@
+"""The ``sessionquery`` command: search, trace and read agent sessions from a terminal.
+
+A thin layer (STYLE rule 7): parse the arguments, resolve defaults with
+:meth:`~sessionquery.config.Config.from_env`, make one library call, render the result with
+:mod:`sessionquery.cli._render`. No SQL and no private imports from other packages.
+
+Contract (documented in ``docs/cli.md``):
+
+* source options ``--root``, ``--claude``, ``--codex`` (repeatable, combinable) and ``--index``
+  are accepted before and after the subcommand name;
+* read commands are not workspace-scoped; ``--cwd`` filters;
+* ``--json`` prints exactly one JSON document on stdout; progress and diagnostics go to stderr;
+* errors print one line ``CODE: message`` on stderr and exit 2 for usage errors (the code is
+  ``SESSION_QUERY_USAGE``), 1 for everything else; an expected error never shows a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from sessionquery.cli._commands import COMMANDS
+from sessionquery.cli._parser import UsageError, build_parser
+from sessionquery.config import Config
+from sessionquery.errors import ErrorCode, PersistenceError, SessionQueryError
+
+__all__ = ["COMMANDS", "USAGE_ERROR_CODE", "main"]
+
+USAGE_ERROR_CODE = "SESSION_QUERY_USAGE"
+"""The code printed for command-line usage errors (exit status 2)."""
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _fail(code: str, message: str, status: int) -> int:
+    sys.stderr.write(f"{code}: {_one_line(message)}\n")
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``sessionquery`` command line; returns the process exit status.
+
+    Args:
+        argv: the arguments after the program name; ``sys.argv[1:]`` when omitted.
+    """
+    try:
+        args = build_parser(COMMANDS).parse_args(argv)
+        run: Callable[[argparse.Namespace, Config], int] = args.run
+        return run(args, Config.from_env())
+    except UsageError as error:
+        return _fail(USAGE_ERROR_CODE, str(error), EXIT_USAGE)
+    except SessionQueryError as error:
+        return _fail(error.code.value, error.message, EXIT_ERROR)
+    except PersistenceError as error:
+        return _fail(ErrorCode.PERSISTENCE_FAILED.value, str(error), EXIT_ERROR)
+    except OSError as error:
+        if isinstance(error, BrokenPipeError):
+            return _quiet_broken_pipe()
+        return _fail(ErrorCode.PERSISTENCE_FAILED.value, str(error), EXIT_ERROR)
+    except KeyboardInterrupt:
+        return _fail(ErrorCode.ABORTED.value, "interrupted", EXIT_INTERRUPTED)
+
+
+def _quiet_broken_pipe() -> int:
+    # The reader went away (e.g. `| head`): stop quietly, and keep the interpreter's final
+    # flush of stdout from raising again.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_OK

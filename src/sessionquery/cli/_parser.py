@@ -1,0 +1,262 @@
+"""Argument parsing for ``sessionquery``: subcommands, shared options and value types.
+
+Every parse error becomes a :class:`UsageError` (one ``SESSION_QUERY_USAGE: ...`` line and
+exit status 2 at the top level) instead of argparse's multi-line message. The source options
+are added twice, to the main parser (``pre_*`` destinations) and to each subcommand, with
+suppressed defaults so that values given before and after the subcommand name are merged
+rather than overwritten (see :func:`sessionquery.cli._services.selected_sources`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import NoReturn
+
+from sessionquery.config import Config
+
+__all__ = ["SETUP", "Command", "Parser", "UsageError", "build_parser", "version_text"]
+
+SURFACES = ("current", "shadowed", "log-only")
+
+
+class UsageError(Exception):
+    """A command line that cannot be run as given (exit status 2)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one ``CODE: message`` line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# -- argument types -------------------------------------------------------------------------
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, not {text!r}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a positive integer, not 0")
+    return value
+
+
+def _time(text: str) -> int:
+    """An ISO 8601 date or date-time (UTC when it has no offset) as epoch milliseconds."""
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO 8601 date or time such as 2025-03-07 or 2025-03-07T09:30Z, "
+            f"not {text!r}"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return int(parsed.timestamp() * 1000)
+
+
+# -- the parser -----------------------------------------------------------------------------
+
+
+def _add_sources(parser: argparse.ArgumentParser, prefix: str) -> None:
+    group = parser.add_argument_group("sources (default: the store under SESSIONQUERY_HOME)")
+    suppress = argparse.SUPPRESS
+    group.add_argument(
+        "--root",
+        dest=f"{prefix}root",
+        action="append",
+        metavar="DIR",
+        default=suppress,
+        help="a sessionquery JSONL store directory (repeatable)",
+    )
+    group.add_argument(
+        "--claude",
+        dest=f"{prefix}claude",
+        action="append",
+        metavar="DIR",
+        default=suppress,
+        help="a Claude Code projects directory, e.g. ~/.claude/projects (repeatable)",
+    )
+    group.add_argument(
+        "--codex",
+        dest=f"{prefix}codex",
+        action="append",
+        metavar="DIR",
+        default=suppress,
+        help="a Codex sessions directory, e.g. ~/.codex/sessions (repeatable)",
+    )
+    group.add_argument(
+        "--index",
+        dest=f"{prefix}index",
+        metavar="PATH",
+        default=suppress,
+        help="the SQLite search index file (default: <home>/index.sqlite3)",
+    )
+
+
+def _add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON document instead of text"
+    )
+
+
+def _add_event_filters(parser: argparse.ArgumentParser, *, prefix: str = "") -> None:
+    parser.add_argument(
+        f"--{prefix}type",
+        dest="types",
+        action="append",
+        metavar="TYPE",
+        help="only events of this type, e.g. user/message (repeatable)",
+    )
+    parser.add_argument(
+        f"--{prefix}surface",
+        dest="surfaces",
+        action="append",
+        choices=SURFACES,
+        help="only events of this surface class (repeatable)",
+    )
+
+
+def _add_limit(parser: argparse.ArgumentParser, default: int | None) -> None:
+    shown = "all" if default is None else str(default)
+    parser.add_argument(
+        "--limit",
+        type=_positive,
+        default=default,
+        metavar="N",
+        help=f"show at most N results (default: {shown})",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    help: str
+    run: Callable[[argparse.Namespace, Config], int]
+
+
+def build_parser(commands: Sequence[Command]) -> Parser:
+    parser = Parser(
+        prog="sessionquery",
+        description="Search, trace and read past AI agent sessions.",
+        epilog="Run 'sessionquery quickstart' to try it on bundled example sessions.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version_text()}")
+    _add_sources(parser, "pre_")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in commands:
+        child = sub.add_parser(command.name, help=command.help, description=command.help)
+        SETUP[command.name](child)
+        _add_sources(child, "")
+        child.set_defaults(run=command.run)
+    return parser
+
+
+def _setup_list(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cwd", action="append", metavar="DIR", help="only sessions of workspace DIR")
+    p.add_argument("--titles", action="store_true", help="also read each session's title")
+    _add_limit(p, None)
+    _add_json(p)
+
+
+def _setup_id(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session_id", metavar="ID", help="the session id")
+    _add_json(p)
+
+
+def _setup_seq(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session_id", metavar="ID", help="the session id")
+    p.add_argument("seq", metavar="SEQ", type=_non_negative, help="the event's seq number")
+
+
+def _setup_read(p: argparse.ArgumentParser) -> None:
+    _setup_seq(p)
+    p.add_argument("--before", type=_non_negative, default=0, metavar="N", help="N events before")
+    p.add_argument("--after", type=_non_negative, default=0, metavar="N", help="N events after")
+    _add_json(p)
+
+
+def _setup_trace_event(p: argparse.ArgumentParser) -> None:
+    _setup_seq(p)
+    _add_json(p)
+
+
+def _setup_search(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query", metavar="QUERY", help="words to find, matched as one phrase")
+    p.add_argument("--cwd", action="append", metavar="DIR", help="only sessions of workspace DIR")
+    p.add_argument("--session", action="append", metavar="ID", help="only this session")
+    p.add_argument("--parent", action="append", metavar="ID", help="only children of session ID")
+    p.add_argument("--roots", action="store_true", help="only sessions without a parent")
+    p.add_argument("--since", type=_time, metavar="TIME", help="sessions created at/after TIME")
+    p.add_argument("--until", type=_time, metavar="TIME", help="sessions created at/before TIME")
+    _add_event_filters(p)
+    _add_limit(p, 20)
+    _add_json(p)
+
+
+def _setup_search_events(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session_id", metavar="ID", help="the session to search")
+    p.add_argument("query", metavar="QUERY", help="words to find, matched as one phrase")
+    p.add_argument("--seq-from", type=_non_negative, metavar="SEQ", help="events at/after SEQ")
+    p.add_argument("--seq-to", type=_non_negative, metavar="SEQ", help="events at/before SEQ")
+    _add_event_filters(p)
+    _add_limit(p, 20)
+    _add_json(p)
+
+
+def _setup_index(p: argparse.ArgumentParser) -> None:
+    _add_json(p)
+
+
+def _setup_mcp(p: argparse.ArgumentParser) -> None:
+    who = p.add_mutually_exclusive_group()
+    who.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="the caller's workspace, compared verbatim (default: the working directory)",
+    )
+    who.add_argument(
+        "--session",
+        metavar="ID",
+        help="act as this recorded session; its recorded cwd becomes the workspace",
+    )
+
+
+def _setup_quickstart(p: argparse.ArgumentParser) -> None:
+    del p  # only the shared source options (--root, --index)
+
+
+SETUP: dict[str, Callable[[argparse.ArgumentParser], None]] = {
+    "list": _setup_list,
+    "show": _setup_id,
+    "events": _setup_id,
+    "read": _setup_read,
+    "trace": _setup_id,
+    "trace-event": _setup_trace_event,
+    "search": _setup_search,
+    "search-events": _setup_search_events,
+    "index": _setup_index,
+    "mcp": _setup_mcp,
+    "quickstart": _setup_quickstart,
+}
+
+
+def version_text() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sessionquery")
+    except PackageNotFoundError:
+        return "unknown"
