@@ -186,6 +186,13 @@ def test_lone_surrogates_are_rejected(bad: object) -> None:
         freeze_json(bad)
 
 
+def test_an_integer_too_long_to_write_as_json_text_is_rejected() -> None:
+    with pytest.raises(ValueError, match="digits"):
+        freeze_json({"n": 10**5000})
+    big = 10**1000
+    assert json.loads(canonical_json(freeze_json([big, -big]))) == [big, -big]
+
+
 def test_the_error_message_names_the_path_of_the_offending_value() -> None:
     with pytest.raises(ValueError, match=r"data\.a\[1\]\.b"):
         freeze_json({"a": [0, {"b": math.nan}]})

@@ -146,6 +146,8 @@ def freeze_json(value: object, where: str = "data") -> JsonValue:
         _check_str(value, where)  # type: ignore[arg-type]
         return value
     if kind is int:
+        if value.bit_length() > _HUGE_INT_BITS:  # type: ignore[attr-defined]
+            _check_int_text(value, where)  # type: ignore[arg-type]
         return value
     if kind is float:
         if not math.isfinite(value):  # type: ignore[arg-type]
@@ -172,6 +174,19 @@ def freeze_json(value: object, where: str = "data") -> JsonValue:
         # Subclasses (enums, numpy scalars...) are normalised to the plain JSON type.
         return freeze_json(_plain_scalar(value), where)
     raise ValueError(f"{where}: {kind.__name__} is not a JSON value")
+
+
+# Below this size every int converts to text under any interpreter digit limit (min 640).
+_HUGE_INT_BITS = 2000
+
+
+def _check_int_text(value: int, where: str) -> None:
+    # Python refuses int->text conversion past sys.get_int_max_str_digits(); such a value
+    # would be accepted in memory and then fail when the event is written.
+    try:
+        str(value)
+    except ValueError:
+        raise ValueError(f"{where}: integer has too many digits to write as JSON") from None
 
 
 def _is_validated(value: object) -> bool:
