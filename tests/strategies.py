@@ -117,13 +117,15 @@ _EVENT_TYPES = st.sampled_from(
 ) | st.text(_TEXT_ALPHABET, min_size=1, max_size=20)
 
 
+_SIMPLE_OPS: list[SurfaceOp | None] = [None, "append"]
+
+
 @st.composite
 def valid_events(draw: st.DrawFn) -> SessionEvent:
     """Any envelope-valid event: arbitrary type, data, surface op, sources and flag."""
     seq = draw(st.integers(min_value=0, max_value=2**40))
     op: SurfaceOp | None = draw(
-        st.none()
-        | st.just("append")
+        st.sampled_from(_SIMPLE_OPS)
         | st.builds(Replace, st.integers(0, 2**40), st.integers(0, 2**40))
     )
     sources = draw(st.none() | st.lists(st.integers(0, 2**40), max_size=4).map(tuple))

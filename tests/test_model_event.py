@@ -225,7 +225,7 @@ def test_an_event_is_frozen() -> None:
 
 def test_source_event_seqs_are_stored_as_a_tuple() -> None:
     sources = [1, 2]
-    event = SessionEvent("user/message", 5, 0, {}, surface_op="append", source_event_seqs=sources)
+    event = SessionEvent("user/message", 5, 0, {}, surface_op="append", source_event_seqs=sources)  # type: ignore[arg-type]
     sources.append(3)
     assert event.source_event_seqs == (1, 2)
 

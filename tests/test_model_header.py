@@ -34,7 +34,7 @@ def test_constructing_a_header_without_a_required_field_fails(missing: str) -> N
 
 def test_header_fields_are_keyword_only() -> None:
     with pytest.raises(TypeError):
-        SessionHeader("s1", 0)  # type: ignore[misc]
+        SessionHeader("s1", 0)  # type: ignore[call-arg]
 
 
 def test_a_header_is_frozen() -> None:
@@ -140,7 +140,7 @@ def test_headers_differing_only_in_origin_and_agent_preset_are_compatible() -> N
         ("delegation_depth", 1),
     ],
 )
-def test_headers_differing_in_a_compared_field_are_incompatible(field: str, value: object) -> None:
+def test_headers_differing_in_a_compared_field_are_incompatible(field: str, value: Any) -> None:
     base = SessionHeader(id="s", created_at=5, cwd="/w")
     other = dataclasses.replace(base, **{field: value})
     assert not base.is_compatible(other)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -566,7 +566,7 @@ def test_every_prefix_of_a_valid_log_folds_and_matches_the_incremental_folder(
     assert folder.snapshot() == fold_surface(events[:cut])
 
 
-_LOG_FEATURES = {
+_LOG_FEATURES: dict[str, Callable[[list[SessionEvent]], bool]] = {
     "compaction": lambda events: any(
         e.type == "user/message" and isinstance(e.surface_op, Replace) for e in events
     ),
