@@ -37,6 +37,8 @@ __all__ = [
     "absolute_paths",
     "json_values",
     "session_ids",
+    "text_block",
+    "tool_result_data",
     "valid_events",
     "valid_headers",
     "valid_logs",
