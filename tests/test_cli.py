@@ -7,6 +7,7 @@ read-only tests of this module.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sqlite3
@@ -19,6 +20,7 @@ import pytest
 
 from sessionquery.cli import COMMANDS, main
 from sessionquery.cli import _render as render
+from sessionquery.cli._services import ProgressBar
 from sessionquery.examples import BILLING_WORKSPACE, DASHBOARD_WORKSPACE, EXAMPLE_SESSION_IDS
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
@@ -425,3 +427,32 @@ def test_table_pads_every_column_but_the_last() -> None:
         [["a", "bb", "c"], ["ddd", "e", "ffff"]], ["X", "Y", "Z"], render.Style(False)
     )
     assert lines == ["X    Y   Z", "a    bb  c", "ddd  e   ffff"]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_draws_on_a_terminal_and_stays_silent_otherwise() -> None:
+    terminal, pipe = _Terminal(), io.StringIO()
+    for stream in (terminal, pipe):
+        bar = ProgressBar(stream, "Indexing", width=10)
+        bar(0, 4)
+        bar(2, 4)
+        bar(4, 4)
+        bar.finish()
+    assert "\rIndexing [#####.....] 2/4 sessions" in terminal.getvalue()
+    assert terminal.getvalue().endswith("[##########] 4/4 sessions\n")
+    assert pipe.getvalue() == ""
+
+
+def test_index_on_a_fresh_index_indexes_every_session(
+    sample: Sample, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    index = tmp_path / "fresh.sqlite3"
+    assert main(["index", "--root", str(sample.root), "--index", str(index), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["persisted_indexed"] == len(EXAMPLE_SESSION_IDS)
+    assert main(["index", "--root", str(sample.root), "--index", str(index)]) == 0
+    assert "up to date" in capsys.readouterr().out
