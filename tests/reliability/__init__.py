@@ -1,0 +1,1 @@
+"""Helpers for the reliability suites: child-process programs and the run counters."""
