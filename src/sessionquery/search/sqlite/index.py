@@ -75,6 +75,8 @@ JournalMode = Literal["wal", "delete", "truncate", "persist"]
 _OPEN_AT: Final = ("startup", "first-search", "never")
 _JOURNAL_MODES: Final = ("wal", "delete", "truncate", "persist")
 _MAX_SAFE_LIMIT: Final = 2**53 - 2
+_HEADER_CACHE_SIZE: Final = 4096
+"""Parsed headers kept per index; a hit's header is parsed and validated once, not per search."""
 PROGRESS_STEPS: Final = 1000
 """SQLite VM instructions between two polls of the cancel token during a statement."""
 _LOCK_POLL_SECONDS: Final = 0.005
@@ -151,6 +153,7 @@ class SqliteSearch:
         self._state = IndexState()
         self._codec = CursorCodec()
         self._closed = False
+        self._headers: dict[str, SessionHeader] = {}
         if open_at == "startup":
             with self._lock:
                 self._open()
@@ -414,9 +417,19 @@ class SqliteSearch:
             ).fetchone()
             if row is not None:
                 key, header_json, generation = row
-                header = SessionHeader.from_json(json.loads(header_json))
+                header = self._header(str(header_json))
                 return False, int(key), header, f"persisted:{self._state.epoch}:{generation}"
         raise SessionQueryError(ErrorCode.SESSION_NOT_FOUND, f"session {session_id!r} not found")
+
+    def _header(self, header_json: str) -> SessionHeader:
+        """The header stored as ``header_json``, parsed once (headers are immutable)."""
+        header = self._headers.get(header_json)
+        if header is None:
+            if len(self._headers) >= _HEADER_CACHE_SIZE:
+                self._headers.clear()
+            header = SessionHeader.from_json(json.loads(header_json))
+            self._headers[header_json] = header
+        return header
 
     def _snippet(self, conn: sqlite3.Connection, phrase: str, live: bool, rid: int) -> str:
         row = conn.execute(
@@ -458,7 +471,7 @@ class SqliteSearch:
                 "SELECT header_json FROM main.persisted_sessions WHERE key = ?",
                 (rid >> SEQ_BITS,),
             ).fetchone()
-            header = SessionHeader.from_json(json.loads(header_json))
+            header = self._header(str(header_json))
             record = SessionRecord(header, live=False, persisted=True)
         best = self._event_hit(conn, phrase, live, sid, (rid, *event))
         return SessionSearchHit(record=record, best_match=best)
