@@ -225,10 +225,12 @@ class _Pass:
         snapshots: list[LiveSnapshot],
         cancel: CancelToken | None,
         progress: ProgressCallback | None,
+        token: str | None = None,
     ) -> None:
         self.conn = conn
         self.state = state
         self.corpus = corpus
+        self.token = token
         self.snapshots = snapshots
         self.cancel = cancel
         self.progress = progress
@@ -263,7 +265,7 @@ class _Pass:
             self._index_persisted(entry, indexed.get(entry.header.id))
             if self.progress is not None:
                 self.progress(done, len(stale))
-        if stale:
+        if stale and not self._token_unchanged():
             again = {p.header.id: p for p in self.corpus.list_persisted(self.cancel)}
             if not _same_listing(listing, again, live_ids | self.corpus.live_ids()):
                 raise _Unstable
@@ -280,6 +282,16 @@ class _Pass:
                 "UPDATE main.search_state SET global_generation = ?", (self.generation,)
             )
         self.listing = listing
+
+    def _token_unchanged(self) -> bool:
+        """Whether the store's change token still equals the one read before the listing.
+
+        Every create, flush, repair and delete through the store moves the token, so an
+        unchanged token proves the listing is still current and the second O(sessions)
+        listing that would verify it can be skipped (it dominates reconciling one changed
+        session among thousands).
+        """
+        return self.token is not None and self.corpus.change_token() == self.token
 
     def _index_persisted(self, entry: PersistedSession, indexed: tuple[int, str] | None) -> None:
         sid = entry.header.id
@@ -533,6 +545,7 @@ def reconcile(
             snapshots=snapshots,
             cancel=cancel,
             progress=progress,
+            token=token,
         )
         try:
             work.persisted(persistence)
