@@ -42,7 +42,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from reliability.stats import record
+from reliability.stats import profile_examples, record
 from sessionquery.errors import ToolErrorCode
 from sessionquery.live import Session, SessionStore
 from sessionquery.model import SessionEvent, SessionHeader
@@ -455,7 +455,7 @@ class IsolationMachine(RuleBasedStateMachine):
 
 IsolationMachine.TestCase.settings = settings(
     # Each example builds real files and an index: half the profile's count keeps CI bounded.
-    max_examples=max(10, settings.default.max_examples // 2),
+    max_examples=max(10, profile_examples() // 2),
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],

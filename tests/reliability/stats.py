@@ -13,9 +13,19 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-__all__ = ["record", "summarise"]
+__all__ = ["profile_examples", "record", "summarise"]
 
 ENV_VAR = "SQ_RELIABILITY_STATS"
+
+
+def profile_examples() -> int:
+    """``max_examples`` of the loaded hypothesis profile (50 for ``ci``, 2000 for ``long``);
+    the non-hypothesis loops of the suites scale their iteration counts with it."""
+    from hypothesis import settings
+
+    current = settings.default
+    assert current is not None
+    return current.max_examples
 
 
 def record(suite: str, **counts: int) -> None:
