@@ -253,3 +253,25 @@ def test_an_event_can_be_rebuilt_from_another_events_frozen_data() -> None:
     moved = dataclasses.replace(event, seq=7)
     assert moved.data == event.data
     assert moved.seq == 7
+
+
+@given(valid_events())
+def test_an_event_read_back_from_its_jsonl_line_is_equal_and_frozen(event: SessionEvent) -> None:
+    line = json.dumps(event.to_json(), ensure_ascii=False, separators=(",", ":"))
+    parsed = SessionEvent.from_json_line(line)
+    assert parsed == event
+    if isinstance(parsed.data, dict):
+        assert type(parsed.data) is FrozenDict
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "{not json",
+        '{"type":"x","seq":0,"time":0,"data":NaN}',
+        '{"type":"x","seq":0,"time":0,"data":null,"extra":1}',
+    ],
+)
+def test_a_bad_jsonl_line_raises_value_error(line: str) -> None:
+    with pytest.raises(ValueError):
+        SessionEvent.from_json_line(line)

@@ -12,8 +12,16 @@ from typing import Any
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
-from sessionquery.model import FrozenDict, FrozenList, canonical_json, freeze_json, thaw
+from sessionquery.model import (
+    FrozenDict,
+    FrozenList,
+    canonical_json,
+    freeze_json,
+    loads_json,
+    thaw,
+)
 from strategies import json_values
 
 DICT_MUTATIONS: list[tuple[str, Callable[[Any], object]]] = [
@@ -226,3 +234,51 @@ def test_refreezing_an_already_frozen_value_returns_the_same_object() -> None:
 
 def test_canonical_json_sorts_keys_is_compact_and_keeps_non_ascii() -> None:
     assert canonical_json(freeze_json({"b": 1, "a": ["ü", 2.5]})) == '{"a":["ü",2.5],"b":1}'
+
+
+def _assert_deeply_frozen(value: Any) -> None:
+    if isinstance(value, dict):
+        assert type(value) is FrozenDict
+        for item in value.values():
+            _assert_deeply_frozen(item)
+    elif isinstance(value, list):
+        assert type(value) is FrozenList
+        for item in value:
+            _assert_deeply_frozen(item)
+
+
+@given(json_values(max_leaves=20), st.booleans())
+def test_loads_json_gives_the_same_frozen_value_as_freezing_the_parsed_text(
+    value: Any, ascii_only: bool
+) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    parsed = loads_json(text)
+    assert parsed == freeze_json(json.loads(text))
+    _assert_deeply_frozen(parsed)
+    assert freeze_json(parsed) is parsed  # already validated: not walked again
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "NaN",
+        "[Infinity]",
+        '{"x": -Infinity}',
+        "1e400",
+        '["\\ud800"]',
+        '{"k\\udc00": 1}',
+        '"\ud800"',
+    ],
+)
+def test_loads_json_refuses_non_finite_numbers_and_lone_surrogates(text: str) -> None:
+    with pytest.raises(ValueError):
+        loads_json(text)
+
+
+def test_loads_json_keeps_an_escaped_surrogate_pair_as_one_character() -> None:
+    assert loads_json('["\\ud83d\\ude00"]') == ["\U0001f600"]
+
+
+def test_loads_json_raises_json_decode_error_for_malformed_text() -> None:
+    with pytest.raises(json.JSONDecodeError):
+        loads_json('{"a": ')

@@ -6,7 +6,14 @@ is and what current, shadowed and log-only mean.
 
 from sessionquery.model.event import Replace, SessionEvent, SurfaceOp
 from sessionquery.model.header import FORMAT_VERSION, SessionHeader, validate_session_id
-from sessionquery.model.jsonvalue import FrozenDict, FrozenList, canonical_json, freeze_json, thaw
+from sessionquery.model.jsonvalue import (
+    FrozenDict,
+    FrozenList,
+    canonical_json,
+    freeze_json,
+    loads_json,
+    thaw,
+)
 from sessionquery.model.repair import interrupted_turn_closers
 from sessionquery.model.surface import (
     KNOWN_EVENT_TYPES,
@@ -41,6 +48,7 @@ __all__ = [
     "fold_title",
     "freeze_json",
     "interrupted_turn_closers",
+    "loads_json",
     "thaw",
     "validate_session_id",
 ]

@@ -14,14 +14,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sessionquery.model.jsonvalue import JsonValue, freeze_json
+from sessionquery.model.jsonvalue import JsonValue, freeze_json, loads_json
 
 __all__ = ["Replace", "SessionEvent", "SurfaceOp"]
+
+
+_MAX_STORED_INT = 2**63 - 1
+"""Seqs and times are stored as SQLite INTEGERs by the search index: 64-bit signed."""
 
 
 def _check_seq(value: object, field: str) -> int:
     if type(value) is not int or value < 0:
         raise ValueError(f"{field} must be a non-negative integer, not {value!r}")
+    if value > _MAX_STORED_INT:
+        raise ValueError(f"{field} must be at most 2**63 - 1, not {value!r}")
     return value
 
 
@@ -130,6 +136,15 @@ class SessionEvent:
             source_event_seqs=_parse_sources(obj.get("sourceEventSeqs")),
             ignorable=obj.get("ignorable", False),
         )
+
+    @classmethod
+    def from_json_line(cls, line: str) -> SessionEvent:
+        """Parse one JSONL line holding a wire-form event (the fast path for readers).
+
+        Raises:
+            ValueError: ``json.JSONDecodeError`` for malformed JSON, else as :meth:`from_json`.
+        """
+        return cls.from_json(loads_json(line))
 
 
 def _parse_surface_op(value: object) -> SurfaceOp | None:

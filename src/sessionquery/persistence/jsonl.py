@@ -160,12 +160,11 @@ def _parse_events(data: bytes, first_seq: int, path: str) -> list[SessionEvent]:
     lines = text.split("\n")
     lines.pop()  # the empty string after the final newline
     events: list[SessionEvent] = []
-    loads = json.loads
-    from_json = SessionEvent.from_json
+    from_line = SessionEvent.from_json_line
     seq = first_seq
     for line in lines:
         try:
-            event = from_json(loads(line))
+            event = from_line(line)
         except json.JSONDecodeError:
             raise _corrupt(path, seq + 2, "invalid JSON") from None
         except RecursionError:
