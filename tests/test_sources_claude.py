@@ -195,19 +195,19 @@ def test_every_tool_result_pairs_with_a_call_except_the_documented_ones(projects
     source = ClaudeCodeSource(projects)
     for entry in source.list():
         events = _events(source, entry.header.id)
-        calls = {e.data["callId"] for e in events if e.type == "tool/call"}  # type: ignore[index]
+        calls = {e.data["callId"] for e in events if e.type == "tool/call"}
         blocks = {
             block["id"]
             for e in events
             if e.type == "assistant/message"
-            for block in e.data["message"]["content"]  # type: ignore[index]
+            for block in e.data["message"]["content"]
             if block["type"] == "tool-call"
         }
         assert calls == blocks
         unpaired = [
-            e.data["message"]["source"]["callId"]  # type: ignore[index]
+            e.data["message"]["source"]["callId"]
             for e in events
-            if e.type == "tool/result" and e.data["message"]["source"]["callId"] not in calls  # type: ignore[index]
+            if e.type == "tool/result" and e.data["message"]["source"]["callId"] not in calls
         ]
         assert unpaired == UNPAIRED_RESULTS.get(entry.header.id, [])
 
@@ -249,10 +249,10 @@ def test_split_assistant_lines_merge_into_one_message_with_all_their_lines(
     merged = [
         e
         for e in events
-        if e.type == "assistant/message" and "lines" in e.data["origin"]  # type: ignore[operator,index]
+        if e.type == "assistant/message" and "lines" in e.data["origin"]
     ]
     assert merged
-    lines = merged[0].data["origin"]["lines"]  # type: ignore[index]
+    lines = merged[0].data["origin"]["lines"]
     assert len(lines) >= 2 and lines == sorted(lines)
 
 
@@ -264,14 +264,14 @@ def test_compaction_shadows_the_compacted_run(projects: Path) -> None:
     assert shadowed
     replacer = events[fold.replaced_by[shadowed[0]]]
     assert replacer.type == "user/message"
-    assert replacer.data["source"]["kind"] == "compaction"  # type: ignore[index]
+    assert replacer.data["source"]["kind"] == "compaction"
 
 
 def test_thinking_becomes_reasoning_that_is_not_searchable(projects: Path) -> None:
     source = ClaudeCodeSource(projects)
     events = _events(source, "ses_stage0_small/sidechain-sys1")
     message = next(e for e in events if e.type == "assistant/message")
-    kinds = [b["type"] for b in message.data["message"]["content"]]  # type: ignore[index]
+    kinds = [b["type"] for b in message.data["message"]["content"]]
     assert kinds[:2] == ["reasoning", "text"]
     assert "Reasoning goes here" not in extract_event_text(message)
 
@@ -343,7 +343,7 @@ def test_bad_lines_become_problems_with_line_numbers_and_the_rest_is_read(
     problems = {(p.line, p.path) for p in source.problems()}
     assert problems == {(2, str(path)), (3, str(path)), (4, str(path)), (6, str(path))}
     messages = [e for e in _events(source, "s-1") if e.type == "user/message"]
-    assert [m.data["content"][0]["text"] for m in messages] == ["first", "last"]  # type: ignore[index]
+    assert [m.data["content"][0]["text"] for m in messages] == ["first", "last"]
     unknown = [e for e in _events(source, "s-1") if e.type == "claude/brand-new"]
     assert unknown and unknown[0].ignorable
 

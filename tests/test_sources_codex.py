@@ -89,17 +89,17 @@ def test_every_real_rollout_imports_with_id_cwd_and_paired_tool_calls(sessions: 
         header = listing[session_id].header
         assert header.cwd == cwd and header.parent_session is None
         events = _events(source, session_id)
-        call_ids = [e.data["callId"] for e in events if e.type == "tool/call"]  # type: ignore[index]
+        call_ids = [e.data["callId"] for e in events if e.type == "tool/call"]
         assert len(call_ids) == calls
         results = [
-            e.data["message"]["source"]["callId"]  # type: ignore[index]
+            e.data["message"]["source"]["callId"]
             for e in events
             if e.type == "tool/result"
         ]
         assert set(results) <= set(call_ids)
         fold_surface(events)
         fold_surface(events + interrupted_turn_closers(events))
-        assert all(e.data["origin"]["line"] >= 1 for e in events)  # type: ignore[index]
+        assert all(e.data["origin"]["line"] >= 1 for e in events)
     assert source.problems() == []
 
 
@@ -108,7 +108,7 @@ def test_turn_aborted_lines_end_turns_as_aborted(sessions: Path) -> None:
     aborted = [
         e
         for e in events
-        if e.type == "turn/end" and e.data["reason"]["kind"] == "aborted"  # type: ignore[index]
+        if e.type == "turn/end" and e.data["reason"]["kind"] == "aborted"
     ]
     assert len(aborted) == 4
     assert interrupted_turn_closers(events) == []
@@ -119,7 +119,7 @@ def test_injected_preamble_is_kept_but_not_searchable(sessions: Path) -> None:
     injected = [
         e
         for e in events
-        if e.type == "user/message" and e.data["source"]["kind"] == "injected"  # type: ignore[index]
+        if e.type == "user/message" and e.data["source"]["kind"] == "injected"
     ]
     assert injected
     assert all(extract_event_text(e) == "" for e in injected)
@@ -127,7 +127,7 @@ def test_injected_preamble_is_kept_but_not_searchable(sessions: Path) -> None:
     prompts = [
         extract_event_text(e)
         for e in events
-        if e.type == "user/message" and e.data["source"]["kind"] == "user"  # type: ignore[index]
+        if e.type == "user/message" and e.data["source"]["kind"] == "user"
     ]
     assert any("My request for Codex" in text for text in prompts)
 
@@ -137,7 +137,7 @@ def test_compacted_lines_shadow_the_earlier_surface(sessions: Path) -> None:
     fold = fold_surface(events)
     replacers = {fold.replaced_by[seq] for seq, k in fold.surface_of.items() if k == "shadowed"}
     assert replacers
-    assert {events[seq].data["source"]["kind"] for seq in replacers} == {"compaction"}  # type: ignore[index]
+    assert {events[seq].data["source"]["kind"] for seq in replacers} == {"compaction"}
     title = fold_title(events)
     assert title is not None and title.title == "[trimmed for fixture]"
 

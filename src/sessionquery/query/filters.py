@@ -69,7 +69,8 @@ def _bound(value: object, name: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _invalid(f"session {name} range bound must be a number, not {value!r}")
-    if not math.isfinite(value):
+    # Only floats can be non-finite; math.isfinite of a huge int would raise OverflowError.
+    if isinstance(value, float) and not math.isfinite(value):
         raise _invalid(f"session {name} range bound must be finite, not {value!r}")
     return value
 
@@ -78,7 +79,7 @@ class _ListClause:
     kind: ClassVar[str]
     nullable: ClassVar[bool] = False
     allowed: ClassVar[Sequence[str] | None] = None
-    values: tuple[Any, ...]
+    values: Sequence[Any]
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -110,7 +111,7 @@ class _RangeClause:
 class IdIn(_ListClause):
     """Sessions whose id is one of ``values``."""
 
-    values: tuple[str, ...]
+    values: Sequence[str]
     kind: ClassVar[str] = "id"
 
 
@@ -118,7 +119,7 @@ class IdIn(_ListClause):
 class CwdIn(_ListClause):
     """Sessions whose cwd is exactly one of ``values`` (``None`` matches cwd-less sessions)."""
 
-    values: tuple[str | None, ...]
+    values: Sequence[str | None]
     kind: ClassVar[str] = "cwd"
     nullable: ClassVar[bool] = True
 
@@ -136,7 +137,7 @@ class CreatedBetween(_RangeClause):
 class ParentIn(_ListClause):
     """Sessions whose direct parent is one of ``values`` (``None`` = root sessions)."""
 
-    values: tuple[str | None, ...]
+    values: Sequence[str | None]
     kind: ClassVar[str] = "parent"
     nullable: ClassVar[bool] = True
 
@@ -145,7 +146,7 @@ class ParentIn(_ListClause):
 class AvailabilityIn(_ListClause):
     """Sessions that are ``"live"`` or ``"persisted"`` (any listed flag)."""
 
-    values: tuple[str, ...]
+    values: Sequence[str]
     kind: ClassVar[str] = "availability"
     allowed: ClassVar[Sequence[str] | None] = AVAILABILITY_VALUES
 
@@ -172,7 +173,7 @@ class TimeBetween(_RangeClause):
 class TypeIn(_ListClause):
     """Events whose type is one of ``values`` (open vocabulary)."""
 
-    values: tuple[str, ...]
+    values: Sequence[str]
     kind: ClassVar[str] = "type"
 
 
@@ -180,7 +181,7 @@ class TypeIn(_ListClause):
 class SurfaceIn(_ListClause):
     """Events whose surface class is one of ``values``."""
 
-    values: tuple[SurfaceClass, ...]
+    values: Sequence[SurfaceClass]
     kind: ClassVar[str] = "surface"
     allowed: ClassVar[Sequence[str] | None] = SURFACE_VALUES
 
