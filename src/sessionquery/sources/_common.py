@@ -122,6 +122,24 @@ def read_lines(path: Path) -> Iterator[Line]:
         yield Line(number, record, raw)
 
 
+def readable_lines(path: Path, empty: str) -> tuple[list[Line], list[Problem]]:
+    """The parsed object lines of a transcript, and a problem for every other line.
+
+    ``empty`` is the problem reported when the file holds no line at all (nothing readable
+    and nothing unreadable).
+    """
+    problems: list[Problem] = []
+    lines: list[Line] = []
+    for line in read_lines(path):
+        if line.record is None:
+            problems.append(Problem(str(path), line.number, line.error or "unreadable line"))
+        else:
+            lines.append(line)
+    if not lines and not problems:
+        problems.append(Problem(str(path), None, empty))
+    return lines, problems
+
+
 def file_revision(stat: os.stat_result) -> str:
     """The revision token of a file: changes whenever its bytes (or identity) change."""
     return f"{stat.st_dev}:{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"

@@ -36,7 +36,7 @@ from sessionquery.sources._common import (
     is_absolute_path,
     iso_to_ms,
     jsonl_files,
-    read_lines,
+    readable_lines,
 )
 
 __all__ = ["ClaudeCodeSource"]
@@ -98,16 +98,8 @@ def _is_agent_file(path: Path) -> bool:
 
 def parse_claude_file(path: Path, rel: str) -> ParsedFile:
     """Parse one transcript into its sessions and problems (never raises for bad lines)."""
-    problems: list[Problem] = []
-    lines: list[Line] = []
-    for line in read_lines(path):
-        if line.record is None:
-            problems.append(Problem(str(path), line.number, line.error or "unreadable line"))
-        else:
-            lines.append(line)
+    lines, problems = readable_lines(path, "empty transcript; no session imported")
     if not lines:
-        if not problems:
-            problems.append(Problem(str(path), None, "empty transcript; no session imported"))
         return ParsedFile((), tuple(problems))
     fallback_time = int(path.stat().st_mtime * 1000)
     file_id = _first(lines, "sessionId", checked_id)

@@ -40,7 +40,7 @@ from sessionquery.sources._common import (
     is_absolute_path,
     iso_to_ms,
     jsonl_files,
-    read_lines,
+    readable_lines,
 )
 
 __all__ = ["CodexSource"]
@@ -93,16 +93,8 @@ class CodexSource(FileCatalog):
 
 def parse_codex_file(path: Path, rel: str) -> ParsedFile:
     """Parse one rollout into its session and problems (never raises for bad lines)."""
-    problems: list[Problem] = []
-    lines: list[Line] = []
-    for line in read_lines(path):
-        if line.record is None:
-            problems.append(Problem(str(path), line.number, line.error or "unreadable line"))
-        else:
-            lines.append(line)
+    lines, problems = readable_lines(path, "empty rollout; no session imported")
     if not lines:
-        if not problems:
-            problems.append(Problem(str(path), None, "empty rollout; no session imported"))
         return ParsedFile((), tuple(problems))
     header = _header(path, lines, problems)
     builder = LogBuilder(file=rel, last_time=header.created_at)
