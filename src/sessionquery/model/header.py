@@ -48,6 +48,8 @@ def _is_absolute(path: str) -> bool:
 def _check_int(value: object, field: str) -> int:
     if type(value) is not int or value < 0:
         raise ValueError(f"{field} must be a non-negative integer, not {value!r}")
+    if value > 2**63 - 1:  # the search index stores it as a 64-bit SQLite INTEGER
+        raise ValueError(f"{field} must be at most 2**63 - 1, not {value!r}")
     return value
 
 
