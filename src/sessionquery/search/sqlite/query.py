@@ -17,6 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -151,14 +152,26 @@ def _list_predicate(out: CompiledFilters, column: str, values: Sequence[str | No
     return parts[0] if len(parts) == 1 else f"({' OR '.join(parts)})"
 
 
+def _sql_number(value: float) -> float:
+    """``value`` as SQLite can bind it: integers are 64-bit there, so an integer bound beyond
+    that range is bound as the REAL it equals (infinite when too large even for a float); it
+    then compares with every stored integer exactly as the integer would."""
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    return value
+
+
 def _range_predicates(
     out: CompiledFilters, column: str, start: float | None, end: float | None
 ) -> list[str]:
     predicates = []
     if start is not None:
-        predicates.append(f"{{{column}}} >= {out.bind(start)}")
+        predicates.append(f"{{{column}}} >= {out.bind(_sql_number(start))}")
     if end is not None:
-        predicates.append(f"{{{column}}} <= {out.bind(end)}")
+        predicates.append(f"{{{column}}} <= {out.bind(_sql_number(end))}")
     return predicates
 
 
