@@ -241,7 +241,7 @@ class SqliteSearch:
                 conn.set_progress_handler(lambda: int(cancel.expired), PROGRESS_STEPS)
             try:
                 yield conn
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, UnicodeDecodeError) as exc:  # damaged text decodes badly
                 check_cancel(cancel)
                 raise SessionQueryError(
                     ErrorCode.INDEX_FAILED, f"session-search index query failed: {exc}"

@@ -10,7 +10,8 @@ Invariants of :func:`open_index`:
   ``application_id`` of 0 with any user table, or ours with a table outside the derived set is
   refused with ``INDEX_FAILED`` before any pragma that writes, so the file stays byte-for-byte
   unchanged.
-* Ours with another schema version (older or newer) is dropped and rebuilt in place.
+* Ours with another schema version (older or newer) is dropped and rebuilt in place; ours
+  but damaged (e.g. truncated: a probe of its structures fails) is replaced by a new file.
 * The journal mode is applied only after validation. New files are ``0600``, new parent
   directories ``0700``.
 * One owner per index path: an exclusive ``flock`` on ``<path>.lock`` is held while open; a
@@ -223,6 +224,21 @@ def create_temp_schema(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+def _readable(conn: sqlite3.Connection) -> bool:
+    """Whether the FTS structures and the rows' b-tree answer a probe (cheap: one lookup
+    each), so that a damaged index of ours is rebuilt at open instead of failing every search
+    later."""
+    try:
+        conn.execute(
+            "SELECT rowid FROM main.doc_fts WHERE doc_fts MATCH '\"sessionquery\"' LIMIT 1"
+        ).fetchall()
+        conn.execute("SELECT max(id), min(id) FROM main.doc_rows").fetchall()
+        conn.execute("SELECT max(key) FROM main.persisted_sessions").fetchall()
+    except sqlite3.DatabaseError:
+        return False
+    return True
+
+
 def open_index(path: str, journal_mode: str) -> sqlite3.Connection:
     """Open, validate and (if needed) build the index at ``path`` (``":memory:"`` allowed).
 
@@ -232,6 +248,16 @@ def open_index(path: str, journal_mode: str) -> sqlite3.Connection:
         SessionQueryError: ``INDEX_FAILED`` for a database that is not ours or cannot be
             opened; nothing is written to such a file.
     """
+    return _open_index(path, journal_mode, discard_damaged=True)
+
+
+def _discard(path: str) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path + suffix)
+
+
+def _open_index(path: str, journal_mode: str, *, discard_damaged: bool) -> sqlite3.Connection:
     memory = path == ":memory:"
     try:
         if not memory:
@@ -240,8 +266,10 @@ def open_index(path: str, journal_mode: str) -> sqlite3.Connection:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
         raise _failed(path, str(exc)) from exc
+    ours = False
     try:
         rebuild = _validate(conn, path)
+        ours = not memory and conn.execute("PRAGMA main.application_id").fetchone()[0] != 0
         if rebuild:
             _drop_derived(conn)
         if not memory:
@@ -251,12 +279,19 @@ def open_index(path: str, journal_mode: str) -> sqlite3.Connection:
         conn.execute("PRAGMA temp_store = MEMORY")
         conn.execute("PRAGMA cache_size = -32768")
         _create_main_schema(conn)
+        if not _readable(conn):
+            raise sqlite3.DatabaseError("the index structures are damaged")
         create_temp_schema(conn)
     except SessionQueryError:
         conn.close()
         raise
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # damaged text decodes badly
         conn.close()
+        if ours and discard_damaged:
+            # Ours (our application_id) but damaged, e.g. truncated: the index is derived, so
+            # the file is replaced by a fresh one. The owner lock is held, nobody else has it.
+            _discard(path)
+            return _open_index(path, journal_mode, discard_damaged=False)
         raise _failed(path, str(exc)) from exc
     return conn
 
