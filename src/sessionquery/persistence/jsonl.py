@@ -31,7 +31,8 @@ import logging
 import os
 import secrets
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -57,6 +58,7 @@ HEADER_TYPE = "session"
 """The ``type`` of every header record."""
 
 _MARKER_NAME = ".change-token"
+_CHANGING_NAME = ".change-token.changing"
 _CREATING_PREFIX = ".creating-"
 _DIR_MODE = 0o700
 _FILE_MODE = 0o600
@@ -426,15 +428,16 @@ class _JsonlWriteHandle:
             return
         data = b"".join(lines)
         try:
-            if self._needs_truncate:
-                os.ftruncate(self._fd, self._good)
-                self._needs_truncate = False
-            if data:
-                # Announce before writing so a crash after the fsync is still announced.
-                self._store._bump_token()
-            self._needs_truncate = True
-            _write_all(self._fd, data, self._good)
-            os.fsync(self._fd)
+            # Announced before and after the write, under the "changing" lock (see
+            # JsonlPersistence._changing): no crash point and no concurrent reconciliation
+            # can leave an index trusting a token that predates these lines.
+            with self._store._changing(strict=True) if data else nullcontext():
+                if self._needs_truncate:
+                    os.ftruncate(self._fd, self._good)
+                    self._needs_truncate = False
+                self._needs_truncate = True
+                _write_all(self._fd, data, self._good)
+                os.fsync(self._fd)
         except OSError as exc:
             self._cut_back()
             raise _write_failed(exc, self._path, "appending events") from exc
@@ -443,12 +446,6 @@ class _JsonlWriteHandle:
             del self._buffer[: len(lines)]
             self._stored += len(lines)
             self._good += len(data)
-        if data:
-            try:
-                self._store._bump_token()
-            except OSError:
-                # The events are durable and the token already moved before the write.
-                logger.warning("could not update the change token of %s", self._store.root)
 
     def _cut_back(self) -> None:
         try:
@@ -693,18 +690,14 @@ class JsonlPersistence:
         try:
             if os.path.lexists(path):
                 raise PersistenceExists(f"session {header.id!r} is already stored at {path}")
-            fd = self._create_file(path, header.id, line)
+            with self._changing(strict=False):
+                fd = self._create_file(path, header.id, line)
         except BaseException:
             _lock.release(path)
             raise
-        handle = _JsonlWriteHandle(
+        return _JsonlWriteHandle(
             store=self, path=path, fd=fd, header=header, inherited=count, stored=0, offset=len(line)
         )
-        try:
-            self._bump_token()
-        except OSError:
-            logger.warning("could not update the change token of %s", self._root)
-        return handle
 
     def _create_file(self, path: str, session_id: str, line: bytes) -> int:
         """Write the header to a hidden temporary file and link it into place atomically.
@@ -802,13 +795,13 @@ class JsonlPersistence:
         )
 
     def _repair(self, fd: int, path: str, good: int) -> None:
-        try:
-            os.ftruncate(fd, good)
-            os.fsync(fd)
-        except OSError as exc:
-            raise _write_failed(exc, path, "removing the torn final line") from exc
+        with self._changing(strict=True):
+            try:
+                os.ftruncate(fd, good)
+                os.fsync(fd)
+            except OSError as exc:
+                raise _write_failed(exc, path, "removing the torn final line") from exc
         logger.info("removed a torn final line from %s", path)
-        self._bump_token()
 
     def delete(self, session_id: str) -> None:
         """Remove a stored session.
@@ -829,8 +822,9 @@ class JsonlPersistence:
                 if not _same_file(fd, path):
                     raise PersistenceNotFound(f"session {session_id!r} is not stored")
                 try:
-                    os.unlink(path)
-                    _fsync_dir(self._root)
+                    with self._changing(strict=True):
+                        os.unlink(path)
+                        _fsync_dir(self._root)
                 except OSError as exc:
                     raise _write_failed(exc, path, "deleting the session file") from exc
             finally:
@@ -839,7 +833,6 @@ class JsonlPersistence:
             _lock.release(path)
         with self._cache_lock:
             self._cache.pop(os.path.basename(path), None)
-        self._bump_token()
 
     # ----------------------------------------------------------------- change token
 
@@ -853,11 +846,73 @@ class JsonlPersistence:
         try:
             fd = os.open(os.path.join(self._root, _MARKER_NAME), os.O_RDONLY | _OPEN_FLAGS)
         except FileNotFoundError:
-            return "0"
+            token = "0"
+        else:
+            try:
+                token = os.pread(fd, 128, 0).decode("ascii", "replace").strip() or "0"
+            finally:
+                os.close(fd)
+        # Read the token first, then look for a change in progress: a change that starts
+        # after this check moves the token past the value just read.
+        if self._change_in_progress():
+            # A one-off value: whoever keeps it must list again next time.
+            return f"{token}+{secrets.token_hex(8)}"
+        return token
+
+    def _change_in_progress(self) -> bool:
         try:
-            return os.pread(fd, 128, 0).decode("ascii", "replace").strip() or "0"
+            fd = os.open(os.path.join(self._root, _CHANGING_NAME), os.O_RDONLY | _OPEN_FLAGS)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
         finally:
-            os.close(fd)
+            os.close(fd)  # also drops the probe's own lock
+        return False
+
+    @contextmanager
+    def _changing(self, *, strict: bool) -> Iterator[None]:
+        """Make a change to the store's files visible to :meth:`change_token` users.
+
+        The token moves before the change and again after it, and a shared lock on
+        ``.change-token.changing`` is held throughout (the kernel drops it if the process
+        dies). A token read while the lock is held is never trusted (see
+        :meth:`change_token`), so an index that reconciles in the middle of a change, or
+        while a killed writer's bytes are landing, lists the store again next time.
+
+        Args:
+            strict: raise when the first move of the token fails (flush, repair, delete);
+                otherwise only log it (create, whose file is listed anyway).
+        """
+        try:
+            fd: int | None = os.open(
+                os.path.join(self._root, _CHANGING_NAME),
+                os.O_RDWR | os.O_CREAT | _OPEN_FLAGS,
+                _FILE_MODE,
+            )
+        except OSError:
+            if strict:
+                raise
+            fd = None
+        try:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            try:
+                self._bump_token()
+            except OSError:
+                if strict:
+                    raise
+                logger.warning("could not update the change token of %s", self._root)
+            yield
+        finally:
+            try:
+                self._bump_token()
+            except OSError:
+                logger.warning("could not update the change token of %s", self._root)
+            if fd is not None:
+                os.close(fd)
 
     def _bump_token(self) -> None:
         path = os.path.join(self._root, _MARKER_NAME)
