@@ -172,3 +172,29 @@ def test_a_completed_reconciliation_in_a_child_is_reused_without_reindexing(
     with SessionQuery(persistence=store, search=search) as reopened:
         assert search.update(reopened.corpus).persisted_indexed == 0
         assert _search_results(reopened, ids) == _fresh_results(root, ids)
+
+
+def test_an_index_that_reconciled_during_a_killed_flush_still_sees_the_written_events(
+    tmp_path: Path,
+) -> None:
+    """Regression: a flush announces itself (moves the change token) before it writes and again
+    after. An index owner that reconciled in between remembered the announced token; if the
+    writer then wrote its lines and was killed before the second announcement, the token never
+    moved again and every later search skipped the new events."""
+    root = tmp_path / "store"
+    store = JsonlPersistence(root)
+    with store.create(header("s")) as handle:
+        handle.append(events("s", 0, 6))
+    with SessionQuery(persistence=store, search=SqliteSearch(":memory:")) as query:
+        assert len(query.search_events("s", "reply", limit=100).items) == 1
+        child = Child("paused_writer.py", str(root), "s")
+        assert child.read_line() == "announced"
+        assert len(query.search_events("s", "reply", limit=100).items) == 1
+        assert child.proc.stdin is not None
+        child.proc.stdin.write(b"go\n")
+        child.proc.stdin.flush()
+        assert child.read_line() == "written"
+        child.kill()
+        with store.open_read("s") as reader:
+            assert reader.read() == events("s", 0, 12)
+        assert len(query.search_events("s", "reply", limit=100).items) == 2
