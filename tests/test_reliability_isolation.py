@@ -454,8 +454,7 @@ class IsolationMachine(RuleBasedStateMachine):
 
 
 IsolationMachine.TestCase.settings = settings(
-    # Each example builds real files and an index: half the profile's count keeps CI bounded.
-    max_examples=max(10, profile_examples() // 2),
+    max_examples=profile_examples(),
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
