@@ -155,11 +155,16 @@ def _search(corpus: dict[str, Any]) -> list[str]:
     )
     lines = [
         head + " | same top 20 as raw FTS5 |",
-        "|---|---:|" + "---:|---:|" * len(others) + "---|",
+        "|---|---:|---:|" + "---:|---:|" * len(others) + "---|",
     ]
+    lines[0] = lines[0].replace("| query |", "| query | matching documents |", 1)
     for name in CLASSES:
         ours = _class(searches["sessionquery"], name)
-        row = f"| {name} | {_p(ours)} |"
+        raw_stats = _class(searches.get("raw FTS5"), name)
+        matches = "—"
+        if raw_stats is not None and "matches" in raw_stats:
+            matches = f"{raw_stats['matches']:,}"
+        row = f"| {name} | {matches} | {_p(ours)} |"
         for other in others:
             theirs = _class(searches[other], name)
             if theirs is None and _ok(searches[other]) is not None:

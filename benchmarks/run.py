@@ -279,10 +279,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--output", help="Markdown file to write (default: see README)")
     parser.add_argument("--json", help="also write the raw results as JSON here")
+    parser.add_argument(
+        "--from-json", help="measure nothing: render the results saved by --json again"
+    )
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
     default_name = "RESULTS-quick.md" if args.quick else "RESULTS.md"
     output = Path(args.output) if args.output else HERE / default_name
+    notes = HERE / "NOTES.md"
+    if args.from_json:
+        saved = json.loads(Path(args.from_json).read_text())
+        use_notes = notes.exists() and not saved["quick"]
+        output.write_text(render(saved, notes.read_text() if use_notes else ""))
+        print(f"wrote {output}")
+        return 0
     try:
         workdir = prepare_workdir(args.workdir)
     except Refused as exc:
@@ -312,7 +322,6 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     results["machine"]["load_after"] = os.getloadavg()
     results["machine"]["total_s"] = time.perf_counter() - started
-    notes = HERE / "NOTES.md"
     text = render(results, notes.read_text() if notes.exists() and not args.quick else "")
     output.write_text(text)
     if args.json:

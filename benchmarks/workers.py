@@ -332,9 +332,14 @@ def search_fts(args: dict[str, Any]) -> dict[str, Any]:
 
             run()
             samples, rows = _timed(run, args["reps"])
+            count_sql = "SELECT count(*) FROM docs WHERE docs MATCH ?" + (
+                sql[sql.index(" AND cwd") : sql.index("), ranked")] if filtered else ""
+            )
+            (matches,) = conn.execute(count_sql, params[1:]).fetchone()
             out["classes"][query["name"]] = {
                 **_summary(samples),
                 "top": [sid for _rid, sid in rows[:20]],
+                "matches": matches,
             }
     finally:
         conn.close()
