@@ -18,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import math
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -76,6 +77,10 @@ EVENT_ORDER = "mc DESC, length ASC, time DESC, seq DESC"
 
 SESSION_ORDER = "mc DESC, length ASC, time DESC, session_id ASC, seq DESC"
 """Sessions ranked by their best event, ties by id (binary collation)."""
+
+_MATERIALIZED = "MATERIALIZED " if sqlite3.sqlite_version_info >= (3, 35, 0) else ""
+# Without it SQLite evaluates each candidate's match count, and so highlight() (which
+# re-tokenises the document), twice: once for the window's sort key and once for the row.
 
 
 def _invalid_query(message: str) -> SessionQueryError:
@@ -290,7 +295,7 @@ def session_search_sql(filters: CompiledFilters, *, include_persisted: bool) -> 
         branches.append(_branch(False, filters))
     candidates = " UNION ALL ".join(branches)
     return (
-        f"WITH cand AS ({candidates}), ranked AS (SELECT *, row_number() OVER "
+        f"WITH cand AS {_MATERIALIZED}({candidates}), ranked AS (SELECT *, row_number() OVER "
         f"(PARTITION BY session_id ORDER BY {EVENT_ORDER}) AS rn FROM cand) "
         "SELECT src, rid, session_id, seq, type, time, surface FROM ranked WHERE rn = 1 "
         f"ORDER BY {SESSION_ORDER} LIMIT :lim OFFSET :off"
