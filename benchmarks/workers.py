@@ -296,8 +296,10 @@ def _raw_sql(filtered: bool, types: int) -> str:
     if filtered:
         marks = ",".join("?" * types)
         where = f" AND cwd = ? AND type IN ({marks})"
+    # MATERIALIZED, as in sessionquery: otherwise SQLite computes highlight() twice per match.
+    materialized = "MATERIALIZED " if sqlite3.sqlite_version_info >= (3, 35, 0) else ""
     return (
-        "WITH cand AS (SELECT rowid AS rid, session_id, seq, time, length, "
+        f"WITH cand AS {materialized}(SELECT rowid AS rid, session_id, seq, time, length, "
         "length(highlight(docs, 0, ?, '')) - length AS mc FROM docs "
         f"WHERE docs MATCH ?{where}), "
         "ranked AS (SELECT *, row_number() OVER (PARTITION BY session_id "
