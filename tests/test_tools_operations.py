@@ -221,7 +221,7 @@ def test_parent_ids_are_deduplicated_and_authorized_in_one_query_before_searchin
     text = _ops(fake).session_search(args)
     first_name, first_filters = fake.calls[0]
     assert first_name == "filter_sessions"
-    assert first_filters == (IdIn(("a", "x")), CwdIn(("/w",)))
+    assert first_filters == (IdIn(("a", "x", "me")), CwdIn(("/w",)))
     search_filters = next(args for name, args in fake.calls if name == "search_sessions")[0]
     assert ParentIn(("a", "me")) in search_filters
     assert "   Parent: a" in text.split("\n")

@@ -281,19 +281,21 @@ class Operations:
             raise unauthorized()
 
     def _authorized_ids(self, ids: Iterable[str]) -> set[str]:
-        """Which of ``ids`` the caller may name: its own id, and ids in its workspace."""
+        """Which of ``ids`` the caller may name: those :func:`is_authorized` admits (its own
+        id too only when its recorded cwd is the caller's: a caller acting as a session of
+        another workspace must not see that session's id as a parent)."""
         wanted = list(dict.fromkeys(ids))
-        allowed = {i for i in wanted if i == self._caller.session_id}
-        others = [i for i in wanted if i not in allowed]
         cwd = self._caller.cwd
-        if others and cwd is not None:
-            records = self._boundary.run(
-                lambda token: self._query.filter_sessions(
-                    [IdIn(tuple(others)), CwdIn((cwd,))], cancel=token
-                )
+        if cwd is None:  # a caller without a workspace may name only its own session
+            wanted = [i for i in wanted if i == self._caller.session_id]
+        if not wanted:
+            return set()
+        records = self._boundary.run(
+            lambda token: self._query.filter_sessions(
+                [IdIn(tuple(wanted)), CwdIn((cwd,))], cancel=token
             )
-            allowed.update(r.id for r in records if is_authorized(r.header, self._caller))
-        return allowed
+        )
+        return {r.id for r in records if is_authorized(r.header, self._caller)}
 
     def _acceptable_hit(self, hit: SessionSearchHit) -> bool:
         record = hit.record
