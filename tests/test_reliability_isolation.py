@@ -506,3 +506,27 @@ def test_foreign_and_missing_targets_give_identical_bytes(tmp_path: Any, name: s
         assert foreign.code == ToolErrorCode.UNAUTHORIZED.value
         assert foreign == missing
         query.close()
+
+
+def test_a_caller_acting_as_a_session_of_another_workspace_does_not_see_its_id_as_a_parent(
+    tmp_path: Any,
+) -> None:
+    """Regression (found by the state machine): ``session_search`` printed a hit's parent id
+    whenever it was the caller's own id, even when that session's recorded cwd was another
+    workspace, so a caller in ``/w/a`` acting as a session of ``/w/a/`` saw that session's id."""
+    persistence = JsonlPersistence(tmp_path / "store")
+    store = SessionStore(persistence)
+    parent = store.create("parent-tok1x", cwd="/w/a/")
+    _replay(parent, _turn_events(LogBuilder(), "tok1x", "deploy"))
+    child = store.create("child-tok2x", cwd="/w/a", parent_session="parent-tok1x")
+    _replay(child, _turn_events(LogBuilder(), "tok2x", "deploy"))
+    with SqliteSearch(tmp_path / "index.sqlite") as search:
+        query = SessionQuery(store, persistence, search)
+        tools = SessionQueryTools(query)
+        caller = ToolCaller(session_id="parent-tok1x", cwd="/w/a")
+        found = tools.call("session_search", {"query": "deploy"}, caller)
+        assert "child-tok2x" in found.text
+        assert "tok1x" not in found.text
+        assert "Parent: [outside" in found.text
+        store.close_all()
+        query.close()
