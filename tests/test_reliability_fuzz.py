@@ -83,7 +83,26 @@ def _envelopes(keys: tuple[str, ...]) -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
-@given(_envelopes(ENVELOPE_KEYS) | hostile_values)
+def _with_one_field_spoiled(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid event's wire form with one key replaced, added or removed."""
+    wire = draw(valid_events()).to_json()
+    key = draw(st.sampled_from([*ENVELOPE_KEYS, "extra"]))
+    if draw(st.booleans()):
+        wire.pop(key, None)
+    else:
+        wire[key] = draw(hostile_values)
+    return wire
+
+
+event_json = st.one_of(
+    valid_events().map(lambda event: event.to_json()),
+    st.composite(_with_one_field_spoiled)(),
+    _envelopes(ENVELOPE_KEYS),
+    hostile_values,
+)
+
+
+@given(event_json)
 def test_event_from_any_json_is_an_event_or_a_value_error(obj: object) -> None:
     try:
         event = SessionEvent.from_json(obj)
