@@ -44,7 +44,7 @@ from sessionquery.query.types import (
     SessionSearchHit,
     SessionSearchPage,
 )
-from sessionquery.search.sqlite import schema
+from sessionquery.search.sqlite import fastpath, schema
 from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, request_fingerprint
 from sessionquery.search.sqlite.query import (
     EVENT_PREDICATE_LIMIT,
@@ -154,6 +154,9 @@ class SqliteSearch:
         self._codec = CursorCodec()
         self._closed = False
         self._headers: dict[str, SessionHeader] = {}
+        self._single_token_fast_path = True
+        """Private switch (tests compare both paths): rank single-token queries from the
+        FTS5 vocabulary (:mod:`.fastpath`) instead of ``highlight()``."""
         if open_at == "startup":
             with self._lock:
                 self._open()
@@ -319,6 +322,12 @@ class SqliteSearch:
                 "lim": page_size + 1,
                 "off": offset,
             }
+            term = self._single_token(conn, text)
+            if term is not None:  # same rows, counted from the index (see .fastpath)
+                sql = fastpath.session_search_sql(
+                    compiled, include_persisted=corpus.persistence is not None
+                )
+                params = {**compiled.params, "term": term, "lim": page_size + 1, "off": offset}
             rows = conn.execute(sql, params).fetchall()
             hits = [self._session_hit(conn, phrase, row) for row in rows[:page_size]]
         next_cursor = None
@@ -430,6 +439,12 @@ class SqliteSearch:
             header = SessionHeader.from_json(json.loads(header_json))
             self._headers[header_json] = header
         return header
+
+    def _single_token(self, conn: sqlite3.Connection, text: str) -> str | None:
+        """The query's only token when the fast path is on and applies, else ``None``."""
+        if not self._single_token_fast_path:
+            return None
+        return fastpath.single_token(conn, text)
 
     def _snippet(self, conn: sqlite3.Connection, phrase: str, live: bool, rid: int) -> str:
         row = conn.execute(

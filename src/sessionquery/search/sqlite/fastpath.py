@@ -1,0 +1,178 @@
+"""Ranking single-token queries from the FTS5 index itself, without ``highlight()``.
+
+SPEC §7 ranks by the number of highlighted match spans. The general path counts them with
+``highlight()``, which re-reads and re-tokenises every matching document. When the query
+normalises to exactly **one token**, every span is one instance of that token (a phrase of
+one token has instances that are single, distinct positions, and ``highlight()`` merges only
+overlapping instances), so the span count of a document equals the number of positions the
+FTS5 index records for that token in it. An ``fts5vocab`` table of type ``instance``
+(``term, doc, col, offset``) reads those positions straight from the index: no text is read
+and nothing is tokenised.
+
+Invariants:
+
+* The query's token is derived by SQLite with the index's own tokenizer (``unicode61``): the
+  sanitised query is written into a connection-local TEMP FTS5 table and read back through
+  its ``instance`` vocabulary. Exactly one instance means a single-token query; anything else
+  (no token, two or more, even the same token twice) returns ``None`` and the caller keeps
+  the ``highlight()`` path. Nothing here re-implements case folding or diacritic removal.
+* Used by session search only. The result is that of
+  :func:`~sessionquery.search.sqlite.query.session_search_sql`: the same candidates (event
+  predicates on every matching event), the same best event per session, the same session
+  predicates, live shadowing, order and paging; only ``mc`` comes from the vocabulary. The
+  persisted (``main.doc_fts``) and the live (``temp.live_fts``) indexes each have a TEMP
+  vocabulary table, so live sessions take the fast path too.
+* Event search (one session) keeps ``highlight()``: a vocabulary cannot be restricted to one
+  session's rowids, so it would read the token's instances in the whole index, which costs
+  more than highlighting one session's matches except in the very largest sessions.
+* Snippets are not made here: the caller highlights only the rows of the returned page, as
+  the general path does, so snippets are byte-identical.
+* Every object created lives in the TEMP schema of the connection: the index file's schema
+  (and its ``user_version``) is unchanged.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from sessionquery.search.sqlite.query import (
+    _LIVE_COLUMNS,
+    _MATERIALIZED,
+    _PERSISTED_COLUMNS,
+    SEQ_BITS,
+    SEQ_MASK,
+    SESSION_ORDER,
+    CompiledFilters,
+)
+from sessionquery.search.sqlite.snippet import sanitize_text
+
+__all__ = [
+    "ensure_vocabularies",
+    "session_search_sql",
+    "single_token",
+]
+
+_TOKENS = "sq_query_tokens"
+_TOKENS_VOCAB = "sq_query_tokens_vocab"
+_DOC_VOCAB = "sq_doc_vocab"
+_LIVE_VOCAB = "sq_live_vocab"
+
+_SETUP = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_TOKENS} USING fts5(text, tokenize='unicode61')",
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_TOKENS_VOCAB} "
+    f"USING fts5vocab(temp, {_TOKENS}, instance)",
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_DOC_VOCAB} "
+    "USING fts5vocab(main, doc_fts, instance)",
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_LIVE_VOCAB} "
+    "USING fts5vocab(temp, live_fts, instance)",
+)
+
+
+def ensure_vocabularies(conn: sqlite3.Connection) -> None:
+    """Create the TEMP tokenizer table and the vocabulary tables if they are missing.
+
+    The vocabulary tables name their FTS5 table, which is looked up when they are read, so
+    they stay valid when the live tables are dropped and recreated.
+    """
+    for statement in _SETUP:
+        conn.execute(statement)
+
+
+def single_token(conn: sqlite3.Connection, normalized: str) -> str | None:
+    """The one token ``normalized`` has for ``unicode61``, or ``None`` if it has 0 or 2+.
+
+    The text is sanitised exactly as :func:`~sessionquery.search.sqlite.query.quote_phrase`
+    sanitises it, so the token is the one the ``MATCH`` phrase looks up.
+    """
+    ensure_vocabularies(conn)
+    conn.execute(
+        f"INSERT INTO temp.{_TOKENS} (rowid, text) VALUES (1, ?)", (sanitize_text(normalized),)
+    )
+    try:
+        rows = conn.execute(f"SELECT term FROM temp.{_TOKENS_VOCAB} LIMIT 2").fetchall()
+    finally:
+        conn.execute(f"DELETE FROM temp.{_TOKENS}")
+    if len(rows) != 1:
+        return None
+    return str(rows[0][0])
+
+
+_COUNTS = "(SELECT doc, count(*) AS mc FROM temp.{vocab} WHERE term = :term GROUP BY doc)"
+
+_CANDIDATES = (
+    "SELECT {src} AS src, m.doc AS rid, m.doc >> {bits} AS key, m.mc AS mc, "
+    "r.length AS length, r.time AS time "
+    "FROM {counts} AS m JOIN {schema}.{rows} AS r ON r.id = m.doc WHERE 1{where}"
+)
+
+_PAGE_ROWS = (
+    "SELECT b.src AS src, b.rid AS rid, s.id AS session_id, b.rid & {mask} AS seq, "
+    "(SELECT type FROM {schema}.{rows} WHERE id = b.rid) AS type, b.time AS time, "
+    "(SELECT surface FROM {schema}.{rows} WHERE id = b.rid) AS surface, "
+    "b.mc AS mc, b.length AS length "
+    "FROM best AS b JOIN {schema}.{sessions} AS s ON s.key = b.key "
+    "WHERE b.src = {src}{shadow}{where}"
+)
+
+
+def _tables(live: bool) -> tuple[str, str, str, str]:
+    if live:
+        return _LIVE_VOCAB, "temp", "live_rows", "live_sessions"
+    return _DOC_VOCAB, "main", "doc_rows", "persisted_sessions"
+
+
+def _predicates(predicates: list[str], live: bool) -> str:
+    columns = _LIVE_COLUMNS if live else _PERSISTED_COLUMNS
+    return "".join(f" AND {p.format_map(columns)}" for p in predicates)
+
+
+def _candidates(live: bool, filters: CompiledFilters) -> str:
+    vocab, schema, rows, _sessions = _tables(live)
+    return _CANDIDATES.format(
+        src=int(live),
+        bits=SEQ_BITS,
+        counts=_COUNTS.format(vocab=vocab),
+        schema=schema,
+        rows=rows,
+        where=_predicates(filters.event_predicates, live),
+    )
+
+
+def _page_rows(live: bool, filters: CompiledFilters) -> str:
+    _vocab, schema, rows, sessions = _tables(live)
+    shadow = "" if live else " AND s.id NOT IN (SELECT id FROM temp.live_sessions)"
+    return _PAGE_ROWS.format(
+        mask=SEQ_MASK,
+        schema=schema,
+        rows=rows,
+        sessions=sessions,
+        src=int(live),
+        shadow=shadow,
+        where=_predicates(filters.session_predicates, live),
+    )
+
+
+def session_search_sql(filters: CompiledFilters, *, include_persisted: bool) -> str:
+    """The fast twin of ``query.session_search_sql``; binds ``:term :lim :off`` + filters.
+
+    Same result, cheaper order of work. Event predicates apply to every candidate, as there.
+    A session's best event is then chosen among integers only: first its highest match count
+    (a cheap ``GROUP BY``), then among the candidates that reach it by length, time and
+    ``rid`` (inside one session the same order as ``seq``). Session predicates, the live
+    shadowing and the session's existence are the same for every event of a session, so
+    applying them to the best events only (at most one per session) selects the same
+    sessions; names, types and surfaces are read for those rows only.
+    """
+    live = [True, False] if include_persisted else [True]
+    candidates = " UNION ALL ".join(_candidates(branch, filters) for branch in live)
+    pages = " UNION ALL ".join(_page_rows(branch, filters) for branch in live)
+    return (
+        f"WITH cand AS {_MATERIALIZED}({candidates}), "
+        f"top AS {_MATERIALIZED}(SELECT src, key, max(mc) AS mc FROM cand GROUP BY src, key), "
+        f"best AS {_MATERIALIZED}(SELECT * FROM (SELECT c.*, row_number() OVER "
+        "(PARTITION BY c.src, c.key ORDER BY c.length ASC, c.time DESC, c.rid DESC) AS rn "
+        "FROM cand AS c JOIN top AS t ON t.src = c.src AND t.key = c.key AND t.mc = c.mc) "
+        "WHERE rn = 1) "
+        f"SELECT src, rid, session_id, seq, type, time, surface FROM ({pages}) "
+        f"ORDER BY {SESSION_ORDER} LIMIT :lim OFFSET :off"
+    )
