@@ -282,3 +282,9 @@ def test_loads_json_keeps_an_escaped_surrogate_pair_as_one_character() -> None:
 def test_loads_json_raises_json_decode_error_for_malformed_text() -> None:
     with pytest.raises(json.JSONDecodeError):
         loads_json('{"a": ')
+
+
+@pytest.mark.parametrize("depth", [600, 5000])
+def test_loads_json_refuses_nesting_too_deep_with_value_error(depth: int) -> None:
+    with pytest.raises(ValueError, match="nested too deeply"):
+        loads_json("[" * depth + "]" * depth)

@@ -272,14 +272,17 @@ def loads_json(text: str) -> JsonValue:
     Raises:
         ValueError: (``json.JSONDecodeError`` for malformed text) saying what is wrong.
     """
-    if ("\\u" in text and _ESCAPED_SURROGATE.search(text) is not None) or (
-        not text.isascii() and _RAW_SURROGATE.search(text) is not None
-    ):
-        return freeze_json(json.loads(text, parse_constant=_reject_constant), "data")
-    value = _DECODER.decode(text)
-    if type(value) is list:
-        return _parsed_list(value)  # pyright: ignore[reportUnknownArgumentType]
-    return value
+    try:
+        if ("\\u" in text and _ESCAPED_SURROGATE.search(text) is not None) or (
+            not text.isascii() and _RAW_SURROGATE.search(text) is not None
+        ):
+            return freeze_json(json.loads(text, parse_constant=_reject_constant), "data")
+        value = _DECODER.decode(text)
+        if type(value) is list:
+            return _parsed_list(value)  # pyright: ignore[reportUnknownArgumentType]
+        return value
+    except RecursionError:
+        raise ValueError("data: JSON nested too deeply") from None
 
 
 def thaw(value: JsonValue) -> JsonValue:
