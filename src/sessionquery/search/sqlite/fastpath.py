@@ -100,9 +100,18 @@ def single_token(conn: sqlite3.Connection, normalized: str) -> str | None:
 _COUNTS = "(SELECT doc, count(*) AS mc FROM temp.{vocab} WHERE term = :term GROUP BY doc)"
 
 _CANDIDATES = (
-    "SELECT {src} AS src, m.doc AS rid, m.doc >> {bits} AS key, m.mc AS mc, "
-    "r.length AS length, r.time AS time "
-    "FROM {counts} AS m JOIN {schema}.{rows} AS r ON r.id = m.doc WHERE 1{where}"
+    "SELECT {src} AS src, m.doc AS rid, m.doc >> {bits} AS key, m.mc AS mc FROM {counts} AS m"
+)
+# With event predicates, only the events that pass them are candidates (as in the general
+# path); without, the rows are not read here at all (every FTS document has its row).
+_FILTERED = " JOIN {schema}.{rows} AS r ON r.id = m.doc WHERE 1{where}"
+
+_BEST = (
+    "SELECT * FROM (SELECT c.src AS src, c.rid AS rid, c.key AS key, c.mc AS mc, "
+    "r.length AS length, r.time AS time, row_number() OVER (PARTITION BY c.key "
+    "ORDER BY r.length ASC, r.time DESC, c.rid DESC) AS rn FROM cand AS c "
+    "JOIN top AS t ON t.src = c.src AND t.key = c.key AND t.mc = c.mc "
+    "JOIN {schema}.{rows} AS r ON r.id = c.rid WHERE c.src = {src}) WHERE rn = 1"
 )
 
 _PAGE_ROWS = (
@@ -128,14 +137,16 @@ def _predicates(predicates: list[str], live: bool) -> str:
 
 def _candidates(live: bool, filters: CompiledFilters) -> str:
     vocab, schema, rows, _sessions = _tables(live)
-    return _CANDIDATES.format(
-        src=int(live),
-        bits=SEQ_BITS,
-        counts=_COUNTS.format(vocab=vocab),
-        schema=schema,
-        rows=rows,
-        where=_predicates(filters.event_predicates, live),
-    )
+    sql = _CANDIDATES.format(src=int(live), bits=SEQ_BITS, counts=_COUNTS.format(vocab=vocab))
+    if filters.event_predicates:
+        where = _predicates(filters.event_predicates, live)
+        sql += _FILTERED.format(schema=schema, rows=rows, where=where)
+    return sql
+
+
+def _best(live: bool) -> str:
+    _vocab, schema, rows, _sessions = _tables(live)
+    return _BEST.format(schema=schema, rows=rows, src=int(live))
 
 
 def _page_rows(live: bool, filters: CompiledFilters) -> str:
@@ -155,24 +166,24 @@ def _page_rows(live: bool, filters: CompiledFilters) -> str:
 def session_search_sql(filters: CompiledFilters, *, include_persisted: bool) -> str:
     """The fast twin of ``query.session_search_sql``; binds ``:term :lim :off`` + filters.
 
-    Same result, cheaper order of work. Event predicates apply to every candidate, as there.
-    A session's best event is then chosen among integers only: first its highest match count
-    (a cheap ``GROUP BY``), then among the candidates that reach it by length, time and
-    ``rid`` (inside one session the same order as ``seq``). Session predicates, the live
-    shadowing and the session's existence are the same for every event of a session, so
-    applying them to the best events only (at most one per session) selects the same
-    sessions; names, types and surfaces are read for those rows only.
+    Same result, cheaper order of work. Event predicates apply to every candidate, as there
+    (only then are all candidates' rows read). A session's best event is chosen in two
+    integer steps: its highest match count (``GROUP BY`` over counts alone), then, among the
+    candidates that reach it, the shortest, newest, highest ``rid`` (inside one session the
+    order of ``seq``); lengths and times are read for those candidates only. Session
+    predicates, the live shadowing and the session's existence are the same for every event
+    of a session, so applying them to the best events (at most one per session) selects the
+    same sessions; names, types and surfaces are read for those rows only. This relies on
+    the index invariant that every FTS5 document has its row (both are written together).
     """
     live = [True, False] if include_persisted else [True]
     candidates = " UNION ALL ".join(_candidates(branch, filters) for branch in live)
+    bests = " UNION ALL ".join(_best(branch) for branch in live)
     pages = " UNION ALL ".join(_page_rows(branch, filters) for branch in live)
     return (
         f"WITH cand AS {_MATERIALIZED}({candidates}), "
         f"top AS {_MATERIALIZED}(SELECT src, key, max(mc) AS mc FROM cand GROUP BY src, key), "
-        f"best AS {_MATERIALIZED}(SELECT * FROM (SELECT c.*, row_number() OVER "
-        "(PARTITION BY c.src, c.key ORDER BY c.length ASC, c.time DESC, c.rid DESC) AS rn "
-        "FROM cand AS c JOIN top AS t ON t.src = c.src AND t.key = c.key AND t.mc = c.mc) "
-        "WHERE rn = 1) "
+        f"best AS {_MATERIALIZED}({bests}) "
         f"SELECT src, rid, session_id, seq, type, time, surface FROM ({pages}) "
         f"ORDER BY {SESSION_ORDER} LIMIT :lim OFFSET :off"
     )
