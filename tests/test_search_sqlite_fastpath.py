@@ -162,6 +162,25 @@ def test_single_token_is_derived_by_the_index_tokenizer(
     assert fastpath.single_token(memory, query) == token  # the scratch table is emptied
 
 
+def test_a_scratch_row_left_by_an_interrupted_search_does_not_change_the_next_token(
+    memory: sqlite3.Connection,
+) -> None:
+    memory.execute("CREATE TEMP TABLE live_rows (id INTEGER PRIMARY KEY, text TEXT)")
+    memory.execute(
+        "CREATE VIRTUAL TABLE temp.live_fts USING fts5(text, content='live_rows', "
+        "content_rowid='id', tokenize='unicode61')"
+    )
+    memory.execute("CREATE TABLE doc_rows (id INTEGER PRIMARY KEY, text TEXT)")
+    memory.execute(
+        "CREATE VIRTUAL TABLE doc_fts USING fts5(text, content='doc_rows', content_rowid='id', "
+        "tokenize='unicode61')"
+    )
+    fastpath.ensure_vocabularies(memory)
+    memory.execute("INSERT INTO temp.sq_query_tokens (rowid, text) VALUES (1, 'stale words')")
+    assert fastpath.single_token(memory, "fresh") == "fresh"
+    assert memory.execute("SELECT count(*) FROM temp.sq_query_tokens").fetchone() == (0,)
+
+
 # -- equivalence, hand-built ------------------------------------------------------------------
 
 

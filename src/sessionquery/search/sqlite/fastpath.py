@@ -33,6 +33,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 
 from sessionquery.search.sqlite.query import (
@@ -85,13 +86,17 @@ def single_token(conn: sqlite3.Connection, normalized: str) -> str | None:
     sanitises it, so the token is the one the ``MATCH`` phrase looks up.
     """
     ensure_vocabularies(conn)
+    # The scratch table holds one row at most: a search interrupted before its cleanup (an
+    # expired deadline interrupts every statement) leaves a row that the next one replaces.
     conn.execute(
-        f"INSERT INTO temp.{_TOKENS} (rowid, text) VALUES (1, ?)", (sanitize_text(normalized),)
+        f"INSERT OR REPLACE INTO temp.{_TOKENS} (rowid, text) VALUES (1, ?)",
+        (sanitize_text(normalized),),
     )
     try:
         rows = conn.execute(f"SELECT term FROM temp.{_TOKENS_VOCAB} LIMIT 2").fetchall()
     finally:
-        conn.execute(f"DELETE FROM temp.{_TOKENS}")
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute(f"DELETE FROM temp.{_TOKENS}")
     if len(rows) != 1:
         return None
     return str(rows[0][0])
