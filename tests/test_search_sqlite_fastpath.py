@@ -34,6 +34,7 @@ from sessionquery.query.filters import (
 )
 from sessionquery.query.types import SessionSearchPage
 from sessionquery.search.sqlite import SqliteSearch, fastpath
+from sessionquery.search.sqlite.query import CompiledFilters
 from sessionquery.search.sqlite.snippet import MATCH_MARK
 
 T = TypeVar("T")
@@ -55,15 +56,15 @@ def memory() -> Iterator[sqlite3.Connection]:
 
 def both(index: SqliteSearch, call: Callable[[], T]) -> tuple[T, T]:
     """``call()`` on the fast path, then on the ``highlight()`` path, same index."""
-    index._single_token_fast_path = True
+    index._single_token_fast_path = "always"  # filtered requests too
     try:
         fast = call()
     finally:
-        index._single_token_fast_path = False
+        index._single_token_fast_path = "off"
     try:
         slow = call()
     finally:
-        index._single_token_fast_path = True
+        index._single_token_fast_path = "unfiltered"
     return fast, slow
 
 
@@ -251,6 +252,27 @@ def test_event_filters_apply_before_the_best_event_on_both_paths(index: SqliteSe
     for filters in event_filters:
         pages = all_session_pages(index, corpus, "the", limit=1, event_filters=filters)
         assert len(pages) >= 1
+
+
+def test_filtered_requests_keep_the_highlight_path_by_default(
+    index: SqliteSearch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = FakeCorpus(FakePersistence())
+    assert corpus.store is not None
+    corpus.store.put(header("a", 1, cwd="/w"), log("the the", "the"))
+    calls: list[bool] = []
+    original = fastpath.session_search_sql
+
+    def spy(filters: CompiledFilters, *, include_persisted: bool) -> str:
+        calls.append(True)
+        return original(filters, include_persisted=include_persisted)
+
+    monkeypatch.setattr(fastpath, "session_search_sql", spy)
+    filtered = index.search_sessions(corpus, "the", session_filters=[CwdIn(["/w"])])
+    assert calls == []
+    plain = index.search_sessions(corpus, "the")
+    assert calls == [True]
+    assert filtered == plain
 
 
 # -- equivalence, property ------------------------------------------------------------------

@@ -16,7 +16,8 @@ Invariants:
   its ``instance`` vocabulary. Exactly one instance means a single-token query; anything else
   (no token, two or more, even the same token twice) returns ``None`` and the caller keeps
   the ``highlight()`` path. Nothing here re-implements case folding or diacritic removal.
-* Used by session search only. The result is that of
+* Used by session search only, and by default only without filters (:func:`worthwhile`;
+  the SQL handles filters exactly, the tests compare it filtered too). The result is that of
   :func:`~sessionquery.search.sqlite.query.session_search_sql`: the same candidates (event
   predicates on every matching event), the same best event per session, the same session
   predicates, live shadowing, order and paging; only ``mc`` comes from the vocabulary. The
@@ -51,6 +52,7 @@ __all__ = [
     "ensure_vocabularies",
     "session_search_sql",
     "single_token",
+    "worthwhile",
 ]
 
 _TOKENS = "sq_query_tokens"
@@ -77,6 +79,18 @@ def ensure_vocabularies(conn: sqlite3.Connection) -> None:
     """
     for statement in _SETUP:
         conn.execute(statement)
+
+
+def worthwhile(filters: CompiledFilters) -> bool:
+    """Whether the fast path is expected to beat ``highlight()`` for a request's filters.
+
+    Only for unfiltered requests. The vocabulary yields every instance of the token in the
+    whole index and they are grouped per document before any filter can apply (about 0.7 s
+    for the commonest word at 1M events), whereas the general path highlights only the
+    matches that pass the filters; a workspace filter leaving a twelfth of the sessions made
+    the general path the faster one (0.64 s against 1.9 s). Both paths give the same result.
+    """
+    return not filters.session_predicates and not filters.event_predicates
 
 
 def single_token(conn: sqlite3.Connection, normalized: str) -> str | None:

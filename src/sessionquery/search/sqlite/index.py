@@ -51,6 +51,7 @@ from sessionquery.search.sqlite.query import (
     SEQ_BITS,
     SEQ_MASK,
     SESSION_PREDICATE_LIMIT,
+    CompiledFilters,
     compile_filters,
     event_search_sql,
     highlight_sql,
@@ -154,9 +155,9 @@ class SqliteSearch:
         self._codec = CursorCodec()
         self._closed = False
         self._headers: dict[str, SessionHeader] = {}
-        self._single_token_fast_path = True
-        """Private switch (tests compare both paths): rank single-token queries from the
-        FTS5 vocabulary (:mod:`.fastpath`) instead of ``highlight()``."""
+        self._single_token_fast_path: Literal["off", "unfiltered", "always"] = "unfiltered"
+        """Private switch (tests compare the paths): when single-token session queries are
+        ranked from the FTS5 vocabulary (:mod:`.fastpath`) instead of ``highlight()``."""
         if open_at == "startup":
             with self._lock:
                 self._open()
@@ -322,7 +323,7 @@ class SqliteSearch:
                 "lim": page_size + 1,
                 "off": offset,
             }
-            term = self._single_token(conn, text)
+            term = self._single_token(conn, text, compiled)
             if term is not None:  # same rows, counted from the index (see .fastpath)
                 sql = fastpath.session_search_sql(
                     compiled, include_persisted=corpus.persistence is not None
@@ -440,9 +441,12 @@ class SqliteSearch:
             self._headers[header_json] = header
         return header
 
-    def _single_token(self, conn: sqlite3.Connection, text: str) -> str | None:
+    def _single_token(
+        self, conn: sqlite3.Connection, text: str, filters: CompiledFilters
+    ) -> str | None:
         """The query's only token when the fast path is on and applies, else ``None``."""
-        if not self._single_token_fast_path:
+        mode = self._single_token_fast_path
+        if mode == "off" or (mode == "unfiltered" and not fastpath.worthwhile(filters)):
             return None
         return fastpath.single_token(conn, text)
 
