@@ -194,6 +194,22 @@ def test_timestamp_without_t_or_offset_is_rejected_with_shape_message(text: str)
 @pytest.mark.parametrize(
     "text",
     [
+        "\uff12025-01-31T09:30:00Z",
+        "2025-01-31T09:30:00.\u0661\u0662\u0663Z",
+        "2025-01-31T09:30:00+\u0660\u0661:00",
+    ],
+)
+def test_timestamp_with_non_ascii_digits_is_rejected_with_shape_message(text: str) -> None:
+    error = _error(parse_timestamp, "time_to", text)
+    assert error.code is INVALID_FILTER
+    assert error.message.startswith(
+        "time_to must be an ISO 8601 timestamp with Z or a numeric offset"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "2025-02-30T00:00:00Z",
         "2025-13-01T00:00:00Z",
         "2025-01-01T24:00:00Z",

@@ -71,7 +71,8 @@ MAX_SAFE_INTEGER = 2**53 - 1
 """The largest seq the tools accept (the JSON-safe integer range)."""
 
 _TIMESTAMP = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})"
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})",
+    re.ASCII,  # ISO 8601 digits are 0-9; Python's \d would also take other scripts' digits
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _JSON_TYPE_NAMES = {
