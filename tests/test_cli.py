@@ -20,6 +20,7 @@ import pytest
 
 from sessionquery.cli import COMMANDS, main
 from sessionquery.cli import _render as render
+from sessionquery.cli._parser import build_parser
 from sessionquery.cli._services import ProgressBar
 from sessionquery.examples import BILLING_WORKSPACE, DASHBOARD_WORKSPACE, EXAMPLE_SESSION_IDS
 
@@ -293,6 +294,21 @@ def test_bad_options_and_values_exit_2_with_one_usage_line(
     assert captured.out == ""
     lines = captured.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("SESSION_QUERY_USAGE: ")
+
+
+@pytest.mark.parametrize(
+    ("text", "epoch_ms"),
+    [
+        ("2039-08-26T22:57:22.529Z", 2_198_012_242_529),
+        ("2038-10-20T14:45:03.594+00:00", 2_171_198_703_594),
+        ("1969-12-31T23:59:59.999Z", -1),
+        ("2025-03-07", 1_741_305_600_000),
+    ],
+)
+def test_since_and_until_convert_to_the_exact_epoch_millisecond(text: str, epoch_ms: int) -> None:
+    parsed = build_parser(COMMANDS).parse_args(["search", "x", "--since", text, "--until", text])
+    assert parsed.since == epoch_ms
+    assert parsed.until == epoch_ms
 
 
 def test_missing_store_exits_1_naming_the_directory(tmp_path: Path) -> None:

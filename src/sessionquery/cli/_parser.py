@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import NoReturn
 
 from sessionquery.config import Config
@@ -20,6 +20,7 @@ from sessionquery.config import Config
 __all__ = ["SETUP", "Command", "Parser", "UsageError", "build_parser", "version_text"]
 
 SURFACES = ("current", "shadowed", "log-only")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class UsageError(Exception):
@@ -64,7 +65,8 @@ def _time(text: str) -> int:
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return int(parsed.timestamp() * 1000)
+    # Exact integer arithmetic: float seconds * 1000 can land one millisecond low.
+    return (parsed - _EPOCH) // timedelta(milliseconds=1)
 
 
 # -- the parser -----------------------------------------------------------------------------
