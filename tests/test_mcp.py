@@ -182,6 +182,24 @@ def test_server_acting_as_a_session_traces_it_without_arguments(
     _serve(store, tmp_path / "index.sqlite3", caller, body)
 
 
+def test_failure_reading_the_acting_session_reaches_the_model_sanitized(
+    store: Path, tmp_path: Path
+) -> None:
+    caller = CallerSpec(session_id="billing-rounding-scan", cwd=BILLING_WORKSPACE)
+    log = store / "billing-rounding-scan.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    log.write_text("".join([lines[0], "{not json\n", *lines[1:]]), encoding="utf-8")
+
+    async def body(client: Client) -> None:
+        result = await client.call_tool("session_trace", {})
+        assert result.is_error is True
+        text = _text(result)
+        assert text == "SESSION_QUERY_CORRUPT_SESSION: session event history is corrupt"
+        assert str(store) not in text
+
+    _serve(store, tmp_path / "index.sqlite3", caller, body)
+
+
 def test_workspace_with_a_trailing_slash_sees_nothing(store: Path, tmp_path: Path) -> None:
     caller = CallerSpec(session_id=None, cwd=BILLING_WORKSPACE + "/")
 

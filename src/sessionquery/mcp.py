@@ -41,6 +41,7 @@ from sessionquery.query.filters import IdIn
 from sessionquery.query.service import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition
+from sessionquery.tools.boundary import sanitize
 
 __all__ = ["SERVER_NAME", "CallerSpec", "build_server", "resolve_caller", "run_stdio"]
 
@@ -123,7 +124,12 @@ def _text_result(text: str, *, is_error: bool) -> types.CallToolResult:
 
 
 def _call(state: _State, spec: CallerSpec, name: str, arguments: Any, token: CancelToken) -> Any:
-    caller = _tool_caller(state.query, spec)
+    try:
+        caller = _tool_caller(state.query, spec)
+    except SessionQueryError as error:
+        # Read outside the toolkit, so sanitize here too: the raw message may hold a path.
+        logger.warning("reading the acting session failed: %r", error, exc_info=error)
+        raise sanitize(error) from None
     return state.tools.call(name, arguments, caller, cancel=token)
 
 
