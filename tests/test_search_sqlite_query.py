@@ -63,12 +63,13 @@ def test_any_quoted_query_is_valid_fts5_syntax(text: str) -> None:
 def _budget(count: int) -> list[SeqBetween]:
     return [SeqBetween(0, 10)] * (count // 2) + [SeqBetween(0)] * (count % 2)
 
+
+def test_session_search_allows_fourteen_predicates_and_refuses_fifteen() -> None:
     sessions: list[SessionFilter] = [
         CreatedBetween(0, 5),
         IdIn(["a"]),
         AvailabilityIn(["live", "persisted"]),
     ]
-    sessions = [CreatedBetween(0, 5), IdIn(["a"]), AvailabilityIn(["live", "persisted"])]
     compile_filters(sessions, _budget(11), predicate_limit=SESSION_PREDICATE_LIMIT)
     with pytest.raises(SessionQueryError) as caught:
         compile_filters(sessions, _budget(12), predicate_limit=SESSION_PREDICATE_LIMIT)
