@@ -847,6 +847,30 @@ def test_writer_failing_to_release_still_ends_the_live_session() -> None:
     assert persistence.handles["s"].durable == list(session.events)
 
 
+def test_turn_end_append_racing_a_close_returns_its_durable_event() -> None:
+    persistence = FakePersistence()
+    store = make_store(persistence)
+    session = store.create("s")
+    session.append("turn/start", {"turn": 1})
+    real_flush = session.flush
+    racing = True
+
+    def close_between_record_and_flush() -> None:
+        # The interleaving of two threads: close() runs to completion after the turn/end is
+        # recorded and before the appending thread reaches its durability barrier.
+        nonlocal racing
+        if racing:
+            racing = False
+            store.close("s")
+        real_flush()
+
+    session.flush = close_between_record_and_flush  # type: ignore[method-assign]
+    event = session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    assert event.seq == 1 and session.is_closed
+    assert persistence.handles["s"].durable == list(session.events)
+    real_flush()  # everything is durable: flushing the closed session is a no-op
+
+
 def test_writer_refusing_an_append_retries_the_hand_over_at_flush() -> None:
     persistence = FakePersistence()
     session = make_store(persistence).create("s")

@@ -240,6 +240,7 @@ class Session:
         self._handed = 0
         self._notifier = notifier
         self._closed = False
+        self._released = False  # close() flushed every event and released the handle
         self._lock = threading.Lock()
         self._close_lock = threading.Lock()
         # Serialises hand-over and fsync so the handle sees events in seq order.
@@ -368,6 +369,10 @@ class Session:
         if self._handle is None:
             return
         with self._io_lock:
+            if self._released:
+                # close() made every event durable and appends are refused: nothing to do.
+                # (An append racing close() reaches its turn/end barrier here.)
+                return
             self._hand_over(self._handle)
             self._handle.flush()
 
@@ -418,6 +423,7 @@ class Session:
             if self._handle is not None:
                 with self._io_lock:
                     self._handle.close()
+                    self._released = True
             return True
 
 
