@@ -111,6 +111,32 @@ def test_read_and_close_failures_are_mapped_and_the_read_failure_wins(
     assert handle.closed
 
 
+class _BrokenPersistence:
+    """A foreign persistence whose every call fails with an arbitrary exception."""
+
+    def list(self) -> list[Any]:
+        raise RuntimeError("backend lost its connection")
+
+    def stat(self, session_id: str) -> Any:
+        raise RuntimeError("backend lost its connection")
+
+    def open_read(self, session_id: str) -> _Handle:
+        raise RuntimeError("backend lost its connection")
+
+
+def test_any_foreign_storage_failure_is_mapped_to_persistence_failed() -> None:
+    corpus = ServiceCorpus(None, _BrokenPersistence(), PreparedCache(1))
+    for action in (corpus.records, corpus.list_persisted, lambda: corpus.read_persisted("s")):
+        with pytest.raises(SessionQueryError) as caught:
+            action()
+        assert caught.value.code is ErrorCode.PERSISTENCE_FAILED
+    handle = _Handle(RuntimeError("read exploded"), None)
+    corpus = ServiceCorpus(None, _Persistence(handle), PreparedCache(1))
+    with pytest.raises(SessionQueryError) as caught:
+        corpus.read_persisted("s")
+    assert caught.value.code is ErrorCode.PERSISTENCE_FAILED and handle.closed
+
+
 def test_a_failed_read_is_not_cached() -> None:
     handle = _Handle(OSError("flaky"), None)
     corpus = ServiceCorpus(None, _Persistence(handle), PreparedCache(1))

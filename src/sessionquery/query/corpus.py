@@ -24,7 +24,6 @@ from typing import Protocol
 from sessionquery.errors import (
     ErrorCode,
     PersistenceCorrupt,
-    PersistenceError,
     PersistenceNotFound,
     SessionQueryError,
 )
@@ -38,7 +37,10 @@ from sessionquery.query.types import SessionLog, SessionRecord
 
 __all__ = ["LiveSession", "LiveStore", "ServiceCorpus", "not_found"]
 
-_STORAGE_ERRORS = (PersistenceError, OSError, ValueError)
+# Whatever a persistence raises is foreign (SPEC §6 "any other storage failure"): beyond our
+# own Persistence*/OSError/ValueError, a third-party store may raise anything, and the
+# service promises callers only SessionQueryError for failures of the corpus.
+_STORAGE_ERRORS = (Exception,)
 
 
 class LiveSession(Protocol):
