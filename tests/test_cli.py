@@ -472,3 +472,8 @@ def test_index_on_a_fresh_index_indexes_every_session(
     assert document["persisted_indexed"] == len(EXAMPLE_SESSION_IDS)
     assert main(["index", "--root", str(sample.root), "--index", str(index)]) == 0
     assert "up to date" in capsys.readouterr().out
+
+
+def test_a_time_past_the_year_9999_renders_as_its_raw_number_instead_of_failing() -> None:
+    assert render.time_text(253_402_300_799_999) == "9999-12-31 23:59:59"
+    assert render.time_text(2**53 - 1) == f"epoch-ms {2**53 - 1}"

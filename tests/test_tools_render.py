@@ -203,3 +203,8 @@ def test_event_read_keeps_key_order_and_non_ascii_of_the_stored_event() -> None:
     assert '"z": 1,\n    "a": "日本"' in text
     assert '"ignorable": true' in text
     assert "Before:" not in text and "After:" not in text
+
+
+def test_a_time_past_the_year_9999_renders_as_its_raw_number_instead_of_failing() -> None:
+    assert format_time(253_402_300_799_999) == "9999-12-31T23:59:59.999Z"
+    assert format_time(2**53 - 1) == f"epoch-ms {2**53 - 1}"

@@ -108,8 +108,11 @@ def dumps(document: object) -> str:
 
 
 def time_text(ms: int) -> str:
-    """Epoch milliseconds as ``YYYY-MM-DD HH:MM:SS`` in UTC."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    """Epoch milliseconds as ``YYYY-MM-DD HH:MM:SS`` in UTC (the raw number past year 9999)."""
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, ValueError, OSError):
+        return f"epoch-ms {ms}"
 
 
 def table(rows: Sequence[Sequence[str]], header: Sequence[str], style: Style) -> list[str]:

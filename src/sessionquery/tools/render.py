@@ -63,8 +63,15 @@ _INDENT = "   "
 
 
 def format_time(epoch_ms: int) -> str:
-    """``epoch_ms`` as UTC ISO 8601 with milliseconds, e.g. ``2025-01-31T09:30:00.000Z``."""
-    moment = _EPOCH + timedelta(milliseconds=epoch_ms)
+    """``epoch_ms`` as UTC ISO 8601 with milliseconds, e.g. ``2025-01-31T09:30:00.000Z``.
+
+    A time past the year 9999 has no ISO 8601 form of this shape; it is shown as the raw
+    number (``epoch-ms 253402300800000``) rather than failing the whole call.
+    """
+    try:
+        moment = _EPOCH + timedelta(milliseconds=epoch_ms)
+    except OverflowError:
+        return f"epoch-ms {epoch_ms}"
     return f"{moment:%Y-%m-%dT%H:%M:%S}.{epoch_ms % 1000:03d}Z"
 
 
