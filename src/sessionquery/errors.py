@@ -13,8 +13,8 @@ Every failure a caller is expected to handle is one of these::
     │   ├── PersistenceClosed       a handle was used after close()
     │   ├── PersistenceExists       create() of an id that is already stored (also a ValueError)
     │   └── PersistenceWriteFailed  writing or syncing a log failed (also an OSError)
-    ├── SessionQueryError           the query service, search index and tools (closed codes)
-    └── ToolError                   raised inside the tool layer (unauthorized, no current step)
+    └── SessionQueryError           the query service, search index and tools (closed codes;
+                                    the tool layer's own codes are ToolErrorCode values)
 
 Foreign exceptions (``OSError``, ``sqlite3.Error``, ``json.JSONDecodeError``) are translated
 where they enter our code; callers of the query service only ever see ``SessionQueryError``.
@@ -22,9 +22,12 @@ where they enter our code; callers of the query service only ever see ``SessionQ
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
+from types import MappingProxyType
 
 __all__ = [
+    "RETRYABLE_CODES",
     "ErrorCode",
     "PersistenceClosed",
     "PersistenceCorrupt",
@@ -58,6 +61,16 @@ class ErrorCode(StrEnum):
     SESSION_NOT_FOUND = "SESSION_QUERY_SESSION_NOT_FOUND"
     STALE_CURSOR = "SESSION_QUERY_STALE_CURSOR"
     SOURCE_CONFLICT = "SESSION_QUERY_SOURCE_CONFLICT"
+    BUSY = "SESSION_QUERY_BUSY"
+    """Retryable: the store kept changing while it was observed (or a shared lock could not be
+    had) within the deadline. Trying again shortly is expected to work."""
+    INDEX_BUILDING = "SESSION_QUERY_INDEX_BUILDING"
+    """Retryable: the search index is still being built; ``context`` carries
+    ``sessions_indexed`` and ``sessions_total``."""
+
+
+RETRYABLE_CODES = frozenset({ErrorCode.BUSY, ErrorCode.INDEX_BUILDING})
+"""Codes whose failure is temporary: the same call is expected to succeed a little later."""
 
 
 class ToolErrorCode(StrEnum):
@@ -76,12 +89,26 @@ class SessionQueryError(Exception):
     Attributes:
         code: the machine-readable code; tests and callers branch on it, never on text.
         message: a human sentence saying what is wrong.
+        context: structured, non-sensitive details (for example ``sessions_indexed`` and
+            ``sessions_total`` of ``INDEX_BUILDING``); empty by default, read-only.
     """
 
-    def __init__(self, code: ErrorCode | ToolErrorCode, message: str) -> None:
+    def __init__(
+        self,
+        code: ErrorCode | ToolErrorCode,
+        message: str,
+        *,
+        context: Mapping[str, object] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.context: Mapping[str, object] = MappingProxyType(dict(context or {}))
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the same call is expected to succeed if tried again shortly."""
+        return self.code in RETRYABLE_CODES
 
     def __str__(self) -> str:
         return f"{self.code.value}: {self.message}"

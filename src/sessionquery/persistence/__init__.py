@@ -10,14 +10,23 @@ from sessionquery.errors import (
     PersistenceWriteFailed,
 )
 from sessionquery.persistence.base import (
+    ChangeJournal,
+    ChangeTokenSource,
+    DocumentLog,
+    DocumentSource,
     PersistedSession,
     ReadHandle,
     SessionPersistence,
+    TextDocument,
     WriteHandle,
 )
 from sessionquery.persistence.jsonl import JsonlPersistence, LogProblem
 
 __all__ = [
+    "ChangeJournal",
+    "ChangeTokenSource",
+    "DocumentLog",
+    "DocumentSource",
     "JsonlPersistence",
     "LogProblem",
     "PersistedSession",
@@ -30,5 +39,6 @@ __all__ = [
     "PersistenceWriteFailed",
     "ReadHandle",
     "SessionPersistence",
+    "TextDocument",
     "WriteHandle",
 ]

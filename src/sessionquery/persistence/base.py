@@ -12,9 +12,19 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
-from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.model import SessionEvent, SessionHeader, SurfaceClass
 
-__all__ = ["PersistedSession", "ReadHandle", "SessionPersistence", "WriteHandle"]
+__all__ = [
+    "ChangeJournal",
+    "ChangeTokenSource",
+    "DocumentLog",
+    "DocumentSource",
+    "PersistedSession",
+    "ReadHandle",
+    "SessionPersistence",
+    "TextDocument",
+    "WriteHandle",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,5 +112,80 @@ class SessionPersistence(Protocol):
         Raises:
             PersistenceNotFound: the id is not stored.
             PersistenceCorrupt: the header is unreadable or of an unsupported version.
+        """
+        ...
+
+
+# --- Optional capabilities -------------------------------------------------------------------
+# A persistence may offer any of these on top of ``SessionPersistence``; consumers test for them
+# with ``isinstance`` (the protocols are runtime-checkable) instead of probing attribute names.
+
+
+@runtime_checkable
+class ChangeTokenSource(Protocol):
+    """A store-wide token that is O(1) to read and changes whenever any session changes."""
+
+    def change_token(self) -> str:
+        """An opaque token; equal tokens mean no session was created, changed or removed."""
+        ...
+
+
+@runtime_checkable
+class ChangeJournal(Protocol):
+    """Which sessions changed since a change token was read (incremental reconciliation)."""
+
+    def changed_since(self, token: str) -> frozenset[str] | None:
+        """Ids of the sessions created, appended to, replaced or removed since ``token`` (a value
+        :meth:`ChangeTokenSource.change_token` returned earlier), or ``None`` when the journal
+        cannot tell (unknown or too old a token, a change made by hand, a damaged journal): the
+        caller then falls back to a full listing. Never an under-approximation."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TextDocument:
+    """The searchable text of one event, as the search index stores it.
+
+    Exactly the event's :func:`~sessionquery.model.extract_event_text` (non-empty) and its
+    surface class in the folded log.
+    """
+
+    seq: int
+    type: str
+    time: int
+    surface: SurfaceClass
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentLog:
+    """What search indexing needs of one stored log, without building frozen events.
+
+    Attributes:
+        header: the session header (as ``stat``/``list`` report it).
+        revision: the revision the documents were read at.
+        event_count: number of events of the log as a cold read returns it (crash-tail
+            closers included).
+        documents: one entry per event with non-empty text, in seq order; equal to what
+            ``open_read`` + crash-tail closers + ``fold_surface`` + ``extract_event_text``
+            would give.
+    """
+
+    header: SessionHeader
+    revision: str
+    event_count: int
+    documents: Sequence[TextDocument]
+
+
+@runtime_checkable
+class DocumentSource(Protocol):
+    """A persistence that can hand the search index plain text documents cheaply."""
+
+    def read_documents(self, session_id: str) -> DocumentLog:
+        """The searchable documents of one stored log.
+
+        Raises:
+            PersistenceNotFound: the id is not stored.
+            PersistenceCorrupt: the log is damaged or does not fold.
         """
         ...
