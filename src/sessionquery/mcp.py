@@ -121,6 +121,11 @@ class IndexBuilder:
         """Start building."""
         self._thread.start()
 
+    def wait(self, timeout: float) -> bool:
+        """Wait (bounded) for the build to end; true when it has."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
     def stop(self, timeout: float = 5.0) -> None:
         """Ask the build to stop and wait (bounded) for it."""
         self._token.cancel()

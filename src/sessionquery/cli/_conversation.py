@@ -280,10 +280,28 @@ def _markdown_line(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]<>()#+!|])", r"\\\1", " ".join(text.split()))
 
 
+def _printable(items: Sequence[Entry]) -> list[Entry]:
+    return [
+        Entry(
+            i.kind,
+            i.seq,
+            i.time,
+            term.printable(i.text),
+            term.printable(i.name),
+            term.printable(i.detail),
+        )
+        for i in items
+    ]
+
+
 def export_markdown(
     header: SessionHeader, title: TitleSnapshot | None, items: Sequence[Entry]
 ) -> str:
-    """The complete conversation as Markdown (message text verbatim, tool data fenced)."""
+    """The complete conversation as Markdown (message text verbatim, tool data fenced).
+
+    Control characters are written as visible escapes (``\\x1b``), as on the terminal.
+    """
+    items = _printable(items)
     lines = [
         f"# {_markdown_line(title.title) if title else 'Untitled session'}",
         "",
@@ -358,7 +376,11 @@ def _html_entry(item: Entry) -> list[str]:
 
 
 def export_html(header: SessionHeader, title: TitleSnapshot | None, items: Sequence[Entry]) -> str:
-    """The complete conversation as one self-contained, escaped HTML page."""
+    """The complete conversation as one self-contained, escaped HTML page.
+
+    Control characters (not allowed in HTML) are written as visible escapes.
+    """
+    items = _printable(items)
     e = html.escape
     name = e(title.title if title else "Untitled session")
     meta = e(f"{header.id} · {header.cwd or '-'} · created {time_text(header.created_at)} UTC")

@@ -547,11 +547,12 @@ def event_hits_text(
     query: str, page: EventSearchPage, style: Style, *, match: str = "phrase"
 ) -> list[str]:
     """``search-events``: matching events of one session with highlighted snippets."""
-    sid = style.bold(term.cut(term.safe(page.session.id), 50))
+    sid = term.safe(page.session.id)
     shown = term.cut(term.safe(query), 30)
     if not page.items:
-        return [f"No events of {sid} match {shown!r} ({_mode_text(match)})."]
-    lines = [f"{len(page.items)} event(s) of {sid} match {shown!r} ({_mode_text(match)}):"]
+        return [term.cut(f"No events of {sid} match {shown!r} ({_mode_text(match)}).", style.width)]
+    heading = f"{len(page.items)} event(s) of {sid} match {shown!r} ({_mode_text(match)}):"
+    lines = [term.cut(heading, style.width)]
     for hit in page.items:
         lines += ["", _match_line(hit, style), *_snippet(hit, query, style)]
     if page.next_cursor:

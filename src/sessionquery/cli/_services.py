@@ -168,9 +168,6 @@ def _advice(entry: SourceEntry) -> str:
             f"{lead}; a store is created when sessions are recorded into it, or try "
             "'sessionquery quickstart' for a sample"
         )
-    folder = "projects" if entry.kind == "claude" else "sessions"
-    if (entry.path / folder).is_dir():
-        return f"{lead}; did you mean {entry.path / folder}?"
     home = "~/.claude/projects" if entry.kind == "claude" else "~/.codex/sessions"
     env = "$CLAUDE_CONFIG_DIR/projects" if entry.kind == "claude" else "$CODEX_HOME/sessions"
     return f"{lead}; {_KIND_NAME[entry.kind]}s are usually {home} (or {env})"

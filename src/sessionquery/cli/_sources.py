@@ -102,7 +102,7 @@ def _text(document: dict[str, Any], style: render.Style) -> list[str]:
                 if problem["line"] is None
                 else (f"{problem['path']}:{problem['line']}")
             )
-            lines.append(term.cut(f"  {where}: {problem['message']}", style.width))
+            lines.append(f"  {where}: {problem['message']}")
         if len(problems) > PROBLEMS_SHOWN:
             lines.append(f"  … and {len(problems) - PROBLEMS_SHOWN} more (--json lists all)")
     if not document["sources"]:

@@ -30,6 +30,7 @@ __all__ = [
     "cut",
     "cut_left",
     "display_width",
+    "printable",
     "safe",
     "terminal_line",
     "unique_prefixes",
@@ -58,6 +59,14 @@ def _escape(match: re.Match[str]) -> str:
 def safe(text: str) -> str:
     """``text`` with tabs expanded and every unsafe character shown as a visible escape."""
     return _UNSAFE.sub(_escape, text.expandtabs(4))
+
+
+def printable(text: str) -> str:
+    """``text`` with unsafe characters escaped as :func:`safe` does, keeping tabs and newlines.
+
+    For exported documents, where line structure and indentation are content.
+    """
+    return _UNSAFE.sub(lambda m: "\n" if m.group(0) == "\n" else _escape(m), text)
 
 
 def terminal_line(line: str, enabled: bool) -> str:
