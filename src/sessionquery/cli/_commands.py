@@ -298,6 +298,7 @@ def _mode(args: argparse.Namespace) -> str:
 
 def _cmd_search(inv: Invocation) -> int:
     args, mode = inv.args, _mode(inv.args)
+    args.query = " ".join(args.query)  # `search flaky test` is the query "flaky test"
     with inv.query(search=True) as query:
         page = _search_sessions(
             query,
@@ -319,6 +320,7 @@ def _cmd_search(inv: Invocation) -> int:
 
 def _cmd_search_events(inv: Invocation) -> int:
     args, mode = inv.args, _mode(inv.args)
+    args.query = " ".join(args.query)
     filters = _event_filters(args)
     if args.seq_from is not None or args.seq_to is not None:
         filters.append(SeqBetween(args.seq_from, args.seq_to))
@@ -330,9 +332,14 @@ def _cmd_search_events(inv: Invocation) -> int:
     return emit(inv, document, lambda s: render.event_hits_text(args.query, page, s, match=mode))
 
 
-def _update_index(search: SqliteSearch, query: SessionQuery, stream: TextIO) -> dict[str, Any]:
-    """Bring the search index up to date, showing progress on ``stream``; returns a summary."""
-    progress = Progress(stream, "Indexing")
+def _update_index(
+    search: SqliteSearch, query: SessionQuery, stream: TextIO, *, plain: bool = True
+) -> dict[str, Any]:
+    """Bring the search index up to date, showing progress on ``stream``; returns a summary.
+
+    With ``plain=False`` progress is drawn only on a terminal (no plain lines).
+    """
+    progress = Progress(stream, "Indexing", quiet=not plain)
     try:
         update = search.update(query.corpus, progress=progress)
     finally:
@@ -412,7 +419,7 @@ def _cmd_quickstart(inv: Invocation) -> int:
         open_index(index) as search,
         SessionQuery(persistence=JsonlPersistence(root), search=search) as query,
     ):
-        _update_index(search, query, sys.stderr)
+        _update_index(search, query, sys.stderr, plain=False)
         out.write(f"Indexed them into {index}\n")
         page = _search_sessions(query, _QUICKSTART_QUERY, 5, mode="phrase")
         titles = _titles(query, [hit.record.id for hit in page.items])

@@ -228,7 +228,7 @@ def _setup_trace_event(p: argparse.ArgumentParser) -> None:
     _add_json(p)
 
 
-_QUERY_HELP = "words to find: every word, in any order (with --phrase: the exact phrase)"
+_QUERY_HELP = "words to find: all of them, in any order (with --phrase: the exact phrase)"
 
 
 def _add_phrase(p: argparse.ArgumentParser) -> None:
@@ -240,7 +240,7 @@ def _add_phrase(p: argparse.ArgumentParser) -> None:
 
 
 def _setup_search(p: argparse.ArgumentParser) -> None:
-    p.add_argument("query", metavar="QUERY", help=_QUERY_HELP)
+    p.add_argument("query", metavar="QUERY", nargs="+", help=_QUERY_HELP)
     _add_phrase(p)
     p.add_argument("--cwd", action="append", metavar="DIR", help="only sessions of workspace DIR")
     p.add_argument("--session", action="append", metavar="ID", help="only this session")
@@ -255,7 +255,7 @@ def _setup_search(p: argparse.ArgumentParser) -> None:
 
 def _setup_search_events(p: argparse.ArgumentParser) -> None:
     p.add_argument("session_id", metavar="ID", help="the session to search (or a unique start)")
-    p.add_argument("query", metavar="QUERY", help=_QUERY_HELP)
+    p.add_argument("query", metavar="QUERY", nargs="+", help=_QUERY_HELP)
     _add_phrase(p)
     p.add_argument("--seq-from", type=_non_negative, metavar="SEQ", help="events at/after SEQ")
     p.add_argument("--seq-to", type=_non_negative, metavar="SEQ", help="events at/before SEQ")

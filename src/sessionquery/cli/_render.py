@@ -241,8 +241,8 @@ def records_text(
         safe_rows.append(
             (shown_id, time_text(h.created_at)[:16], term.safe(_or_dash(h.cwd)), kind + title)
         )
-    id_width = min(28, max(2, *(term.display_width(row[0]) for row in safe_rows)))
-    ws_cap = 30 if titles is not None else style.width - id_width - 20
+    id_width = min(20, max(2, *(term.display_width(row[0]) for row in safe_rows)))
+    ws_cap = 28 if titles is not None else style.width - id_width - 20
     ws_width = min(ws_cap, max(9, *(term.display_width(row[2]) for row in safe_rows)))
     title_width = style.width - id_width - 16 - ws_width - 6
     rows = []

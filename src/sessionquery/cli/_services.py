@@ -168,9 +168,12 @@ def _advice(entry: SourceEntry) -> str:
             f"{lead}; a store is created when sessions are recorded into it, or try "
             "'sessionquery quickstart' for a sample"
         )
-    home = "~/.claude/projects" if entry.kind == "claude" else "~/.codex/sessions"
-    env = "$CLAUDE_CONFIG_DIR/projects" if entry.kind == "claude" else "$CODEX_HOME/sessions"
-    return f"{lead}; {_KIND_NAME[entry.kind]}s are usually {home} (or {env})"
+    if entry.kind == "claude":
+        return (
+            f"{lead}; Claude Code keeps its transcripts in ~/.claude/projects (or "
+            "$CLAUDE_CONFIG_DIR/projects)"
+        )
+    return f"{lead}; Codex keeps its transcripts in ~/.codex/sessions (or $CODEX_HOME/sessions)"
 
 
 def _nothing_found(selection: Selection) -> SessionQueryError:
@@ -298,7 +301,8 @@ class Progress:
     """Indexing progress on stderr: a bar on a terminal, else a plain line every few seconds.
 
     The first report is drawn at once; later plain lines at most every ``interval`` seconds,
-    and the last one (``done == total``) always.
+    and the last one (``done == total``) always. ``quiet`` keeps the bar but drops the plain
+    lines (for short builds whose output is the point, such as ``quickstart``).
     """
 
     def __init__(
@@ -309,18 +313,20 @@ class Progress:
         interval: float = 3.0,
         tty: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
+        quiet: bool = False,
     ) -> None:
         self._stream = stream
         self._label = label
         self._interval = interval
         self._tty = stream.isatty() if tty is None else tty
+        self._quiet = quiet and not self._tty
         self._clock = clock
         self._last: float | None = None
         self._drawn = False
 
     def __call__(self, done: int, total: int) -> None:
         """Report ``done`` of ``total`` sessions."""
-        if total <= 0:
+        if total <= 0 or self._quiet:
             return
         if self._tty:
             self._bar(done, total)

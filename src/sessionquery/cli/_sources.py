@@ -79,7 +79,7 @@ def _text(document: dict[str, Any], style: render.Style) -> list[str]:
                 item["from"],
                 _count(item["sessions"]),
                 "-" if item["sessions"] is None else str(len(item["problems"])),
-                term.cut_left(term.safe(item["path"]) + state, 60),
+                term.safe(item["path"]) + state,
             ]
         )
     lines = render.table(rows, ["SOURCE", "FROM", "SESSIONS", "PROBLEMS", "PATH"], style)
