@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -42,13 +43,9 @@ def test_the_same_spec_writes_byte_identical_files_with_identical_mtimes(tmp_pat
     second = generate_history(tmp_path / "b", SMALL)
     assert _digests(tmp_path / "a") == _digests(tmp_path / "b")
     assert first.needles == second.needles
-    other = generate_history(tmp_path / "c", HistorySpec(**{**_fields(SMALL), "seed": 8}))
+    other = generate_history(tmp_path / "c", replace(SMALL, seed=8))
     assert _digests(tmp_path / "c") != _digests(tmp_path / "a")
     assert other.transcripts == SMALL.transcripts
-
-
-def _fields(spec: HistorySpec) -> dict[str, object]:
-    return {name: getattr(spec, name) for name in spec.__slots__}
 
 
 def test_the_home_is_close_to_the_target_size_and_counts_are_true(tmp_path: Path) -> None:
