@@ -196,8 +196,9 @@ class ChangeLog:
         except OSError:
             return "missing"
         part = f"{st.st_dev}.{st.st_ino}.{st.st_mtime_ns}.{st.st_ctime_ns}"
-        changed = max(st.st_mtime_ns, st.st_ctime_ns)
-        if time.time_ns() - changed < RACY_NS:
+        # Adding, removing or renaming an entry sets mtime to the coarse clock's "now": a
+        # token whose mtime is older than a tick cannot be confused with a later change.
+        if time.time_ns() - st.st_mtime_ns < RACY_NS:
             part += "#" + self._entries_digest()
         return part
 
