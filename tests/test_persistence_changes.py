@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 from sessionquery import SessionQuery
 from sessionquery.model import SessionEvent, SessionHeader
-from sessionquery.persistence import ChangeJournal, ChangeTokenSource, JsonlPersistence
-from sessionquery.persistence import _changes
+from sessionquery.persistence import ChangeJournal, ChangeTokenSource, JsonlPersistence, _changes
 from sessionquery.search.sqlite import SqliteSearch
 
 
