@@ -143,7 +143,7 @@ def test_a_racy_token_is_still_answered_once_the_root_is_quiet(
     assert "#" not in store.change_token()
     assert store.changed_since(before) == frozenset()
     _append(store, "a")
-    assert store.changed_since(before) == {"a"}
+    assert store.changed_since(before) == frozenset({"a"})
     os.unlink(store.path_of("a"))
     assert store.changed_since(before) is None
 
@@ -160,7 +160,7 @@ def test_changed_since_names_the_sessions_appended_to_since_the_token(tmp_path: 
     assert store.changed_since(token) == frozenset()
     _append(store, "b")
     _append(store, "c", 3)
-    assert store.changed_since(token) == {"b", "c"}
+    assert store.changed_since(token) == frozenset({"b", "c"})
     later = store.change_token()
     assert store.changed_since(later) == frozenset()
 
@@ -223,7 +223,7 @@ def test_a_compacted_journal_answers_recent_tokens_and_refuses_old_ones(tmp_path
         writer.append([_note(writer.event_count, "y")])
         writer.flush()
     assert store.changed_since(old) is None
-    assert store.changed_since(recent) == {"a"}
+    assert store.changed_since(recent) == frozenset({"a"})
 
 
 def test_a_torn_journal_line_is_cut_away_by_the_next_writer(tmp_path: Path) -> None:
@@ -235,7 +235,7 @@ def test_a_torn_journal_line_is_cut_away_by_the_next_writer(tmp_path: Path) -> N
     _quiet(store)
     token = store.change_token()
     _append(store, "a")
-    assert store.changed_since(token) == {"a"}
+    assert store.changed_since(token) == frozenset({"a"})
     assert journal.read_bytes().endswith(b"\n")
 
 
@@ -269,7 +269,7 @@ def test_changes_made_by_another_process_are_in_the_journal(tmp_path: Path) -> N
     )
     subprocess.run([sys.executable, "-c", code, store.root], check=True, timeout=60)
     assert store.change_token() != token
-    assert store.changed_since(token) == {"b"}
+    assert store.changed_since(token) == frozenset({"b"})
 
 
 _OPS = st.lists(
@@ -354,14 +354,14 @@ def test_a_long_running_search_notices_files_deleted_replaced_and_added_by_hand(
         def found() -> set[str]:
             return {hit.record.id for hit in query.search_sessions("needle").items}
 
-        assert found() == {"keep", "gone", "swap"}
+        assert found() == frozenset({"keep", "gone", "swap"})
         _quiet(store)
-        assert found() == {"keep", "gone", "swap"}
+        assert found() == frozenset({"keep", "gone", "swap"})
         os.unlink(store.path_of("gone"))
-        assert found() == {"keep", "swap"}
+        assert found() == frozenset({"keep", "swap"})
         _quiet(store)
         os.replace(spare.path_of("swap"), store.path_of("swap"))
-        assert found() == {"keep"}
+        assert found() == frozenset({"keep"})
         _quiet(store)
         shutil.copyfile(spare.path_of("new"), store.path_of("new"))
-        assert found() == {"keep", "new"}
+        assert found() == frozenset({"keep", "new"})
