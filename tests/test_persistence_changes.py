@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -288,8 +289,6 @@ def test_changed_since_never_misses_a_changed_session(
 ) -> None:
     """Property: whatever happens after a token, the answer covers every session whose file
     changed (or is ``None``), for store-made and hand-made changes alike."""
-    import tempfile
-
     root = Path(tempfile.mkdtemp())
     spare = Path(tempfile.mkdtemp())
     try:
@@ -327,7 +326,7 @@ def _apply(store: JsonlPersistence, spare: Path, op: str, name: str) -> None:
     elif op == "hand_delete" and exists:
         path.unlink()
     elif op == "hand_add" and not exists:
-        other = JsonlPersistence(spare / name)
+        other = JsonlPersistence(tempfile.mkdtemp(dir=spare))
         _create(other, name, 2)
         shutil.copyfile(other.path_of(name), path)
     elif op == "quiet":
