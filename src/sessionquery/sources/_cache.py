@@ -87,6 +87,8 @@ class MetadataCache:
 
     @staticmethod
     def _check_foreign(path: Path) -> None:
+        """Refuse a file that is not ours; return for a missing, empty or our (even damaged)
+        file. Nothing here writes to the database file."""
         try:
             with path.open("rb") as handle:
                 head = handle.read(100)
@@ -98,22 +100,24 @@ class MetadataCache:
             return
         if not head.startswith(_SQLITE_MAGIC) or len(head) < 72:
             raise _refuse(path, "is not a SQLite database")
-        app_id = int.from_bytes(head[68:72], "big")
+        header_id = int.from_bytes(head[68:72], "big")
+        try:
+            probe = sqlite3.connect(path, timeout=_BUSY_MS / 1000)
+            try:
+                (app_id,) = probe.execute("PRAGMA application_id").fetchone()
+                (tables,) = probe.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+                ).fetchone()
+            finally:
+                probe.close()
+        except sqlite3.DatabaseError:
+            if header_id == APPLICATION_ID:
+                return  # ours but damaged: rebuilt by the caller
+            raise _refuse(path, "is a damaged database that is not marked as ours") from None
         if app_id not in (0, APPLICATION_ID):
             raise _refuse(path, f"belongs to another application (application_id {app_id:#x})")
-        if app_id == 0:
-            try:
-                probe = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
-                try:
-                    tables = probe.execute(
-                        "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-                    ).fetchone()[0]
-                finally:
-                    probe.close()
-            except sqlite3.DatabaseError:
-                tables = 1
-            if tables:
-                raise _refuse(path, "is a database of another application")
+        if app_id == 0 and tables:
+            raise _refuse(path, "is a database of another application")
 
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
@@ -136,6 +140,7 @@ class MetadataCache:
                 " payload TEXT NOT NULL, PRIMARY KEY (root, rel)) WITHOUT ROWID"
             )
             conn.execute("SELECT count(*) FROM files").fetchone()
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")  # our mark reaches the main file
         except BaseException:
             conn.close()
             raise
