@@ -6,13 +6,16 @@ Rules (also stated in README.md, "Development"):
   namespace (a later block may use what an earlier one defined, as a reader would), with a
   fresh temporary directory as the working directory.
 * Shell blocks (``sh``, ``console``, ``shell``, ``bash``) run their ``sessionquery …``
-  commands, in order, with ``bash``; other commands (``pip install``, ``pytest``, ``jq``…) are
-  not run. In ``console`` blocks a command is a line starting with ``$ `` and the lines up to
-  the next ``$ `` are its expected output (stdout and stderr together); an ``sh`` command, or a
-  ``console`` command shown without output, must exit 0.
+  commands (and ``echo``, ``printf``, ``mkdir``, ``touch``, to make files they use), in order,
+  with ``bash``; other commands (``pip install``, ``pytest``…) are not run. In ``console``
+  blocks a command is a line starting with ``$ `` and the lines up to the next ``$ `` are its
+  expected output (stdout and stderr together); an ``sh`` command, or a ``console`` command
+  shown without output, must exit 0.
 * The set-up of every document: a fresh ``HOME`` and ``SESSIONQUERY_HOME`` (shown in the docs
-  as ``/tmp/sq-demo``) whose default store holds the bundled sample sessions; every ``/tmp/``
-  path in a block is sandboxed into a fresh directory and mapped back in the output.
+  as ``/tmp/sq-demo``) whose default store holds the bundled sample sessions, and a one-line
+  Claude Code and Codex history in ``~/.claude/projects`` and ``~/.codex/sessions``; every
+  ``/tmp/`` path in a block is sandboxed into a fresh directory and mapped back in the output,
+  and the sandbox's home directory is shown as ``/home/me``.
 * A ``text`` or untagged block right after a ``python`` block, introduced by a paragraph that
   starts with "prints" or "Output", is that block's expected standard output.
 * In expected output, a line holding only ``...`` stands for any number of lines and ``...``
@@ -40,10 +43,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")], key=str)
 SKIP_MARKER = "<!-- docs-check: skip -->"
 DOCUMENTED_HOME = "/tmp/sq-demo"
+DOCUMENTED_USER = "/home/me"
 SHELL_LANGUAGES = frozenset({"sh", "console", "shell", "bash"})
 OUTPUT_LANGUAGES = frozenset({"text", ""})
 _OUTPUT_INTRO = re.compile(r"^(prints|output)\b", re.IGNORECASE)
 _FENCE = re.compile(r"^(`{3,})\s*([\w+-]*)\s*$")
+_RUN_COMMANDS = frozenset({"sessionquery", "echo", "printf", "mkdir", "touch"})
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _BLOCK_END = "\x00--docs-check-block-end--\x00"
 _PYTHON_TIMEOUT_S = 300
@@ -144,6 +149,52 @@ def assert_output_matches(actual: str, expected: str, where: str) -> None:
     )
 
 
+_CLAUDE: list[dict[str, object]] = [
+    {
+        "type": "user",
+        "sessionId": "c-1",
+        "cwd": "/home/me/app",
+        "timestamp": "2025-01-01T00:00:00Z",
+        "uuid": "u-1",
+        "message": {"role": "user", "content": "The database migration failed again."},
+    }
+]
+_CLAUDE_AGENT: list[dict[str, object]] = [
+    {
+        "type": "user",
+        "sessionId": "c-1",
+        "agentId": "a1",
+        "isSidechain": True,
+        "cwd": "/home/me/app",
+        "timestamp": "2025-01-01T00:00:05Z",
+        "uuid": "u-2",
+        "message": {"role": "user", "content": "List the migrations that touch the users table."},
+    }
+]
+_CODEX: list[dict[str, object]] = [
+    {
+        "timestamp": "2025-01-02T00:00:00Z",
+        "type": "session_meta",
+        "payload": {"id": "x-1", "timestamp": "2025-01-02T00:00:00Z", "cwd": "/home/me/app"},
+    },
+    {
+        "timestamp": "2025-01-02T00:00:01Z",
+        "type": "response_item",
+        "payload": {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "Why has the migration failed?"}],
+        },
+    },
+]
+"""A small Claude Code and Codex history in the sandbox's home, for the importer examples."""
+
+
+def _write_lines(path: Path, records: list[dict[str, object]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+
+
 @dataclass
 class Sandbox:
     """The fresh directories and environment one document runs in."""
@@ -172,6 +223,10 @@ class Sandbox:
         from sessionquery.examples import build_examples
 
         build_examples(self.sessionquery_home / "sessions")
+        claude = self.home / ".claude" / "projects" / "-home-me-app"
+        _write_lines(claude / "c-1.jsonl", _CLAUDE)
+        _write_lines(claude / "agent-a1.jsonl", _CLAUDE_AGENT)
+        _write_lines(self.home / ".codex" / "sessions" / "2025" / "rollout-x-1.jsonl", _CODEX)
 
     def environment(self) -> dict[str, str]:
         keep = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT", "HYPOTHESIS_PROFILE")
@@ -196,8 +251,9 @@ class Sandbox:
         return re.sub(r"(?<![\w./-])/tmp/", f"{self.tmp}/", text)
 
     def outward(self, text: str) -> str:
-        """Show sandboxed paths in output as the documented ``/tmp/`` paths."""
-        return text.replace(f"{self.tmp}/", "/tmp/")
+        """Show sandboxed paths in output as the documented ``/tmp/`` and home paths."""
+        text = text.replace(f"{self.tmp}/", "/tmp/")
+        return text.replace(f"{self.home}/", f"{DOCUMENTED_USER}/")
 
 
 def _python_blocks(blocks: list[Block]) -> list[tuple[Block, Block | None]]:
@@ -256,7 +312,7 @@ class Command:
         words = shlex.split(self.text, comments=True)
         while words and _ENV_ASSIGNMENT.match(words[0]):
             words = words[1:]
-        return bool(words) and words[0] == "sessionquery"
+        return bool(words) and words[0] in _RUN_COMMANDS
 
 
 def shell_commands(block: Block) -> list[Command]:
