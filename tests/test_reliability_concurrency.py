@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import raises_code
 from reliability.child import Child
 from reliability.corpus import events, header
 from reliability.stats import profile_examples, record
@@ -222,23 +223,20 @@ def test_a_second_index_owner_is_refused_with_a_clear_error(tmp_path: Path) -> N
     store = JsonlPersistence(root)
     with store.create(header("s")) as handle:
         handle.append(events("s", 0, 6))
-    with SqliteSearch(index), pytest.raises(SessionQueryError) as in_process:
+    with SqliteSearch(index), raises_code(ErrorCode.INDEX_FAILED) as in_process:
         SqliteSearch(index)
-    assert in_process.value.code == ErrorCode.INDEX_FAILED
     assert "already open" in in_process.value.message
     child = Child("crash_indexer.py", str(root), str(index))
     try:
         assert child.read_line() == "open"
         while child.read_line() != "done":
             pass
-        with pytest.raises(SessionQueryError) as other_process:
+        with raises_code(ErrorCode.INDEX_FAILED):
             SqliteSearch(index)
-        assert other_process.value.code == ErrorCode.INDEX_FAILED
         lazy = SqliteSearch(index, open_at="first-search")
         with SessionQuery(persistence=store, search=lazy) as query:
-            with pytest.raises(SessionQueryError) as at_search:
+            with raises_code(ErrorCode.INDEX_FAILED):
                 query.search_sessions("alpha")
-            assert at_search.value.code == ErrorCode.INDEX_FAILED
             assert query.read_event("s", 0).target.seq == 0  # exact reads keep working
     finally:
         child.finish()
