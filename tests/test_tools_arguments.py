@@ -171,6 +171,15 @@ def test_query_is_trimmed_and_whitespace_collapsed() -> None:
     assert parse_session_search({"query": "  failed \n\t test "}).query == "failed test"
 
 
+def test_query_whitespace_is_the_ecmascript_set() -> None:
+    query = "\ufefffailed\u3000test\ufeff"
+    assert parse_session_search({"query": query}).query == "failed test"
+    assert parse_event_search({"query": "a\x1cb \x85 c"}).query == "a\x1cb \x85 c"
+    assert parse_event_search({"query": "\x1f"}).query == "\x1f"  # not blank
+    error = _error(parse_session_search, {"query": "\ufeff\u2028"})
+    assert error.code is ErrorCode.INVALID_QUERY
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SurfaceClass
+from sessionquery.model.textmatch import WHITESPACE_RUN, fold_case, split_words
 
 __all__ = [
     "AVAILABILITY_VALUES",
@@ -190,7 +191,12 @@ class SurfaceIn(_ListClause):
 class TextContains:
     """Events whose semantic text contains ``text``: literal, case-insensitive, and any run
     of whitespace in ``text`` matches any run of whitespace in the event. Scan only; search
-    backends reject it."""
+    backends reject it.
+
+    Whitespace and case folding are the original system's (JavaScript's ``\\s`` and its
+    simple case folding; see :mod:`sessionquery.model.textmatch`): ``"istanbul"`` does not
+    match ``"İstanbul"``, and U+FEFF is whitespace while U+0085 is not.
+    """
 
     text: str
     kind: ClassVar[str] = "text"
@@ -199,15 +205,16 @@ class TextContains:
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
             raise _invalid(f"session text filter must be a string, not {self.text!r}")
-        parts = self.text.split()
+        parts = split_words(self.text)
         if not parts:
             raise _invalid("session text filter must contain non-whitespace text")
-        pattern = re.compile(r"\s+".join(map(re.escape, parts)), re.IGNORECASE)
-        object.__setattr__(self, "pattern", pattern)
+        # Both sides are case-folded code point for code point, so the pattern is literal.
+        literal = WHITESPACE_RUN.join(re.escape(fold_case(part)) for part in parts)
+        object.__setattr__(self, "pattern", re.compile(literal))
 
     def matches(self, text: str) -> bool:
         """Whether ``text`` contains the filter text."""
-        return self.pattern.search(text) is not None
+        return self.pattern.search(fold_case(text)) is not None
 
 
 SessionFilter = IdIn | CwdIn | CreatedBetween | ParentIn | AvailabilityIn

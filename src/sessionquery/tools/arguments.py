@@ -29,6 +29,7 @@ from typing import Any
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 from sessionquery.model import validate_session_id
+from sessionquery.model.textmatch import collapse_whitespace
 from sessionquery.query.filters import (
     AvailabilityIn,
     CreatedBetween,
@@ -325,7 +326,7 @@ def _query(arguments: Mapping[str, Any]) -> str:
     raw: str = arguments["query"]
     if "\x00" in raw:
         raise SessionQueryError(ErrorCode.INVALID_QUERY, "query must not contain NUL characters")
-    query = " ".join(raw.split())
+    query = collapse_whitespace(raw)
     if not query:
         raise SessionQueryError(ErrorCode.INVALID_QUERY, "query must contain non-whitespace text")
     return query
