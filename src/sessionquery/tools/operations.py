@@ -324,9 +324,7 @@ class Operations:
                 continue
             if result.error is None and result.header is not None:
                 self._post_check(result.header.id, result.header.cwd, result.session_id)
-                titles[result.session_id] = (
-                    render.UNTITLED if result.title is None else result.title.title
-                )
+                titles[result.session_id] = render.display_title(result.title)
                 continue
             safe = sanitize(result.error) if result.error is not None else sanitize(ValueError())
             logger.warning("session title read failed: %r", result.error)
