@@ -548,6 +548,19 @@ def test_a_timestamp_with_thousands_of_fraction_digits_is_a_filter_error_not_a_f
         assert "time_to" in result.text
 
 
+def test_a_hit_whose_file_was_replaced_from_another_workspace_is_dropped(world: _World) -> None:
+    before = _ok(world.call("session_search", {"query": "login"}))
+    assert "Session alpha-sub " in before
+    path = Path(world.persistence.path_of("alpha-sub"))
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace(f'"cwd":"{ALPHA}"', '"cwd":"/work/elsewhere"', 1), "utf-8")
+    assert path.read_text(encoding="utf-8") != text
+    after = _ok(world.call("session_search", {"query": "login"}))
+    assert "alpha-sub" not in after
+    assert "elsewhere" not in after
+    assert "Session alpha-root " in after
+
+
 def test_caller_without_a_session_must_name_the_target(world: _World) -> None:
     result = world.call("session_trace", {}, ToolCaller(None, ALPHA))
     assert result.text == (
