@@ -12,11 +12,12 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.model import SurfaceClass
+from sessionquery.model import SURFACE_CLASSES, SurfaceClass
 from sessionquery.model.textmatch import WHITESPACE_RUN, fold_case, split_words
+from sessionquery.query.types import Availability
 
 __all__ = [
     "AVAILABILITY_VALUES",
@@ -39,8 +40,10 @@ __all__ = [
     "validate_session_filters",
 ]
 
-AVAILABILITY_VALUES = ("live", "persisted")
-SURFACE_VALUES: tuple[SurfaceClass, ...] = ("current", "shadowed", "log-only")
+AVAILABILITY_VALUES: tuple[Availability, ...] = get_args(Availability)
+"""Every availability flag (``"live"``, ``"persisted"``)."""
+SURFACE_VALUES: tuple[SurfaceClass, ...] = SURFACE_CLASSES
+"""Every surface class (the model's :data:`~sessionquery.model.SURFACE_CLASSES`)."""
 
 
 def _invalid(message: str) -> SessionQueryError:
