@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, NoReturn
 
+from sessionquery.model import SURFACE_CLASSES
+
 if TYPE_CHECKING:
     from sessionquery.cli._services import Invocation
 
 __all__ = ["SETUP", "Command", "Parser", "UsageError", "build_parser", "version_text"]
 
-SURFACES = ("current", "shadowed", "log-only")
+SURFACES = SURFACE_CLASSES
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
