@@ -8,7 +8,6 @@ a total and ``more`` says whether hits were left out).
 from __future__ import annotations
 
 import argparse
-import inspect
 import os
 import shlex
 import sys
@@ -31,6 +30,7 @@ from sessionquery.cli._services import (
 from sessionquery.cli._sources import cmd_sources
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import JsonlPersistence
+from sessionquery.query.backend import SearchMatch
 from sessionquery.query.filters import (
     CreatedBetween,
     CwdIn,
@@ -227,13 +227,6 @@ def _session_filters(args: argparse.Namespace, query: SessionQuery) -> list[Sess
     return filters
 
 
-def _match(query: SessionQuery, mode: str) -> dict[str, Any]:
-    """The search mode as a keyword, for services that have it (SPEC §13.3 ``match``)."""
-    if "match" in inspect.signature(query.search_sessions).parameters:
-        return {"match": mode}
-    return {}
-
-
 def _search_sessions(
     query: SessionQuery,
     text: str,
@@ -241,7 +234,7 @@ def _search_sessions(
     session_filters: Sequence[SessionFilter] = (),
     event_filters: Sequence[EventFilter] = (),
     *,
-    mode: str = "words",
+    mode: SearchMatch = "words",
 ) -> SessionSearchPage:
     """Up to ``limit`` session hits, following continuation cursors within this process.
 
@@ -257,7 +250,7 @@ def _search_sessions(
             event_filters=event_filters,
             limit=min(_SEARCH_PAGE_MAX, limit - len(items)),
             cursor=cursor,
-            **_match(query, mode),
+            match=mode,
         )
         items.extend(page.items)
         cursor = page.next_cursor
@@ -272,7 +265,7 @@ def _search_events(
     limit: int,
     filters: Sequence[EventFilter],
     *,
-    mode: str,
+    mode: SearchMatch,
 ) -> EventSearchPage:
     items: list[EventSearchHit] = []
     cursor: str | None = None
@@ -283,7 +276,7 @@ def _search_events(
             filters=filters,
             limit=min(_SEARCH_PAGE_MAX, limit - len(items)),
             cursor=cursor,
-            **_match(query, mode),
+            match=mode,
         )
         items.extend(page.items)
         cursor = page.next_cursor
@@ -292,7 +285,7 @@ def _search_events(
             return EventSearchPage(session=page.session, items=items, next_cursor=more)
 
 
-def _mode(args: argparse.Namespace) -> str:
+def _mode(args: argparse.Namespace) -> SearchMatch:
     return "phrase" if args.phrase else "words"
 
 

@@ -209,14 +209,14 @@ def open_sources(selection: Selection, config: Config) -> SessionPersistence:
 
 
 def _open_one(entry: SourceEntry, config: Config) -> SessionPersistence:
-    del config  # the importers' metadata cache lives at config.importer_cache
     if entry.kind == "root":
         return JsonlPersistence(entry.path)
     from sessionquery.sources import ClaudeCodeSource, CodexSource
 
+    # One derived cache for every importer source: rows are keyed by each file's identity.
     if entry.kind == "claude":
-        return ClaudeCodeSource(entry.path)
-    return CodexSource(entry.path)
+        return ClaudeCodeSource(entry.path, metadata_cache=config.importer_cache)
+    return CodexSource(entry.path, metadata_cache=config.importer_cache)
 
 
 def open_index(path: Path) -> SqliteSearch:
