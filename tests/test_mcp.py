@@ -201,6 +201,17 @@ def test_session_caller_takes_the_recorded_cwd_of_that_session(store: Path) -> N
     assert spec == CallerSpec(session_id="billing-rounding-scan", cwd=BILLING_WORKSPACE)
 
 
+def test_session_caller_accepts_a_unique_start_and_refuses_an_ambiguous_one(store: Path) -> None:
+    with SessionQuery(persistence=JsonlPersistence(store)) as query:
+        spec = resolve_caller(query, cwd=None, session_id="billing-rounding-s")
+        assert spec == CallerSpec(session_id="billing-rounding-scan", cwd=BILLING_WORKSPACE)
+        exact = resolve_caller(query, cwd=None, session_id="billing-rounding")
+        assert exact.session_id == "billing-rounding"
+        with pytest.raises(SessionQueryError) as caught:
+            resolve_caller(query, cwd=None, session_id="billing-rounding-")
+    assert caught.value.code is ErrorCode.INVALID_CONFIG
+
+
 def test_unknown_session_caller_raises_session_not_found(store: Path) -> None:
     with SessionQuery(persistence=JsonlPersistence(store)) as query:
         with pytest.raises(SessionQueryError) as caught:

@@ -157,18 +157,29 @@ class IndexBuilder:
 def resolve_caller(query: SessionQuery, *, cwd: str | None, session_id: str | None) -> CallerSpec:
     """The caller for ``--cwd`` or ``--session``: a session's recorded cwd becomes the workspace.
 
+    ``session_id`` may be any unique start of an id, as everywhere on the command line.
+
     Raises:
-        SessionQueryError: ``SESSION_NOT_FOUND`` when ``session_id`` is not in the sources.
+        SessionQueryError: ``SESSION_NOT_FOUND`` when no id is or starts with ``session_id``;
+            ``INVALID_CONFIG`` when several ids start with it.
     """
     if session_id is None:
         return CallerSpec(session_id=None, cwd=cwd)
     records = query.filter_sessions([IdIn((session_id,))])
     if not records:
+        records = [r for r in query.list_sessions() if r.id.startswith(session_id)]
+    if not records:
         raise SessionQueryError(
             ErrorCode.SESSION_NOT_FOUND,
             f"--session {session_id!r} names no session in the selected sources",
         )
-    return CallerSpec(session_id=session_id, cwd=records[0].header.cwd)
+    if len(records) > 1:
+        shown = ", ".join(sorted(r.id for r in records)[:10])
+        raise SessionQueryError(
+            ErrorCode.INVALID_CONFIG,
+            f"--session {session_id!r} is the start of {len(records)} session ids: {shown}",
+        )
+    return CallerSpec(session_id=records[0].id, cwd=records[0].header.cwd)
 
 
 def _tool_caller(query: SessionQuery, spec: CallerSpec) -> ToolCaller:
