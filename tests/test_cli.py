@@ -25,10 +25,18 @@ from cli_support import CLAUDE_ID, CODEX_ID, clean_env, make_agent_home
 from sessionquery.cli import COMMANDS, main
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
+from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._parser import build_parser
 from sessionquery.cli._services import Invocation, Progress
 from sessionquery.config import Config
-from sessionquery.examples import BILLING_WORKSPACE, DASHBOARD_WORKSPACE, EXAMPLE_SESSION_IDS
+from sessionquery.examples import (
+    BILLING_WORKSPACE,
+    DASHBOARD_WORKSPACE,
+    EXAMPLE_SESSION_IDS,
+    build_examples,
+)
+from sessionquery.persistence import JsonlPersistence, PersistedSession
+from sessionquery.query.service import SessionQuery
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 TIMEOUT = 120
@@ -821,15 +829,26 @@ def test_html_export_is_self_contained_and_escapes_session_data(tmp_path: Path) 
 # -- never a traceback --------------------------------------------------------------------
 
 
-def test_a_deeply_nested_transcript_line_never_prints_a_traceback(
+def test_bad_transcripts_give_results_and_one_problem_line_never_a_traceback(
     agent_home: dict[str, str],
 ) -> None:
-    project = Path(agent_home["HOME"]) / ".claude" / "projects" / "-deep"
-    project.mkdir(parents=True)
-    (project / "deep.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
-    result = run(["list"], agent_home)
-    assert "Traceback" not in result.stderr
-    assert len(result.stderr.splitlines()) == 1, result.stderr
+    projects = Path(agent_home["HOME"]) / ".claude" / "projects"
+    (projects / "-deep").mkdir(parents=True)
+    (projects / "-deep" / "deep.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    (projects / "-bad\x1bname").mkdir()
+    (projects / "-bad\x1bname" / "x\x07.jsonl").write_text('{"type": "user"}\n{oops\n')
+    for args in (["list", "--json"], ["search", "flaky", "--json"], ["read", "c0ffee", "1"]):
+        result = run(args, agent_home)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+        (line,) = result.stderr.splitlines()
+        assert line.startswith("warning: ") and "sessionquery sources" in line, line
+    listed = run_json(["list"], agent_home)
+    assert isinstance(listed, dict)
+    assert {CLAUDE_ID, CODEX_ID} <= {s["id"] for s in listed["sessions"]}
+    shown = run(["sources"], agent_home)
+    assert shown.returncode == 0 and "deep.jsonl" in shown.stdout
+    assert "\x1b" not in shown.stdout  # a hostile file name is shown escaped
 
 
 def test_a_failure_while_counting_problems_never_replaces_the_result(
@@ -843,3 +862,64 @@ def test_a_failure_while_counting_problems_never_replaces_the_result(
     invocation._persistence = Broken()  # type: ignore[assignment]
     invocation.report_problems(sys.stderr)
     assert capsys.readouterr().err == ""
+
+
+# -- the title cache ----------------------------------------------------------------------
+
+
+def _example_query(root: Path) -> tuple[SessionQuery, JsonlPersistence]:
+    build_examples(root)
+    persistence = JsonlPersistence(root)
+    return SessionQuery(persistence=persistence), persistence
+
+
+def test_remembered_titles_are_used_only_for_the_revision_they_were_read_from(
+    tmp_path: Path,
+) -> None:
+    query, persistence = _example_query(tmp_path / "store")
+    cache = tmp_path / "titles.sqlite3"
+    ids = [entry.header.id for entry in persistence.list()]
+    with query:
+        first = titlecache.read_titles(query, persistence.list(), ids, cache)
+        assert first["dashboard-websocket"] == "Debug websocket reconnect loop"
+        with sqlite3.connect(cache) as conn:
+            conn.execute("UPDATE titles SET title = 'remembered' WHERE id = 'dashboard-websocket'")
+        conn.close()
+        again = titlecache.read_titles(query, persistence.list(), ids, cache, budget_s=0)
+        assert again["dashboard-websocket"] == "remembered"  # read from the file
+        moved = [
+            PersistedSession(e.header, e.revision + "-changed")
+            if e.header.id == "dashboard-websocket"
+            else e
+            for e in persistence.list()
+        ]
+        fresh = titlecache.read_titles(query, moved, ids, cache)
+        assert fresh["dashboard-websocket"] == "Debug websocket reconnect loop"
+
+
+def test_titles_beyond_the_first_are_read_only_within_the_budget(tmp_path: Path) -> None:
+    query, persistence = _example_query(tmp_path / "store")
+    ids = [entry.header.id for entry in persistence.list()]
+    ticks = iter(range(0, 1000, 10))
+    with query:
+        found = titlecache.read_titles(
+            query, persistence.list(), ids, None, budget_s=5, always=2, clock=lambda: next(ticks)
+        )
+    read = [i for i in ids if found[i] is not titlecache.NOT_READ]
+    assert read == ids[:2]  # the first batch always, then the budget was spent
+    assert all(found[i] is titlecache.NOT_READ for i in ids[2:])
+
+
+def test_a_foreign_database_at_the_title_cache_path_is_ignored_and_left_untouched(
+    tmp_path: Path,
+) -> None:
+    query, persistence = _example_query(tmp_path / "store")
+    foreign = tmp_path / "titles.sqlite3"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.close()
+    before = foreign.read_bytes()
+    with query:
+        found = titlecache.read_titles(query, persistence.list(), ["billing-rounding"], foreign)
+    assert found["billing-rounding"] == "Fix flaky invoice rounding test"
+    assert foreign.read_bytes() == before

@@ -17,6 +17,7 @@ per-user data directory (``platformdirs.user_data_dir("sessionquery")``, e.g.
 * ``sessions/`` is the default JSONL store,
 * ``index.sqlite3`` is the default search index,
 * ``importer-cache.sqlite3`` is the importers' derived metadata cache,
+* ``titles.sqlite3`` is the command line's derived cache of session titles,
 * ``quickstart/`` holds the sample store and index that ``sessionquery quickstart`` builds.
 
 The default importer directories are Claude Code's ``$CLAUDE_CONFIG_DIR/projects`` (else
@@ -156,6 +157,7 @@ class Config:
         index_path: the default SQLite search index, ``<home>/index.sqlite3``.
         quickstart_dir: where ``quickstart`` builds its sample data, ``<home>/quickstart``.
         importer_cache: the importers' metadata cache, ``<home>/importer-cache.sqlite3``.
+        title_cache: the command line's cache of session titles, ``<home>/titles.sqlite3``.
         claude_projects: the default Claude Code transcripts directory.
         codex_sessions: the default Codex transcripts directory.
         config_file: where the optional TOML config file is looked for.
@@ -167,6 +169,7 @@ class Config:
     index_path: Path
     quickstart_dir: Path
     importer_cache: Path
+    title_cache: Path
     claude_projects: Path
     codex_sessions: Path
     config_file: Path
@@ -204,6 +207,7 @@ class Config:
             index_path=home / "index.sqlite3",
             quickstart_dir=home / "quickstart",
             importer_cache=home / "importer-cache.sqlite3",
+            title_cache=home / "titles.sqlite3",
             claude_projects=_absolute(claude_projects or user / ".claude" / "projects"),
             codex_sessions=_absolute(codex_sessions or user / ".codex" / "sessions"),
             config_file=_absolute(config_file or home / "config.toml"),

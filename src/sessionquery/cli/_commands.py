@@ -12,12 +12,14 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sessionquery.cli import _conversation as conversation
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
+from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._parser import Command, UsageError
 from sessionquery.cli._services import (
     EXIT_OK,
@@ -91,6 +93,44 @@ def _titles(query: SessionQuery, ids: list[str]) -> dict[str, str | None]:
     }
 
 
+_NOT_READ_TEXT = "…"
+
+
+@dataclass(frozen=True, slots=True)
+class TitleView:
+    """Titles to show and, when some were not read in time, a note saying so."""
+
+    titles: dict[str, str | None]
+    note: str | None
+
+
+def _listing_titles(inv: Invocation, query: SessionQuery, ids: list[str]) -> TitleView:
+    """Titles for a listing: remembered ones, then as many as the time budget reads.
+
+    ``--json`` reads every title (a script gets complete data); text output reads within
+    the budget and marks the rest.
+    """
+    budget = float("inf") if getattr(inv.args, "json", False) else titlecache.BUDGET_S
+    found = titlecache.read_titles(
+        query, inv.persistence().list(), ids, inv.config.title_cache, budget_s=budget
+    )
+    shown: dict[str, str | None] = {}
+    missing = 0
+    for session_id, title in found.items():
+        if title is titlecache.NOT_READ:
+            missing += 1
+            shown[session_id] = _NOT_READ_TEXT
+        else:
+            shown[session_id] = title if isinstance(title, str) else None
+    note = None
+    if missing:
+        note = (
+            f"{missing} title(s) not read yet ({_NOT_READ_TEXT}): titles are remembered as "
+            "they are read, so the next run shows more; --no-titles skips them"
+        )
+    return TitleView(shown, note)
+
+
 def _cmd_list(inv: Invocation) -> int:
     args = inv.args
     with inv.query() as query:
@@ -101,15 +141,17 @@ def _cmd_list(inv: Invocation) -> int:
         total = len(records)
         if args.limit is not None and not args.all:
             records = records[: args.limit]
-        titles = None if args.no_titles else _titles(query, [r.id for r in records])
+        view = None if args.no_titles else _listing_titles(inv, query, [r.id for r in records])
+    titles = None if view is None else view.titles
     prefixes = term.unique_prefixes([record.id for record in everything])
     document = render.records_json(records, titles)
     document["total"] = total
-    return emit(
-        inv,
-        document,
-        lambda s: render.records_text(records, titles, s, prefixes=prefixes, total=total),
-    )
+
+    def text(style: render.Style) -> list[str]:
+        lines = render.records_text(records, titles, style, prefixes=prefixes, total=total)
+        return lines if view is None or view.note is None else [*lines, style.dim(view.note)]
+
+    return emit(inv, document, text)
 
 
 def _cmd_show(inv: Invocation) -> int:
@@ -301,7 +343,7 @@ def _cmd_search(inv: Invocation) -> int:
             _event_filters(args),
             mode=mode,
         )
-        titles = _titles(query, [hit.record.id for hit in page.items])
+        titles = _listing_titles(inv, query, [hit.record.id for hit in page.items]).titles
     document = render.session_hits_json(args.query, page, titles)
     document["match"] = mode
     return emit(
@@ -373,7 +415,7 @@ def _cmd_mcp(inv: Invocation) -> int:
     inv.summarise_problems = False  # the server logs its own state on stderr
     cwd = args.cwd if args.cwd is not None else (None if args.session else os.getcwd())
     try:
-        persistence = inv.persistence()
+        persistence = inv.persistence(snapshot=False)
         index = inv.selection.index
     except SessionQueryError as error:
         run_stdio(

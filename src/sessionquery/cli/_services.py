@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
 from sessionquery.cli import _render as render
 from sessionquery.config import Config
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_OK",
     "Invocation",
+    "ListedOnce",
     "Origin",
     "Progress",
     "ProgressBar",
@@ -232,6 +233,30 @@ def problems_of(persistence: object) -> list[Any]:
     return list(problems()) if callable(problems) else []
 
 
+class ListedOnce:
+    """A persistence whose listing is read once: one command works on one snapshot.
+
+    Every service call lists the store again (titles, id prefixes, filters), and listing a
+    large imported history is the slow part of a command; a command that finishes in
+    seconds loses nothing by reusing its first listing. Everything else is delegated, and a
+    capability the wrapped persistence lacks is missing here too. Not for long-running
+    servers.
+    """
+
+    def __init__(self, inner: SessionPersistence) -> None:
+        self._inner = inner
+        self._listing: list[Any] | None = None
+
+    def list(self) -> list[Any]:
+        """The wrapped persistence's listing, read on first use."""
+        if self._listing is None:
+            self._listing = list(self._inner.list())
+        return list(self._listing)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 class Invocation:
     """One command's arguments, configuration and (once opened) sources."""
 
@@ -249,10 +274,12 @@ class Invocation:
             self._selection = select_sources(self.args, self.config)
         return self._selection
 
-    def persistence(self) -> SessionPersistence:
-        """The selected sources, opened once per command."""
+    def persistence(self, *, snapshot: bool = True) -> SessionPersistence:
+        """The selected sources, opened once per command (listed once, unless ``snapshot``
+        is false: a long-running server must see changes)."""
         if self._persistence is None:
-            self._persistence = open_sources(self.selection, self.config)
+            opened = open_sources(self.selection, self.config)
+            self._persistence = cast(SessionPersistence, ListedOnce(opened)) if snapshot else opened
         return self._persistence
 
     @contextmanager
