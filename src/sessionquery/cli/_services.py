@@ -15,6 +15,7 @@ Invariants:
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -310,8 +311,13 @@ class Invocation:
 
 
 def style_for(config: Config) -> render.Style:
-    """Colour and emphasis only on a terminal, and never with ``NO_COLOR``."""
-    return render.Style(sys.stdout.isatty() and not config.no_color)
+    """Colour and emphasis only on a terminal, and never with ``NO_COLOR``; on a terminal
+    narrower than 100 columns, lines fit its width."""
+    tty = sys.stdout.isatty()
+    width = render.WIDTH
+    if tty:
+        width = min(width, shutil.get_terminal_size((render.WIDTH, 24)).columns)
+    return render.Style(tty and not config.no_color, width)
 
 
 def emit(inv: Invocation, document: Any, text: Callable[[render.Style], list[str]]) -> int:
