@@ -11,8 +11,9 @@ Invariants:
   statement is prepared.
 * Ranking (:data:`EVENT_ORDER`, :data:`SESSION_ORDER`): more highlighted match spans first,
   then shorter documents (code points), then newer events, then session id (binary order),
-  then higher seq. ``match_count`` is computed as ``length(highlight(..., MARK, ''))`` minus
-  the stored code-point length: one marker character per span.
+  then higher seq. The span count of a short document is ``length(highlight(..., MARK, ''))``
+  minus the stored code-point length (one marker character per span); a long one's comes
+  from :mod:`.spans` (:func:`match_count`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from sessionquery.query.filters import (
     TypeIn,
 )
 from sessionquery.search.sqlite.snippet import sanitize_text
+from sessionquery.search.sqlite.spans import SMALL_DOCUMENT, SPANS_FUNCTION
 
 __all__ = [
     "EVENT_PREDICATE_LIMIT",
@@ -269,11 +271,25 @@ _LIVE_COLUMNS = {**_PERSISTED_COLUMNS, "live": "1", "persisted": "s.persisted"}
 _BRANCH = (
     "SELECT {src} AS src, r.id AS rid, s.id AS session_id, r.id & {mask} AS seq, "
     "r.type AS type, r.time AS time, r.surface AS surface, r.length AS length, "
-    "length(highlight({fts}, 0, :mark, '')) - r.length AS mc "
+    "{mc} AS mc "
     "FROM {schema}.{fts} JOIN {schema}.{rows} AS r ON r.id = {fts}.rowid "
     "JOIN {schema}.{sessions} AS s ON s.key = {fts}.rowid >> {bits} "
     "WHERE {fts} MATCH :q{shadow}{where}"
 )
+
+
+def match_count(fts: str, live: int) -> str:
+    """The span-count expression of one candidate row ``r`` of ``fts``.
+
+    Short documents count ``highlight()``'s markers; longer ones call
+    :data:`~sessionquery.search.sqlite.spans.SPANS_FUNCTION` (same count, linear time; the
+    caller registers it for the search). ``CASE`` evaluates only the branch it takes.
+    """
+    return (
+        f"CASE WHEN r.length <= {SMALL_DOCUMENT} "
+        f"THEN length(highlight({fts}, 0, :mark, '')) - r.length "
+        f"ELSE {SPANS_FUNCTION}(r.id, {live}) END"
+    )
 
 
 def _branch(live: bool, filters: CompiledFilters) -> str:
@@ -295,6 +311,7 @@ def _branch(live: bool, filters: CompiledFilters) -> str:
         bits=SEQ_BITS,
         shadow=shadow,
         where=filters.where(columns),
+        mc=match_count(fts, int(live)),
     )
 
 
@@ -327,11 +344,17 @@ def event_search_sql(filters: CompiledFilters, *, live: bool) -> str:
     return (
         f"SELECT r.id AS rid, r.id & {SEQ_MASK} AS seq, r.type AS type, r.time AS time, "
         "r.surface AS surface, r.length AS length, "
-        f"length(highlight({fts}, 0, :mark, '')) - r.length AS mc "
+        f"{match_count(fts, int(live))} AS mc "
         f"FROM {schema}.{fts} JOIN {schema}.{rows} AS r ON r.id = {fts}.rowid "
         f"WHERE {fts} MATCH :q AND {fts}.rowid BETWEEN :lo AND :hi{where} "
         f"ORDER BY {EVENT_ORDER} LIMIT :lim OFFSET :off"
     )
+
+
+def text_sql(live: bool) -> str:
+    """One document's stored text and length (binds ``:rid``)."""
+    _schema, _fts, rows = _tables(live)
+    return f"SELECT text, length FROM {'temp' if live else 'main'}.{rows} WHERE id = :rid"
 
 
 def highlight_sql(live: bool) -> str:
