@@ -48,6 +48,7 @@ from sessionquery.search.sqlite import fastpath, schema, spans
 from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, request_fingerprint
 from sessionquery.search.sqlite.query import (
     EVENT_PREDICATE_LIMIT,
+    MATCHES_PER_SESSION,
     SEQ_BITS,
     SEQ_MASK,
     SESSION_PREDICATE_LIMIT,
@@ -56,6 +57,8 @@ from sessionquery.search.sqlite.query import (
     event_search_sql,
     highlight_sql,
     normalize_query,
+    persisted_matches_sql,
+    persisted_sessions_sql,
     quote_phrase,
     session_search_sql,
     text_sql,
@@ -164,6 +167,9 @@ class SqliteSearch:
         self._single_token_fast_path: Literal["off", "unfiltered", "always"] = "unfiltered"
         """Private switch (tests compare the paths): when single-token session queries are
         ranked from the FTS5 vocabulary (:mod:`.fastpath`) instead of ``highlight()``."""
+        self._session_driven: Literal["auto", "never", "always"] = "auto"
+        """Private switch (tests compare the plans): when a session-filtered search reads
+        the index session by session (:func:`.query.session_search_sql`, ``by_session``)."""
         if open_at == "startup":
             with self._lock:
                 self._open()
@@ -328,8 +334,10 @@ class SqliteSearch:
             reconcile(conn, self._state, corpus, cancel)
             generation = str(self._state.generation)
             offset = self._offset(position, generation)
-            sql = session_search_sql(compiled, include_persisted=corpus.persistence is not None)
             matcher = self._matcher(conn, text, mode, cancel)
+            persisted = corpus.persistence is not None
+            by_session = persisted and self._by_session(conn, compiled, matcher.expression)
+            sql = session_search_sql(compiled, include_persisted=persisted, by_session=by_session)
             params = {
                 **compiled.params,
                 "q": matcher.expression,
@@ -480,6 +488,19 @@ class SqliteSearch:
             )
         spans.register(conn, matcher.phrases, cancel)
         return matcher
+
+    def _by_session(
+        self, conn: sqlite3.Connection, compiled: CompiledFilters, expression: str
+    ) -> bool:
+        """Whether to read the index session by session: the session filters keep few
+        sessions and the query matches many more documents than them."""
+        mode = self._session_driven
+        if mode != "auto" or not compiled.session_predicates:
+            return mode == "always"
+        (sessions,) = conn.execute(persisted_sessions_sql(compiled), compiled.params).fetchone()
+        cap = int(sessions) * MATCHES_PER_SESSION + 1
+        (matches,) = conn.execute(persisted_matches_sql(), {"q": expression, "cap": cap}).fetchone()
+        return bool(int(matches) >= cap)
 
     def _single_token(
         self, conn: sqlite3.Connection, text: str, match: SearchMatch, filters: CompiledFilters
