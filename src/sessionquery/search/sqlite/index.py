@@ -486,7 +486,7 @@ class SqliteSearch:
             matcher = spans.Matcher(
                 words_expression(distinct), tuple((token,) for token in distinct), cancel
             )
-        spans.register(conn, matcher.phrases, cancel)
+        spans.register(conn, matcher)
         return matcher
 
     def _by_session(

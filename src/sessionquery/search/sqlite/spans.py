@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from sessionquery.query.cancel import CancelToken, check_cancel
@@ -58,20 +58,21 @@ Phrases = Sequence[Sequence[str]]
 """A MATCH expression as its phrases' token lists (one phrase, or one token per word)."""
 
 _SCRATCH = "sq_span_pieces"
-_SCRATCH_VOCAB = "sq_span_pieces_vocab"
 _SCRATCH_TOTALS = "sq_span_pieces_totals"
 _WINDOWS = "sq_span_windows"
-_WINDOW = "sq_span_window"
+_WINDOW_TEXT = "sq_span_window_text"
+_OPEN, _CLOSE = MATCH_MARK, "\ufdd1"
+_MARKS = re.compile("[\ufdd0\ufdd1]")
+_WINDOW_BATCH = 64
+"""Windows loaded and highlighted per statement when counting a phrase's spans."""
 _SETUP = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_SCRATCH} "
     "USING fts5(text, content='', tokenize='unicode61')",
-    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_SCRATCH_VOCAB} "
-    f"USING fts5vocab(temp, {_SCRATCH}, instance)",
     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_SCRATCH_TOTALS} "
     f"USING fts5vocab(temp, {_SCRATCH}, row)",
-    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_WINDOWS} "
-    "USING fts5(text, content='', tokenize='unicode61')",
-    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_WINDOW} USING fts5(text, tokenize='unicode61')",
+    f"CREATE TEMP TABLE IF NOT EXISTS {_WINDOW_TEXT} (id INTEGER PRIMARY KEY, text TEXT)",
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_WINDOWS} USING fts5(text, "
+    f"content='{_WINDOW_TEXT}', content_rowid='id', tokenize='unicode61')",
 )
 _CUT = re.compile(r"[\s\x00-/:-@\[-`{-\x7f]")
 """Characters that are always ``unicode61`` separators: ASCII characters other than letters
@@ -184,72 +185,122 @@ class _Scratch:
         ).fetchone()
         return int(count)
 
-    def base(self) -> list[int]:
-        """Document-wide position of each piece's first token."""
-        sizes = dict(self.conn.execute(f"SELECT id, sz FROM temp.{_SCRATCH}_docsize").fetchall())
-        base, total = [], 0
-        for number in range(self.count_pieces):
-            base.append(total)
-            blob = sizes.get(number)
-            total += _varint(bytes(blob)) if blob else 0
-        return base
 
-    def positions(self, token: str, base: list[int]) -> set[int]:
-        found: set[int] = set()
-        cursor = self.conn.execute(
-            f"SELECT doc, offset FROM temp.{_SCRATCH_VOCAB} WHERE term = ?", (token,)
-        )
-        while rows := cursor.fetchmany(_CHECK_EVERY):
-            check_cancel(self.cancel)
-            found.update(base[doc] + offset for doc, offset in rows)
-        return found
+def _window_marks(
+    conn: sqlite3.Connection,
+    text: str,
+    expression: str,
+    cancel: CancelToken | None,
+    piece_chars: int,
+    *,
+    doubling: bool,
+) -> Iterator[tuple[int, list[tuple[int, int]]]]:
+    """For each window of two consecutive pieces that matches, in document order: its
+    piece number and its spans as ``highlight()`` marks them there, as document offsets
+    ``(start, end)``.
+
+    Windows are loaded and highlighted in batches (``doubling``: 4, 8, 16... pieces, for a
+    caller that may stop at the first span; else a fixed batch). A window starts on a
+    separator, so its tokens are the document's and its instances are instances of the
+    document: every instance whose text fits in two pieces is seen in the window of the
+    piece it starts in.
+    """
+    bounds = pieces(text, piece_chars)
+    last = len(bounds) - 1
+    install(conn)
+    start, batch = 0, (_FIRST_BATCH if doubling else _WINDOW_BATCH)
+    try:
+        while start < last:
+            stop = min(last, start + batch)
+            _clear_windows(conn)
+            rows = [(i, text[bounds[i] : bounds[min(i + 2, last)]]) for i in range(start, stop)]
+            _load_windows(conn, rows, cancel)
+            found = conn.execute(
+                f"SELECT rowid, highlight({_WINDOWS}, 0, ?, ?) FROM temp.{_WINDOWS} "
+                f"WHERE {_WINDOWS} MATCH ? ORDER BY rowid",
+                (_OPEN, _CLOSE, expression),
+            ).fetchall()
+            for rowid, marked in found:
+                check_cancel(cancel)
+                number, offset, spans, opened = int(rowid), bounds[int(rowid)], [], 0
+                for index, mark in enumerate(_MARKS.finditer(str(marked))):
+                    plain = offset + mark.start() - index  # markers before it are not text
+                    if mark.group() == _OPEN:
+                        opened = plain
+                    else:
+                        spans.append((opened, plain))
+                yield number, spans
+            start = stop
+            if doubling:
+                batch *= 2
+    finally:
+        _clear_windows(conn)
 
 
-def _phrase_spans(scratch: _Scratch, phrase: Sequence[str]) -> int:
-    """Spans of one multi-token phrase, merged as ``highlight()`` merges instances."""
-    base = scratch.base()
-    sets: dict[str, set[int]] = {}
-    for token in phrase:
-        if token not in sets:
-            sets[token] = scratch.positions(token, base)
-    starts = sets[phrase[0]]
-    for index, token in enumerate(phrase[1:], start=1):
-        check_cancel(scratch.cancel)
-        shifted = sets[token]
-        starts = {start for start in starts if start + index in shifted}
-    if len(set(phrase)) == len(phrase):
-        # Distinct tokens: an instance overlapping the previous one would need the phrase's
-        # first token at one of its later places, so instances never overlap.
-        return len(starts)
-    width, count, end = len(phrase), 0, -1
-    for number, start in enumerate(sorted(starts)):
-        if number % _CHECK_EVERY == 0:
-            check_cancel(scratch.cancel)
-        if start > end:
-            count += 1
-        end = max(end, start + width - 1)
+def _clear_windows(conn: sqlite3.Connection) -> None:
+    conn.execute(f"INSERT INTO temp.{_WINDOWS}({_WINDOWS}) VALUES ('delete-all')")
+    conn.execute(f"DELETE FROM temp.{_WINDOW_TEXT}")
+
+
+def _load_windows(
+    conn: sqlite3.Connection, rows: Sequence[tuple[int, str]], cancel: CancelToken | None
+) -> None:
+    conn.execute("SAVEPOINT sq_spans")
+    try:
+        for rowid, text in rows:
+            check_cancel(cancel)
+            conn.execute(f"INSERT INTO temp.{_WINDOW_TEXT} (id, text) VALUES (?, ?)", (rowid, text))
+            conn.execute(f"INSERT INTO temp.{_WINDOWS} (rowid, text) VALUES (?, ?)", (rowid, text))
+    except BaseException:
+        conn.execute("ROLLBACK TO sq_spans")
+        conn.execute("RELEASE sq_spans")
+        raise
+    conn.execute("RELEASE sq_spans")
+
+
+def _phrase_spans(
+    conn: sqlite3.Connection,
+    text: str,
+    expression: str,
+    cancel: CancelToken | None,
+    piece_chars: int,
+) -> int:
+    """Spans of a multi-token phrase: each window's spans that start in its first piece,
+    merged across windows as ``highlight()`` merges overlapping instances (two spans
+    overlap when they share a token, so when one starts before the other ends)."""
+    bounds = pieces(text, piece_chars)
+    count, end = 0, -1
+    windows = _window_marks(conn, text, expression, cancel, piece_chars, doubling=False)
+    for number, marks in windows:
+        for start, stop in marks:
+            if start >= bounds[number + 1]:
+                break  # starts in the next piece: that piece's window has it whole
+            if start >= end:
+                count += 1
+            end = max(end, stop)
     return count
 
 
 def count_spans(
     conn: sqlite3.Connection,
     text: str,
+    expression: str,
     phrases: Phrases,
     cancel: CancelToken | None,
     *,
     piece_chars: int = PIECE_CHARS,
 ) -> int:
-    """The number of spans ``highlight()`` would mark in ``text`` for ``phrases``."""
+    """The number of spans ``highlight()`` would mark in ``text`` for ``expression`` (whose
+    phrases' tokens are ``phrases``)."""
     if not phrases or any(not phrase for phrase in phrases):
         return 0
+    if any(len(phrase) > 1 for phrase in phrases):
+        return _phrase_spans(conn, text, expression, cancel, piece_chars)
+    # Single-token phrases: each instance is one position, distinct tokens never share one,
+    # so every instance is a span of its own, and FTS5 sums them without a row each.
     scratch = _Scratch(conn, text, cancel, piece_chars)
     try:
-        if all(len(phrase) == 1 for phrase in phrases):
-            # Single-token phrases: each instance is one position, distinct tokens never
-            # share one, so every instance is a span of its own.
-            return scratch.total(list(dict.fromkeys(phrase[0] for phrase in phrases)))
-        (phrase,) = phrases  # "words" expressions hold single-token phrases only
-        return _phrase_spans(scratch, phrase)
+        return scratch.total(list(dict.fromkeys(phrase[0] for phrase in phrases)))
     finally:
         scratch.close()
 
@@ -264,56 +315,21 @@ def first_span_offset(
 ) -> int:
     """The code-point offset in ``text`` of the first span's start (``-1`` if none).
 
-    Windows of two consecutive pieces are tried in document order, in batches that double
-    (so a match near the start is found after reading little): the first window that
-    matches and whose first marker lies in its first piece gives the offset. Each window
-    starts on a separator, so its tokens are the document's; a match is found as long as
-    its text fits in two pieces (a phrase whose words are thousands of punctuation
-    characters apart may be passed over in favour of the next match).
+    Windows are tried in document order, in batches that double, so a match near the start
+    is found after reading little; the first window whose first span starts in its first
+    piece gives the offset. A match whose text does not fit in two pieces (a phrase whose
+    words are thousands of punctuation characters apart) may be passed over in favour of
+    the next one.
     """
     bounds = pieces(text, piece_chars)
-    last = len(bounds) - 1
-    install(conn)
-    start, batch = 0, _FIRST_BATCH
-    try:
-        while start < last:
-            stop = min(last, start + batch)
-            _clear(conn, _WINDOWS)
-            rows = [(i, text[bounds[i] : bounds[min(i + 2, last)]]) for i in range(start, stop)]
-            _load(conn, _WINDOWS, rows, cancel)
-            matching = conn.execute(
-                f"SELECT rowid FROM temp.{_WINDOWS} WHERE {_WINDOWS} MATCH ? ORDER BY rowid",
-                (expression,),
-            ).fetchall()
-            for (rowid,) in matching:
-                check_cancel(cancel)
-                number = int(rowid)
-                local = _first_mark(
-                    conn, text[bounds[number] : bounds[min(number + 2, last)]], expression
-                )
-                if 0 <= local < bounds[number + 1] - bounds[number]:
-                    return bounds[number] + local
-            start, batch = stop, batch * 2
-    finally:
-        _clear(conn, _WINDOWS)
+    for number, marks in _window_marks(conn, text, expression, cancel, piece_chars, doubling=True):
+        if marks and marks[0][0] < bounds[number + 1]:
+            return marks[0][0]
     return -1
 
 
-def _first_mark(conn: sqlite3.Connection, window: str, expression: str) -> int:
-    conn.execute(f"INSERT OR REPLACE INTO temp.{_WINDOW} (rowid, text) VALUES (1, ?)", (window,))
-    try:
-        row = conn.execute(
-            f"SELECT highlight({_WINDOW}, 0, ?, '') FROM temp.{_WINDOW} "
-            f"WHERE {_WINDOW} MATCH ? AND rowid = 1",
-            (MATCH_MARK, expression),
-        ).fetchone()
-    finally:
-        conn.execute(f"DELETE FROM temp.{_WINDOW}")
-    return -1 if row is None else str(row[0]).find(MATCH_MARK)
-
-
-def register(conn: sqlite3.Connection, phrases: Phrases, cancel: CancelToken | None) -> None:
-    """Define :data:`SPANS_FUNCTION` on ``conn`` for one search's ``phrases``.
+def register(conn: sqlite3.Connection, matcher: Matcher) -> None:
+    """Define :data:`SPANS_FUNCTION` on ``conn`` for one search.
 
     The function reads the document's stored text (``temp.live_rows`` when ``live`` is 1,
     else ``main.doc_rows``) and counts it with :func:`count_spans`. An expired deadline
@@ -324,6 +340,8 @@ def register(conn: sqlite3.Connection, phrases: Phrases, cancel: CancelToken | N
     def spans_of(rowid: int, live: int) -> int:
         table = "temp.live_rows" if live else "main.doc_rows"
         row = conn.execute(f"SELECT text FROM {table} WHERE id = ?", (rowid,)).fetchone()
-        return 0 if row is None else count_spans(conn, str(row[0]), phrases, cancel)
+        if row is None:
+            return 0
+        return count_spans(conn, str(row[0]), matcher.expression, matcher.phrases, matcher.cancel)
 
     conn.create_function(SPANS_FUNCTION, 2, spans_of)
