@@ -68,7 +68,7 @@ _LIVE_TOTALS = "sq_live_totals"
 INSTANCES_PER_DOCUMENT = 16.0
 """The fast path is taken only while the token has at most this many instances per matching
 document on average. It pays one row and one sort step per instance (about 1.3 µs), whereas
-the ``highlight()`` path pays per matching document (about 5–12 µs for events of a few
+the ``highlight()`` path pays per matching document (about 5 to 12 µs for events of a few
 hundred characters) and counts long documents in linear time (:mod:`.spans`): a token
 repeated many thousand times in a few long documents (a big tool output) is cheaper there.
 The commonest word of the 1M-event benchmark corpus averages 4.5 per document."""
