@@ -44,7 +44,7 @@ from sessionquery.query.types import (
     SessionSearchHit,
     SessionSearchPage,
 )
-from sessionquery.search.sqlite import fastpath, frequency, schema, spans
+from sessionquery.search.sqlite import fastpath, schema, spans
 from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, request_fingerprint
 from sessionquery.search.sqlite.query import (
     EVENT_PREDICATE_LIMIT,
@@ -167,9 +167,6 @@ class SqliteSearch:
         self._single_token_fast_path: Literal["off", "unfiltered", "always"] = "unfiltered"
         """Private switch (tests compare the paths): when single-token session queries are
         ranked from the FTS5 vocabulary (:mod:`.fastpath`) instead of ``highlight()``."""
-        self._bm25_counts = True
-        """Private switch (tests compare the ways): session search counts the spans of a
-        phrase of distinct tokens from ``bm25()`` (:mod:`.frequency`)."""
         self._session_driven: Literal["auto", "never", "always"] = "auto"
         """Private switch (tests compare the plans): when a session-filtered search reads
         the index session by session (:func:`.query.session_search_sql`, ``by_session``)."""
@@ -340,10 +337,7 @@ class SqliteSearch:
             matcher = self._matcher(conn, text, mode, cancel)
             persisted = corpus.persistence is not None
             by_session = persisted and self._by_session(conn, compiled, matcher.expression)
-            from_bm25 = self._from_bm25(conn, matcher)
-            sql = session_search_sql(
-                compiled, include_persisted=persisted, by_session=by_session, from_bm25=from_bm25
-            )
+            sql = session_search_sql(compiled, include_persisted=persisted, by_session=by_session)
             params = {
                 **compiled.params,
                 "q": matcher.expression,
@@ -492,24 +486,9 @@ class SqliteSearch:
             matcher = spans.Matcher(
                 words_expression(distinct), tuple((token,) for token in distinct), cancel
             )
-        spans.install(conn)  # never create tables while a statement runs
+        spans.install(conn)  # never create tables while a statement runs (it would abort it)
         spans.register(conn, matcher)
         return matcher
-
-    def _from_bm25(self, conn: sqlite3.Connection, matcher: spans.Matcher) -> bool:
-        """Whether span counts come from ``bm25()`` (:mod:`.frequency`): one phrase whose
-        tokens are all different. Registers the function when they do."""
-        if not self._bm25_counts or len(matcher.phrases) != 1:
-            return False
-        (tokens,) = matcher.phrases
-        if not tokens or len(set(tokens)) != len(tokens):
-            return False
-        frequency.register(
-            conn,
-            frequency.table_stats(conn, "main", "doc_fts", matcher.expression),
-            frequency.table_stats(conn, "temp", "live_fts", matcher.expression),
-        )
-        return True
 
     def _by_session(
         self, conn: sqlite3.Connection, compiled: CompiledFilters, expression: str

@@ -46,7 +46,6 @@ __all__ = [
     "MAX_QUERY_BYTES",
     "SEQ_BITS",
     "SESSION_PREDICATE_LIMIT",
-    "TF_FUNCTION",
     "CompiledFilters",
     "compile_filters",
     "event_search_sql",
@@ -296,36 +295,21 @@ filtered. Chosen when the filters keep few sessions and the query matches many d
 (a workspace-filtered search of a common word)."""
 
 
-TF_FUNCTION = "sq_tf"
-"""SQL function ``sq_tf(bm25, docsize, live)``: a document's phrase occurrences from its
-``bm25()`` score (see :mod:`.frequency`)."""
-
-
-def match_count(fts: str, live: int, *, from_bm25: bool = False) -> str:
+def match_count(fts: str, live: int) -> str:
     """The span-count expression of one candidate row ``r`` of ``fts``.
 
-    Short documents count ``highlight()``'s markers, or (``from_bm25``, for a phrase whose
-    tokens are distinct, where spans are occurrences) invert ``bm25()``; longer ones call
+    Short documents count ``highlight()``'s markers; longer ones call
     :data:`~sessionquery.search.sqlite.spans.SPANS_FUNCTION` (same count, linear time; the
-    caller registers the functions for the search). ``CASE`` evaluates only the branch it
-    takes.
+    caller registers it for the search). ``CASE`` evaluates only the branch it takes.
     """
-    schema = "temp" if live else "main"
-    short = f"length(highlight({fts}, 0, :mark, '')) - r.length"
-    if from_bm25:
-        short = (
-            f"{TF_FUNCTION}(bm25({fts}), "
-            f"(SELECT sz FROM {schema}.{fts}_docsize WHERE id = {fts}.rowid), {live})"
-        )
     return (
-        f"CASE WHEN r.length <= {SMALL_DOCUMENT} THEN {short} "
+        f"CASE WHEN r.length <= {SMALL_DOCUMENT} "
+        f"THEN length(highlight({fts}, 0, :mark, '')) - r.length "
         f"ELSE {SPANS_FUNCTION}(r.id, {live}) END"
     )
 
 
-def _branch(
-    live: bool, filters: CompiledFilters, by_session: bool = False, from_bm25: bool = False
-) -> str:
+def _branch(live: bool, filters: CompiledFilters, by_session: bool = False) -> str:
     if live:
         schema, names = "temp", ("live_fts", "live_rows", "live_sessions")
         shadow, columns = "", _LIVE_COLUMNS
@@ -345,7 +329,7 @@ def _branch(
         bits=SEQ_BITS,
         shadow=shadow,
         where=filters.where(columns),
-        mc=match_count(fts, int(live), from_bm25=from_bm25),
+        mc=match_count(fts, int(live)),
     )
 
 
@@ -366,11 +350,7 @@ def persisted_matches_sql() -> str:
 
 
 def session_search_sql(
-    filters: CompiledFilters,
-    *,
-    include_persisted: bool,
-    by_session: bool = False,
-    from_bm25: bool = False,
+    filters: CompiledFilters, *, include_persisted: bool, by_session: bool = False
 ) -> str:
     """Sessions with their best event, ranked; binds ``:q :mark :lim :off`` + filters.
 
@@ -379,9 +359,9 @@ def session_search_sql(
     persisted branch from the filtered sessions (:data:`_BRANCH_BY_SESSION`); the result
     is the same.
     """
-    branches = [_branch(True, filters, from_bm25=from_bm25)]
+    branches = [_branch(True, filters)]
     if include_persisted:
-        branches.append(_branch(False, filters, by_session, from_bm25))
+        branches.append(_branch(False, filters, by_session))
     candidates = " UNION ALL ".join(branches)
     return (
         f"WITH cand AS {_MATERIALIZED}({candidates}), ranked AS (SELECT *, row_number() OVER "

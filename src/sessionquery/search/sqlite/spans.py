@@ -24,8 +24,6 @@ Nothing re-implements the tokenizer: SQLite tokenises every piece with the index
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -79,7 +77,6 @@ _SETUP = (
 _CUT = re.compile(r"[\s\x00-/:-@\[-`{-\x7f]")
 """Characters that are always ``unicode61`` separators: ASCII characters other than letters
 and digits, and whitespace."""
-_inside_statement = contextvars.ContextVar("sq_spans_inside_statement", default=False)
 _CHECK_EVERY = 65_536
 """Python loop iterations between two looks at the deadline."""
 _FIRST_BATCH = 4
@@ -147,25 +144,13 @@ def _load(
     rows: Sequence[tuple[int, str]],
     cancel: CancelToken | None,
 ) -> None:
-    """Insert ``rows`` into a contentless scratch table, checking the deadline between rows
-    (see :func:`_inserting`)."""
-    with _inserting(conn):
+    """Insert ``rows`` into a contentless scratch table in one savepoint (FTS5 then writes
+    one segment, not one per row), checking the deadline between rows."""
+    conn.execute("SAVEPOINT sq_spans")
+    try:
         for rowid, text in rows:
             check_cancel(cancel)
             conn.execute(f"INSERT INTO temp.{table} (rowid, text) VALUES (?, ?)", (rowid, text))
-
-
-@contextlib.contextmanager
-def _inserting(conn: sqlite3.Connection) -> Iterator[None]:
-    """Group scratch inserts in one savepoint, so FTS5 writes one segment rather than one per
-    row; not while a statement of the connection is running (inside :data:`SPANS_FUNCTION`
-    the running statement already groups them, and releasing a savepoint there aborts it)."""
-    if _inside_statement.get():
-        yield
-        return
-    conn.execute("SAVEPOINT sq_spans")
-    try:
-        yield
     except BaseException:
         conn.execute("ROLLBACK TO sq_spans")
         conn.execute("RELEASE sq_spans")
@@ -260,11 +245,17 @@ def _clear_windows(conn: sqlite3.Connection) -> None:
 def _load_windows(
     conn: sqlite3.Connection, rows: Sequence[tuple[int, str]], cancel: CancelToken | None
 ) -> None:
-    with _inserting(conn):
+    conn.execute("SAVEPOINT sq_spans")
+    try:
         for rowid, text in rows:
             check_cancel(cancel)
             conn.execute(f"INSERT INTO temp.{_WINDOW_TEXT} (id, text) VALUES (?, ?)", (rowid, text))
             conn.execute(f"INSERT INTO temp.{_WINDOWS} (rowid, text) VALUES (?, ?)", (rowid, text))
+    except BaseException:
+        conn.execute("ROLLBACK TO sq_spans")
+        conn.execute("RELEASE sq_spans")
+        raise
+    conn.execute("RELEASE sq_spans")
 
 
 def _phrase_spans(
