@@ -72,6 +72,11 @@ QUICK: dict[str, Any] = {
 }
 
 
+TOPICS = ["store.py"]
+"""Topic benchmarks (``benchmarks/<topic>.py``, each runnable on its own), run after the main
+suite with ``--quick`` passed through; each prints its own RESULTS.md section."""
+
+
 class Refused(Exception):
     """The work directory is not safe to use."""
 
@@ -327,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     print(f"wrote {output} in {results['machine']['total_s']:.0f} s")
+    for topic in TOPICS:
+        quick = ["--quick"] if args.quick else []
+        subprocess.run([sys.executable, str(HERE / topic), *quick], check=False)
     return 0
 
 
