@@ -93,9 +93,9 @@ def _store_figures(work: Path, sessions: int, reps: int, huge_mb: int) -> list[t
     assert store.changed_since(token) == frozenset({"s000001"})
     with store.create(SessionHeader(id="fresh", created_at=1)):
         pass  # the root just changed: the next second of tokens also reads the directory
-    racy = _timed(store.change_token, 10)  # ten calls stay well inside the racy second
+    racy = _timed(store.change_token, 1)  # one call: it must fall inside the racy 200 ms
     rows.append(
-        (f"`change_token()` within 1 s of a create ({sessions} files)", f"{racy * 1e3:.2f} ms")
+        (f"`change_token()` within 200 ms of a create ({sessions} files)", f"{racy * 1e3:.2f} ms")
     )
     with store.open_write("fresh") as writer:
         seq = [0]
@@ -126,9 +126,8 @@ def _store_figures(work: Path, sessions: int, reps: int, huge_mb: int) -> list[t
     )
     huge = Path(store.path_of("huge"))
     huge.write_bytes(b'{"type":"session","cwd":"' + b"x" * (huge_mb << 20) + b'"\n')
-    cold = JsonlPersistence(store.root)
     started = time.perf_counter()
-    problems = cold.problems()
+    problems = store.problems()  # every other header is cached: this reads the huge one
     rows.append(
         (
             f"{huge_mb} MB header line listed (reported as a problem)",
