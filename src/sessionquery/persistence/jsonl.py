@@ -157,14 +157,15 @@ class JsonlPersistence:
             entries = builtins.list(os.scandir(self._root))
         except FileNotFoundError:
             return sessions, problems
-        for entry in sorted(entries, key=lambda item: item.name):
+        for entry in entries:
             if not is_session_file_name(entry.name):
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)
-                if stat.S_ISDIR(st.st_mode):
-                    continue  # a directory is never a session file
-                _files.check_regular(st, entry.path)
+                if not stat.S_ISREG(st.st_mode):
+                    if stat.S_ISDIR(st.st_mode):
+                        continue  # a directory is never a session file
+                    _files.check_regular(st, entry.path)
                 sessions.append(self._describe(entry.name, entry.path, st))
             except FileNotFoundError:
                 continue  # deleted while listing
@@ -174,6 +175,7 @@ class JsonlPersistence:
                 problems.append(LogProblem(entry.path, None, f"{exc.what}, not a regular file"))
             except OSError as exc:
                 problems.append(LogProblem(entry.path, None, _unreadable(entry.path, exc)))
+        problems.sort(key=lambda problem: problem.path)
         return sessions, problems
 
     def stat(self, session_id: str) -> PersistedSession | None:
