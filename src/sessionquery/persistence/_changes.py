@@ -49,7 +49,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sessionquery.persistence._files import FILE_MODE, OPEN_FLAGS, write_all
+from sessionquery.persistence._files import (
+    FILE_MODE,
+    OPEN_FLAGS,
+    open_regular,
+    read_from,
+    write_all,
+)
 
 __all__ = [
     "CHANGING_NAME",
@@ -139,10 +145,15 @@ class ChangeLog:
 
     def _journal_ids(self, nonce: str, after: int, upto: int) -> frozenset[str] | None:
         try:
-            with open(self._journal, "rb") as file:
-                data = file.read()
+            fd = open_regular(self._journal, os.O_RDONLY)
         except OSError:
             return None
+        try:
+            data = read_from(fd, 0)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
         lines = data.split(b"\n")
         lines.pop()  # bytes after the last newline: empty, or a line still being written
         if not lines or lines[0] != f"{_JOURNAL_MAGIC} {nonce}".encode("ascii"):
@@ -314,8 +325,11 @@ class ChangeLog:
             start = max(start - 4096, 0)
 
     def _compact(self, magic: bytes) -> None:
-        with open(self._journal, "rb") as file:
-            lines = file.read().split(b"\n")[1:-1]
+        fd = open_regular(self._journal, os.O_RDONLY)
+        try:
+            lines = read_from(fd, 0).split(b"\n")[1:-1]
+        finally:
+            os.close(fd)
         kept = lines[len(lines) // 2 :]
         temp = os.path.join(self._root, _JOURNAL_TEMP)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | OPEN_FLAGS, FILE_MODE)
