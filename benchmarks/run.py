@@ -74,7 +74,7 @@ QUICK: dict[str, Any] = {
 
 TOPICS = ["store.py"]
 """Topic benchmarks (``benchmarks/<topic>.py``, each runnable on its own), run after the main
-suite with ``--quick`` passed through; each prints its own RESULTS.md section."""
+suite with ``--quick`` passed through; each prints its own section, appended to the output."""
 
 
 class Refused(Exception):
@@ -334,7 +334,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {output} in {results['machine']['total_s']:.0f} s")
     for topic in TOPICS:
         quick = ["--quick"] if args.quick else []
-        subprocess.run([sys.executable, str(HERE / topic), *quick], check=False)
+        done = subprocess.run(
+            [sys.executable, str(HERE / topic), *quick], check=False, capture_output=True, text=True
+        )
+        with output.open("a") as results_file:
+            results_file.write("\n" + (done.stdout or f"## {topic}\n\nnot measured\n"))
     return 0
 
 
