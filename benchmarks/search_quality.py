@@ -10,6 +10,11 @@ session among the first five results) and how often it is the first result.
     python benchmarks/search_quality.py                # print the table
     python benchmarks/search_quality.py --write        # also update benchmarks/RESULTS.md
 
+It complements ``quality.py`` (filler sessions in the native store): here the history is the
+realistic generated Claude Code + Codex home, read through the importers as the CLI reads it
+with no options. It runs on its own and is not part of ``run.py`` (2.5 min of generation
+and indexing on the two-core machine at load average 12).
+
 The figures depend only on the seed and the code, never on the machine.
 """
 
@@ -37,7 +42,7 @@ from sessionquery.sources import ClaudeCodeSource, CodexSource, MultiSource  # n
 
 __all__ = ["FACTS", "QUESTIONS", "Outcome", "markdown_section", "measure"]
 
-SECTION = "## Search quality: phrase vs words"
+SECTION = "## Search quality on an imported Claude Code + Codex history (CLI)"
 """The heading of this benchmark's section in RESULTS.md."""
 
 FACTS = (
