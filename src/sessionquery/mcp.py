@@ -320,6 +320,22 @@ def _prompt_section() -> str:
         return SessionQueryTools(query).prompt_section
 
 
+def _log_problems(persistence: object) -> None:
+    problems = getattr(persistence, "problems", None)
+    if not callable(problems):
+        return
+    try:
+        count = len(list(problems()))
+    except Exception:  # a diagnostic summary never stops the server
+        logger.debug("counting the sources' problems failed", exc_info=True)
+        return
+    if count:
+        logger.warning(
+            "%d problems reading the session sources (run 'sessionquery sources' to see them)",
+            count,
+        )
+
+
 def _log_to_stderr() -> None:
     root = logging.getLogger()
     if not root.handlers:
@@ -370,7 +386,9 @@ def run_stdio(
         backend = search[-1]
 
         def update(token: CancelToken, progress: Callable[[int, int], None]) -> object:
-            return backend.update(query.corpus, cancel=token, progress=progress)
+            result = backend.update(query.corpus, cancel=token, progress=progress)
+            _log_problems(persistence)
+            return result
 
         builder = IndexBuilder(update)
         builder.start()

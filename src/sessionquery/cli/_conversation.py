@@ -105,12 +105,15 @@ def _arguments(value: object) -> str:
 def _message_entries(event: SessionEvent, calls: set[str]) -> Iterator[Entry]:
     data = _dict(event.data)
     if event.type == "user/message":
-        yield Entry("user", event.seq, event.time, _texts(data.get("content")))
+        text = _texts(data.get("content"))
+        if text:
+            yield Entry("user", event.seq, event.time, text)
         return
     message = _dict(data.get("message"))
     content = message.get("content")
     if event.type == "system/message":
-        yield Entry("system", event.seq, event.time, _texts(content))
+        if _texts(content):
+            yield Entry("system", event.seq, event.time, _texts(content))
     elif event.type == "assistant/message":
         reasoning = _texts(content, "reasoning")
         if reasoning:
