@@ -923,3 +923,16 @@ def test_a_foreign_database_at_the_title_cache_path_is_ignored_and_left_untouche
         found = titlecache.read_titles(query, persistence.list(), ["billing-rounding"], foreign)
     assert found["billing-rounding"] == "Fix flaky invoice rounding test"
     assert foreign.read_bytes() == before
+
+
+def test_index_off_a_terminal_prints_plain_progress_lines_then_its_summary(
+    agent_home: dict[str, str],
+) -> None:
+    result = run(["index"], agent_home)
+    assert result.returncode == 0, result.stderr
+    progress = result.stderr.splitlines()
+    assert progress, "no progress shown"
+    assert all(line.startswith("Indexing: ") for line in progress), progress
+    assert progress[-1] == "Indexing: 2 of 2 sessions (100%)"
+    assert "\r" not in result.stderr
+    assert "2 session(s) indexed" in result.stdout
