@@ -4,7 +4,7 @@ Every parse error becomes a :class:`UsageError` (one ``SESSION_QUERY_USAGE: ...`
 exit status 2 at the top level) instead of argparse's multi-line message. The source options
 are added twice, to the main parser (``pre_*`` destinations) and to each subcommand, with
 suppressed defaults so that values given before and after the subcommand name are merged
-rather than overwritten (see :func:`sessionquery.cli._services.selected_sources`).
+rather than overwritten (see :func:`sessionquery.cli._services.select_sources`).
 """
 
 from __future__ import annotations

@@ -39,7 +39,6 @@ __all__ = [
     "ListedOnce",
     "Origin",
     "Progress",
-    "ProgressBar",
     "Selection",
     "SourceEntry",
     "emit",
@@ -386,6 +385,3 @@ class Progress:
             self._stream.flush()
             self._drawn = False
 
-
-ProgressBar = Progress
-"""The name earlier versions used for :class:`Progress`."""
