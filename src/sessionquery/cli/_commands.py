@@ -375,6 +375,7 @@ def _update_index(
     With ``plain=False`` progress is drawn only on a terminal (no plain lines).
     """
     progress = Progress(stream, "Indexing", quiet=not plain)
+    progress.start()
     try:
         update = search.update(query.corpus, progress=progress)
     finally:

@@ -356,6 +356,17 @@ class Progress:
         self._last: float | None = None
         self._drawn = False
 
+    def start(self) -> None:
+        """Say at once that work began (before the first count is known)."""
+        if self._quiet:
+            return
+        if self._tty:
+            self._stream.write(f"\r{self._label}: reading the sources…")
+            self._drawn = True
+        else:
+            self._stream.write(f"{self._label}: reading the sources…\n")
+        self._stream.flush()
+
     def __call__(self, done: int, total: int) -> None:
         """Report ``done`` of ``total`` sessions."""
         if total <= 0 or self._quiet:
