@@ -27,7 +27,7 @@ from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._parser import build_parser
-from sessionquery.cli._services import Invocation, Progress
+from sessionquery.cli._services import Invocation, ListedOnce, Progress
 from sessionquery.config import Config
 from sessionquery.examples import (
     BILLING_WORKSPACE,
@@ -936,3 +936,17 @@ def test_index_off_a_terminal_prints_plain_progress_lines_then_its_summary(
     assert progress[-1] == "Indexing: 2 of 2 sessions (100%)"
     assert "\r" not in result.stderr
     assert "2 session(s) indexed" in result.stdout
+
+
+def test_listed_once_lists_once_and_lacks_what_the_wrapped_persistence_lacks(
+    tmp_path: Path,
+) -> None:
+    build_examples(tmp_path / "store")
+    store = JsonlPersistence(tmp_path / "store")
+    snapshot = ListedOnce(store)
+    first = snapshot.list()
+    (tmp_path / "store" / "billing-rounding.jsonl").unlink()  # a change after the listing
+    assert [e.header.id for e in snapshot.list()] == [e.header.id for e in first]
+    assert len(store.list()) == len(first) - 1  # the store itself sees the change
+    assert hasattr(snapshot, "change_token") == hasattr(store, "change_token")
+    assert not hasattr(snapshot, "no_such_capability")

@@ -104,16 +104,19 @@ class TitleView:
     note: str | None
 
 
-def _listing_titles(inv: Invocation, query: SessionQuery, ids: list[str]) -> TitleView:
+def _listing_titles(inv: Invocation, ids: list[str]) -> TitleView:
     """Titles for a listing: remembered ones, then as many as the time budget reads.
 
     ``--json`` reads every title (a script gets complete data); text output reads within
     the budget and marks the rest.
     """
+    # Titles are read over the command's one listing (each title read would list again).
     budget = float("inf") if getattr(inv.args, "json", False) else titlecache.BUDGET_S
-    found = titlecache.read_titles(
-        query, inv.persistence().list(), ids, inv.config.title_cache, budget_s=budget
-    )
+    snapshot = inv.snapshot()
+    with SessionQuery(persistence=snapshot) as titles_query:
+        found = titlecache.read_titles(
+            titles_query, snapshot.list(), ids, inv.config.title_cache, budget_s=budget
+        )
     shown: dict[str, str | None] = {}
     missing = 0
     for session_id, title in found.items():
@@ -141,7 +144,7 @@ def _cmd_list(inv: Invocation) -> int:
         total = len(records)
         if args.limit is not None and not args.all:
             records = records[: args.limit]
-        view = None if args.no_titles else _listing_titles(inv, query, [r.id for r in records])
+        view = None if args.no_titles else _listing_titles(inv, [r.id for r in records])
     titles = None if view is None else view.titles
     prefixes = term.unique_prefixes([record.id for record in everything])
     document = render.records_json(records, titles)
@@ -343,7 +346,7 @@ def _cmd_search(inv: Invocation) -> int:
             _event_filters(args),
             mode=mode,
         )
-        titles = _listing_titles(inv, query, [hit.record.id for hit in page.items]).titles
+        titles = _listing_titles(inv, [hit.record.id for hit in page.items]).titles
     document = render.session_hits_json(args.query, page, titles)
     document["match"] = mode
     return emit(
@@ -416,7 +419,7 @@ def _cmd_mcp(inv: Invocation) -> int:
     inv.summarise_problems = False  # the server logs its own state on stderr
     cwd = args.cwd if args.cwd is not None else (None if args.session else os.getcwd())
     try:
-        persistence = inv.persistence(snapshot=False)
+        persistence = inv.persistence()
         index = inv.selection.index
     except SessionQueryError as error:
         run_stdio(

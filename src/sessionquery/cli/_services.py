@@ -265,6 +265,7 @@ class Invocation:
         self.config = config
         self._selection: Selection | None = None
         self._persistence: SessionPersistence | None = None
+        self._snapshot: SessionPersistence | None = None
         self.summarise_problems = True
 
     @property
@@ -274,13 +275,21 @@ class Invocation:
             self._selection = select_sources(self.args, self.config)
         return self._selection
 
-    def persistence(self, *, snapshot: bool = True) -> SessionPersistence:
-        """The selected sources, opened once per command (listed once, unless ``snapshot``
-        is false: a long-running server must see changes)."""
+    def persistence(self) -> SessionPersistence:
+        """The selected sources, opened once per command."""
         if self._persistence is None:
-            opened = open_sources(self.selection, self.config)
-            self._persistence = cast(SessionPersistence, ListedOnce(opened)) if snapshot else opened
+            self._persistence = open_sources(self.selection, self.config)
         return self._persistence
+
+    def snapshot(self) -> SessionPersistence:
+        """The sources listed once, for reads that only need a consistent listing (titles).
+
+        Never for the search index: it pairs a listing with the store's change token, and an
+        older listing under a newer token would hide a change from every later search.
+        """
+        if self._snapshot is None:
+            self._snapshot = cast(SessionPersistence, ListedOnce(self.persistence()))
+        return self._snapshot
 
     @contextmanager
     def query(self, *, search: bool = False) -> Iterator[SessionQuery]:
@@ -395,4 +404,3 @@ class Progress:
             self._stream.write("\n")
             self._stream.flush()
             self._drawn = False
-
