@@ -950,3 +950,37 @@ def test_listed_once_lists_once_and_lacks_what_the_wrapped_persistence_lacks(
     assert len(store.list()) == len(first) - 1  # the store itself sees the change
     assert hasattr(snapshot, "change_token") == hasattr(store, "change_token")
     assert not hasattr(snapshot, "no_such_capability")
+
+
+def test_a_first_search_on_a_terminal_draws_the_indexing_bar(agent_home: dict[str, str]) -> None:
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "sessionquery.cli", "search", "flaky"],
+            env=agent_home,
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+        os.close(follower)
+        follower = -1
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal's other end is closed: all was read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        if follower >= 0:
+            os.close(follower)
+        os.close(leader)
+    assert result.returncode == 0
+    assert CLAUDE_ID in result.stdout
+    assert b"Indexing [" in drawn and b"] 2/2 sessions" in drawn

@@ -293,10 +293,20 @@ class Invocation:
 
     @contextmanager
     def query(self, *, search: bool = False) -> Iterator[SessionQuery]:
-        """The query service over the selected sources (with the search index when asked)."""
+        """The query service over the selected sources (with the search index when asked).
+
+        With the index on a terminal, the index is brought up to date first under a progress
+        bar, so a first search over a large history shows what it is doing.
+        """
         persistence = self.persistence()
         backend = open_index(self.selection.index) if search else None
         with SessionQuery(persistence=persistence, search=backend) as query:
+            if backend is not None and sys.stderr.isatty():
+                progress = Progress(sys.stderr, "Indexing", quiet=True)
+                try:
+                    backend.update(query.corpus, progress=progress)
+                finally:
+                    progress.finish()
             yield query
 
     def report_problems(self, stream: TextIO) -> None:
