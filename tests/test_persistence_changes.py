@@ -379,3 +379,54 @@ def test_a_fifo_in_place_of_the_journal_never_hangs_a_reader(tmp_path: Path) -> 
     _append(store, "a")  # the journal cannot be written; the token still moves
     assert store.change_token() != token
     assert store.changed_since(token) is None
+
+
+_APPENDER = """
+import sys, time
+from sessionquery.model import SessionEvent
+from sessionquery.persistence import JsonlPersistence
+store = JsonlPersistence(sys.argv[1])
+until = time.monotonic() + float(sys.argv[3])
+with store.open_write(sys.argv[2]) as writer:
+    while time.monotonic() < until:
+        writer.append([SessionEvent("note", writer.event_count, 1, {"text": "x"})])
+        writer.flush()
+"""
+
+
+def test_changed_since_never_misses_appends_made_by_concurrent_processes(tmp_path: Path) -> None:
+    store = JsonlPersistence(tmp_path)
+    names = ("a", "b", "c")
+    for name in names:
+        _create(store, name)
+    _append(store, "a")  # the token, journal and lock files exist from here on
+    _quiet(store)
+
+    def revisions() -> dict[str, str | None]:
+        entries = {name: store.stat(name) for name in names}
+        return {name: None if entry is None else entry.revision for name, entry in entries.items()}
+
+    writers = [
+        subprocess.Popen([sys.executable, "-c", _APPENDER, store.root, name, "3"])
+        for name in ("a", "b")
+    ]
+    answered = checks = 0
+    try:
+        token = store.change_token()
+        seen = revisions()  # read after the token: what a reconciler would have indexed
+        while any(writer.poll() is None for writer in writers):
+            now = revisions()  # read before asking: every change in it must be answered
+            new_token = store.change_token()
+            changed = store.changed_since(token)
+            checks += 1
+            if changed is not None:
+                answered += 1
+                missed = {name for name in names if now[name] != seen[name]} - changed
+                assert not missed, f"changes to {missed} were not reported"
+            token, seen = new_token, revisions()
+            assert checks < 1_000_000
+    finally:
+        for writer in writers:
+            writer.wait(timeout=60)
+    assert all(writer.returncode == 0 for writer in writers)
+    assert answered > 0  # the journal, not only the "unknown" answer, was exercised
