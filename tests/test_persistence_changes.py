@@ -430,3 +430,21 @@ def test_changed_since_never_misses_appends_made_by_concurrent_processes(tmp_pat
             writer.wait(timeout=60)
     assert all(writer.returncode == 0 for writer in writers)
     assert answered > 0  # the journal, not only the "unknown" answer, was exercised
+
+
+def test_an_edit_inside_an_existing_file_by_hand_moves_its_revision_not_the_token(
+    tmp_path: Path,
+) -> None:
+    # The documented limit: O(1) cannot see bytes rewritten in place by another program;
+    # the file's revision does, at the next full listing.
+    store = JsonlPersistence(tmp_path)
+    _create(store, "a")
+    _append(store, "a")
+    _quiet(store)
+    token = store.change_token()
+    [before] = store.list()
+    with open(store.path_of("a"), "ab") as file:
+        file.write(b'{"type":"note","seq":2,"time":1,"data":{}}\n')
+    assert store.change_token() == token
+    [after] = store.list()
+    assert after.revision != before.revision
