@@ -448,3 +448,30 @@ def test_an_edit_inside_an_existing_file_by_hand_moves_its_revision_not_the_toke
     assert store.change_token() == token
     [after] = store.list()
     assert after.revision != before.revision
+
+
+def test_a_writer_killed_inside_a_flush_leaves_its_session_in_the_journal(tmp_path: Path) -> None:
+    from reliability.child import Child
+    from reliability.corpus import events
+
+    store = JsonlPersistence(tmp_path)
+    with store.create(_header("s")) as handle:
+        handle.append(events("s", 0, 6))
+    _quiet(store)
+    token = store.change_token()
+    child = Child("paused_writer.py", store.root, "s")
+    try:
+        assert child.read_line() == "announced"  # the counter moved; no byte written yet
+        assert store.changed_since(token) == frozenset({"s"})
+        assert child.proc.stdin is not None
+        child.proc.stdin.write(b"go\n")
+        child.proc.stdin.flush()
+        assert child.read_line() == "written"
+    finally:
+        child.kill()
+    # Killed between its write and its second announcement: the journal still names it.
+    after = store.change_token()
+    assert after != token
+    assert store.changed_since(token) == frozenset({"s"})
+    with store.open_read("s") as reader:
+        assert len(reader.read()) == 12
