@@ -136,7 +136,43 @@ def corpus_rows(root: str, index: str, manifest: dict[str, Any], reps: int) -> d
 
                 run()
                 out[f"{name} / {scope}"] = _summary(_timed(run, reps))
+    out["profile"] = common_word_profile(index, manifest["common_word"])
     return out
+
+
+def common_word_profile(index: str, word: str) -> dict[str, float]:
+    """Where the commonest word's time goes: the SQL steps every exact ranking needs."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
+    try:
+        conn.execute(
+            "CREATE VIRTUAL TABLE temp.bench_vocab USING fts5vocab(main, doc_fts, instance)"
+        )
+        steps = {
+            "enumerate the matching documents (FTS5 MATCH, rowids only)": (
+                "SELECT count(*) FROM (SELECT rowid FROM doc_fts WHERE doc_fts MATCH ? LIMIT -1)"
+            ),
+            "read every occurrence from the instance vocabulary": (
+                "SELECT count(*) FROM temp.bench_vocab WHERE term = ?"
+            ),
+            "... grouped per document (the fast path's count)": (
+                "SELECT count(*) FROM (SELECT doc, count(*) FROM temp.bench_vocab "
+                "WHERE term = ? GROUP BY doc)"
+            ),
+            "highlight() every matching document": (
+                "SELECT count(*) FROM (SELECT length(highlight(doc_fts, 0, '!', '')) "
+                "FROM doc_fts WHERE doc_fts MATCH ? LIMIT -1)"
+            ),
+        }
+        out = {}
+        for label, sql in steps.items():
+            argument = f'"{word}"' if "MATCH" in sql else word
+            samples = _timed(lambda q=sql, a=argument: conn.execute(q, (a,)).fetchall(), 3)
+            out[label] = min(samples)
+        return out
+    finally:
+        conn.close()
 
 
 def measure(
@@ -185,7 +221,17 @@ def render(results: dict[str, Any]) -> str:
     if "corpus" in results:
         lines += ["", "| query | p50 | p95 |", "|---|---:|---:|"]
         for name, summary in results["corpus"].items():
-            lines.append(f"| {name} | {_ms(summary['p50'])} | {_ms(summary['p95'])} |")
+            if name != "profile":
+                lines.append(f"| {name} | {_ms(summary['p50'])} | {_ms(summary['p95'])} |")
+        lines += [
+            "",
+            "Profile of the most common word (best of 3, same index, SQL steps alone):",
+            "",
+            "| step | time |",
+            "|---|---:|",
+        ]
+        for label, value in results["corpus"]["profile"].items():
+            lines.append(f"| {label} | {_ms(value)} |")
     return "\n".join(lines) + "\n"
 
 
