@@ -74,6 +74,11 @@ QUICK: dict[str, Any] = {
 }
 
 
+TOPICS = ["store.py"]
+"""Topic benchmarks (``benchmarks/<topic>.py``, each runnable on its own), run after the main
+suite with ``--quick`` passed through; each prints its own section, appended to the output."""
+
+
 class Refused(Exception):
     """The work directory is not safe to use."""
 
@@ -350,6 +355,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     print(f"wrote {output} in {results['machine']['total_s']:.0f} s")
+    for topic in TOPICS:
+        quick = ["--quick"] if args.quick else []
+        done = subprocess.run(
+            [sys.executable, str(HERE / topic), *quick], check=False, capture_output=True, text=True
+        )
+        with output.open("a") as results_file:
+            results_file.write("\n" + (done.stdout or f"## {topic}\n\nnot measured\n"))
     return 0
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from conftest import raises_code
 from sessionquery.errors import ErrorCode, PersistenceError, SessionQueryError
 from sessionquery.live import SessionStore
 from sessionquery.model import Replace, SessionEvent, SessionHeader
@@ -183,11 +184,6 @@ def persistence(tmp_path: Path) -> JsonlPersistence:
 def shape(events: Sequence[SessionEvent]) -> list[tuple[Any, ...]]:
     """Events without their times (live appends are stamped by the store's clock)."""
     return [(e.type, e.seq, e.data, e.surface_op, e.source_event_seqs) for e in events]
-
-
-def raises_code(code: ErrorCode) -> Any:
-    """``pytest.raises`` for a SessionQueryError, checked by code afterwards."""
-    return pytest.raises(SessionQueryError, check=lambda error: error.code is code)
 
 
 # -- every operation over every corpus --------------------------------------------------------

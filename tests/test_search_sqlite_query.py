@@ -38,6 +38,14 @@ def test_queries_are_trimmed_and_whitespace_collapsed() -> None:
     assert normalize_query("  failed \t\n  test  ") == "failed test"
 
 
+def test_query_whitespace_is_the_ecmascript_set() -> None:
+    assert normalize_query("\ufefffailed\ufeff\u3000test") == "failed test"
+    assert normalize_query("a\x1c\x85b") == "a\x1c\x85b"
+    with pytest.raises(SessionQueryError) as caught:
+        normalize_query("\ufeff")
+    assert caught.value.code is ErrorCode.INVALID_QUERY
+
+
 @pytest.mark.parametrize("query", ["", "   \n\t", "a\x00b", None, 5, b"bytes"])
 def test_empty_nul_and_non_string_queries_are_invalid(query: object) -> None:
     with pytest.raises(SessionQueryError) as caught:

@@ -552,6 +552,42 @@ def test_json_text_arguments_work_like_a_mapping(world: _World) -> None:
     assert world.tools.call("session_trace", None, world.caller) == world.call("session_trace", {})
 
 
+@pytest.mark.parametrize("depth", [1000, 50_000])
+def test_json_text_nested_a_thousand_levels_is_an_argument_error_not_a_failure(
+    world: _World, depth: int
+) -> None:
+    text = '{"query": "x", "event_types": ' + "[" * depth + "]" * depth + "}"
+    result = world.tools.call("session_search", text, world.caller)
+    _err(result, ToolErrorCode.INVALID_ARGUMENTS)
+    assert "nested" in result.text
+
+
+def test_a_timestamp_with_thousands_of_fraction_digits_is_a_filter_error_not_a_failure(
+    world: _World,
+) -> None:
+    stamp = "2025-01-31T09:30:00." + "5" * 4301 + "Z"
+    for arguments in (
+        {"query": "x", "time_to": stamp},
+        json.dumps({"query": "x", "time_to": stamp}),
+    ):
+        result = world.tools.call("session_event_search", arguments, world.caller)
+        _err(result, ErrorCode.INVALID_FILTER)
+        assert "time_to" in result.text
+
+
+def test_a_hit_whose_file_was_replaced_from_another_workspace_is_dropped(world: _World) -> None:
+    before = _ok(world.call("session_search", {"query": "login"}))
+    assert "Session alpha-sub " in before
+    path = Path(world.persistence.path_of("alpha-sub"))
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace(f'"cwd":"{ALPHA}"', '"cwd":"/work/elsewhere"', 1), "utf-8")
+    assert path.read_text(encoding="utf-8") != text
+    after = _ok(world.call("session_search", {"query": "login"}))
+    assert "alpha-sub" not in after
+    assert "elsewhere" not in after
+    assert "Session alpha-root " in after
+
+
 def test_caller_without_a_session_must_name_the_target(world: _World) -> None:
     result = world.call("session_trace", {}, ToolCaller(None, ALPHA))
     assert result.text == (

@@ -46,6 +46,7 @@ from sessionquery.tools.access import (
     NO_WORKSPACE_SEARCH_MESSAGE,
     ToolCaller,
     is_authorized,
+    is_visible,
     no_current_step,
     project_lineage,
     unauthorized,
@@ -64,6 +65,9 @@ __all__ = ["Operations", "QueryService"]
 logger = logging.getLogger(__name__)
 
 H = TypeVar("H")
+
+# Title-read outcomes that mean the session is no longer there for this caller.
+_GONE_CODES = frozenset({ToolErrorCode.UNAUTHORIZED, ErrorCode.SESSION_NOT_FOUND})
 
 
 class QueryService(Protocol):
@@ -188,10 +192,14 @@ class Operations:
             )
             hits, capped = self._collect(words, accept)
             fallback = bool(hits)
+        # A hit whose session changed since it was indexed (deleted, or replaced by one from
+        # another workspace) is dropped here: one stale hit never fails the whole answer.
+        titles = self._titles([hit.record.id for hit in hits], drop_hidden=True)
+        hits = [hit for hit in hits if hit.record.id in titles]
+        fallback = fallback and bool(hits)
         visible_parents = self._authorized_ids(
             [p for hit in hits if (p := hit.record.header.parent_session) is not None]
         )
-        titles = self._titles([hit.record.id for hit in hits])
         rows = [
             (hit, titles[hit.record.id], self._parent_text(hit, visible_parents)) for hit in hits
         ]
@@ -290,14 +298,7 @@ class Operations:
         self._post_check(record.id, record.header.cwd, target)
 
     def _post_check(self, seen_id: str, seen_cwd: str | None, target: str) -> None:
-        caller = self._caller
-        if seen_id != target:
-            raise unauthorized()
-        if seen_id == caller.session_id:
-            allowed = seen_cwd == caller.cwd
-        else:
-            allowed = caller.cwd is not None and seen_cwd == caller.cwd
-        if not allowed:
+        if seen_id != target or not is_visible(seen_id, seen_cwd, self._caller):
             raise unauthorized()
 
     def _authorized_ids(self, ids: Iterable[str]) -> set[str]:
@@ -330,8 +331,12 @@ class Operations:
 
     # --- titles -----------------------------------------------------------------------------
 
-    def _titles(self, ids: Sequence[str]) -> dict[str, str]:
-        """Display titles for ``ids`` from one ``read_title_snapshots`` call."""
+    def _titles(self, ids: Sequence[str], *, drop_hidden: bool = False) -> dict[str, str]:
+        """Display titles for ``ids`` from one ``read_title_snapshots`` call.
+
+        A session that no longer passes the workspace check (its header moved workspace, or
+        it is gone) fails the whole call, or with ``drop_hidden`` is left out of the result.
+        """
         unique = list(dict.fromkeys(ids))
         if not unique:
             return {}
@@ -340,19 +345,27 @@ class Operations:
         )
         titles = dict.fromkeys(unique, render.UNTITLED)
         for result in results:
-            if result.session_id not in titles:
+            session_id = result.session_id
+            if session_id not in titles:
                 continue
             if result.error is None and result.header is not None:
-                self._post_check(result.header.id, result.header.cwd, result.session_id)
-                titles[result.session_id] = (
-                    render.UNTITLED if result.title is None else result.title.title
-                )
+                header = result.header
+                if drop_hidden and (
+                    header.id != session_id or not is_authorized(header, self._caller)
+                ):
+                    del titles[session_id]
+                    continue
+                self._post_check(header.id, header.cwd, session_id)
+                titles[session_id] = render.display_title(result.title)
                 continue
             safe = sanitize(result.error) if result.error is not None else sanitize(ValueError())
             logger.warning("session title read failed: %r", result.error)
+            if drop_hidden and safe.code in _GONE_CODES:
+                del titles[session_id]
+                continue
             if safe.code is ToolErrorCode.UNAUTHORIZED:
                 raise safe
-            titles[result.session_id] = render.title_unavailable(safe.code.value)
+            titles[session_id] = render.title_unavailable(safe.code.value)
         return titles
 
     # --- searching --------------------------------------------------------------------------

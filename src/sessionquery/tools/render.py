@@ -19,7 +19,8 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
-from sessionquery.model import SessionEvent, extract_event_text
+from sessionquery.model import SessionEvent, TitleSnapshot, extract_event_text
+from sessionquery.model.textmatch import is_blank
 from sessionquery.query.types import (
     EventRecord,
     EventSearchHit,
@@ -39,6 +40,7 @@ __all__ = [
     "UNTITLED",
     "WORDS_FALLBACK_LINE",
     "availability_text",
+    "display_title",
     "event_cap_sentence",
     "format_time",
     "one_line",
@@ -83,6 +85,14 @@ def format_time(epoch_ms: int) -> str:
 def one_line(text: str) -> str:
     """``text`` with every run of whitespace (newlines included) turned into one space."""
     return " ".join(text.split())
+
+
+def display_title(snapshot: TitleSnapshot | None) -> str:
+    """The title shown for a session: its title, or ``untitled`` when it has none or the
+    last title event set a blank one."""
+    if snapshot is None or is_blank(snapshot.title):
+        return UNTITLED
+    return snapshot.title
 
 
 def title_unavailable(code: str) -> str:

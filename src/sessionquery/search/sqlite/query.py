@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.model.textmatch import collapse_whitespace
 from sessionquery.query.filters import (
     CreatedBetween,
     CwdIn,
@@ -103,7 +104,7 @@ def normalize_query(query: object) -> str:
         raise _invalid_query(f"session-search query must be a string, not {type(query).__name__}")
     if "\x00" in query:
         raise _invalid_query("session-search query must not contain NUL characters")
-    normalized = " ".join(query.split())
+    normalized = collapse_whitespace(query)  # the original's (JavaScript's) whitespace
     if not normalized:
         raise _invalid_query("session-search query must contain non-whitespace text")
     if len(normalized) > MAX_QUERY_BYTES // 4 and (
