@@ -468,7 +468,14 @@ class SqliteSearch:
         if header is None:
             if len(self._headers) >= _HEADER_CACHE_SIZE:
                 self._headers.clear()
-            header = SessionHeader.from_json(json.loads(header_json))
+            try:
+                header = SessionHeader.from_json(json.loads(header_json))
+            except (ValueError, TypeError) as exc:  # bytes damaged inside the index file
+                raise SessionQueryError(
+                    ErrorCode.INDEX_FAILED,
+                    "session-search index holds a damaged session header; delete the index "
+                    "file to rebuild it",
+                ) from exc
             self._headers[header_json] = header
         return header
 
