@@ -505,6 +505,10 @@ class SqliteSearch:
         mode = self._session_driven
         if mode != "auto" or not compiled.session_predicates:
             return mode == "always"
+        few = MATCHES_PER_SESSION * 256  # below this the match-driven plan is cheap anyway
+        (matches,) = conn.execute(persisted_matches_sql(), {"q": expression, "cap": few}).fetchone()
+        if int(matches) < few:
+            return False
         (sessions,) = conn.execute(persisted_sessions_sql(compiled), compiled.params).fetchone()
         cap = int(sessions) * MATCHES_PER_SESSION + 1
         (matches,) = conn.execute(persisted_matches_sql(), {"q": expression, "cap": cap}).fetchone()
