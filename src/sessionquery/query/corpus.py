@@ -28,14 +28,23 @@ from sessionquery.errors import (
     SessionQueryError,
 )
 from sessionquery.model import SessionEvent, SessionHeader, interrupted_turn_closers
-from sessionquery.persistence.base import PersistedSession, SessionPersistence
+from sessionquery.model.surface import SurfaceFolder, SurfaceError
+from sessionquery.model.text import extract_event_text
+from sessionquery.persistence.base import (
+    ChangeJournal,
+    DocumentLog,
+    DocumentSource,
+    PersistedSession,
+    SessionPersistence,
+    TextDocument,
+)
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.prepared import PreparedLog
 from sessionquery.query.types import SessionLog, SessionRecord
 
-__all__ = ["LiveSession", "LiveStore", "ServiceCorpus", "not_found"]
+__all__ = ["LiveSession", "LiveStore", "ServiceCorpus", "documents_of", "not_found"]
 
 # Whatever a persistence raises is foreign (SPEC §6 "any other storage failure"): beyond our
 # own Persistence*/OSError/ValueError, a third-party store may raise anything, and the
@@ -188,6 +197,59 @@ class ServiceCorpus:
             ) from error
         return None if token is None else str(token)
 
+    # -- what search indexing reads -------------------------------------------------------
+
+    def stat_persisted(
+        self, session_id: str, cancel: CancelToken | None = None
+    ) -> PersistedSession | None:
+        """One persisted session's listing entry, or ``None`` when it is not stored.
+
+        Raises:
+            SessionQueryError: ``PERSISTENCE_FAILED``, ``CORRUPT_SESSION`` or ``ABORTED``.
+        """
+        check_cancel(cancel)
+        if self._persistence is None:
+            return None
+        with _mapped(session_id, "look up"):
+            return self._persistence.stat(session_id)
+
+    def changed_since(self, token: str) -> frozenset[str] | None:
+        """Ids changed since the change token ``token``, or ``None`` when the persistence
+        cannot tell (no :class:`ChangeJournal`, or the journal cannot answer)."""
+        persistence = self._persistence
+        if not isinstance(persistence, ChangeJournal):
+            return None
+        try:
+            return persistence.changed_since(token)
+        except _STORAGE_ERRORS:
+            return None  # a journal that fails is a journal that cannot tell
+
+    def read_documents(self, session_id: str, cancel: CancelToken | None = None) -> DocumentLog:
+        """The searchable documents of one persisted log (crash-tail closers included).
+
+        Uses the persistence's :class:`DocumentSource` capability when it has one, else a cold
+        read folded here; both give the same documents for a valid log.
+
+        Raises:
+            SessionQueryError: ``SESSION_NOT_FOUND``, ``CORRUPT_SESSION``,
+                ``PERSISTENCE_FAILED`` or ``ABORTED``.
+        """
+        check_cancel(cancel)
+        persistence = self._persistence
+        if persistence is None:
+            raise not_found(session_id)
+        if isinstance(persistence, DocumentSource):
+            with _mapped(session_id, "read"):
+                return persistence.read_documents(session_id)
+        with _mapped(session_id, "look up"):
+            listed = persistence.stat(session_id)
+        if listed is None:
+            raise not_found(session_id)
+        log = self.read_persisted(session_id, cancel)
+        return DocumentLog(
+            log.session, listed.revision, len(log.events), documents_of(session_id, log.events)
+        )
+
     # -- service-side reads --------------------------------------------------------------
 
     def live_log(self, session_id: str) -> PreparedLog | None:
@@ -313,3 +375,26 @@ class ServiceCorpus:
         closers = interrupted_turn_closers(stored)
         events = tuple(stored) + tuple(closers) if closers else tuple(stored)
         return PreparedLog(header, inherited, events, live=False)
+
+
+def documents_of(session_id: str, events: Sequence[SessionEvent]) -> list[TextDocument]:
+    """The searchable documents of a whole log (events with non-empty text, seq order).
+
+    Raises:
+        SessionQueryError: ``CORRUPT_SESSION`` when the log does not fold.
+    """
+    folder = SurfaceFolder()
+    try:
+        for event in events:
+            folder.apply(event)
+    except SurfaceError as error:
+        raise SessionQueryError(
+            ErrorCode.CORRUPT_SESSION, f"stored session {session_id!r} is corrupt: {error}"
+        ) from None
+    documents: list[TextDocument] = []
+    for event in events:
+        text = extract_event_text(event)
+        if text:
+            surface = folder.surface_class(event.seq)
+            documents.append(TextDocument(event.seq, event.type, event.time, surface, text))
+    return documents

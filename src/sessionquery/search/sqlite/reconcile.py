@@ -1,89 +1,80 @@
-"""Reconciliation: bring the derived index up to date with the corpus before a search.
+"""Reconciliation: bring the shared index up to date with the corpus before a search.
 
 Invariants:
 
-* Durable rows mirror the persistence listing: a session is (re)indexed only when its
-  revision differs from the indexed one, vanished sessions are deleted, live sessions are not
-  read from persistence at all (their durable rows are shadowed while they are live).
-* Live sessions are indexed into connection-local TEMP tables, compared by current length and
-  indexed incrementally: a session that grew from ``n`` to ``m`` events indexes only events
-  ``n..m-1``; when one of them is a replace, the documents it pushed off the surface are
-  re-classified ``shadowed`` in place.
-* All writes of one reconciliation happen in one ``BEGIN IMMEDIATE`` transaction, committed
-  only after the observation proved stable; on any failure everything is rolled back (the
-  in-memory live state is then rebuilt from scratch by the next reconciliation).
-* With an unchanged ``change_token()`` and unchanged live lengths nothing is listed or read.
+* Durable rows mirror the persistence: a session is (re)indexed only when its revision differs
+  from the indexed one, vanished sessions are deleted. A session live in this process is not
+  read from persistence at all (its overlay rows shadow its durable rows, :mod:`.overlay`); it
+  is remembered as *deferred* and checked again once it stops being live.
+* **O(changed).** With an unchanged change token nothing is listed or read. When the token
+  moved, a :class:`~sessionquery.persistence.base.ChangeJournal` names the changed ids and only
+  those are looked up (``stat``) and re-read; a full listing happens only when the journal
+  cannot answer, the store has no token, or this process has no base token yet and the index
+  holds none that is complete.
+* **Shared.** Durable writes happen only while holding the index's cross-process write lock
+  (:class:`~.schema.WriteLock`), so one process indexes a change and every other one finds it
+  indexed (equal revisions) instead of re-reading it. What must be shared lives in
+  ``search_state``: the generation (cursors), the token of the last complete reconciliation
+  and the progress of the current build.
+* **Batched and resumable.** Documents are read outside any lock on the connection and
+  written in batches (a few thousand documents or a fraction of a second of reading), each
+  batch one short ``BEGIN IMMEDIATE`` transaction that also records its sessions' revisions.
+  An interrupt, a crash or a deadline keeps every committed batch, and the next
+  reconciliation continues with what is still stale; searches in between see the committed
+  part. On a deadline the batch read so far is committed before ``ABORTED`` is raised.
+* A read that fails (``PERSISTENCE_FAILED``, ``CORRUPT_SESSION``...) discards the batch it was
+  part of and raises; nothing half-written is ever committed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Final, Protocol
 
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.model import (
-    Replace,
-    SessionEvent,
-    SessionHeader,
-    SurfaceError,
-    SurfaceFolder,
-    extract_event_text,
-)
-from sessionquery.persistence.base import PersistedSession, SessionPersistence
+from sessionquery.persistence.base import DocumentLog, PersistedSession, SessionPersistence
 from sessionquery.query.backend import Corpus, LiveSnapshot
 from sessionquery.query.cancel import CancelToken, check_cancel
-from sessionquery.search.sqlite.query import SEQ_BITS, SEQ_MASK
-from sessionquery.search.sqlite.snippet import sanitize_text
+from sessionquery.query.corpus import documents_of
+from sessionquery.search.sqlite.overlay import LiveOverlay, LiveState, live_unchanged
+from sessionquery.search.sqlite.rows import DURABLE, Row, document_rows, key_range
 
-__all__ = ["IndexState", "IndexUpdate", "LiveState", "ProgressCallback", "reconcile"]
+__all__ = [
+    "BATCH_DOCUMENTS",
+    "BATCH_SECONDS",
+    "IndexAccess",
+    "IndexState",
+    "IndexUpdate",
+    "ProgressCallback",
+    "reconcile",
+]
 
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` while persisted sessions are (re)indexed."""
 
-_Row = tuple[int, str, str, int, str, int]  # rowid, text, type, time, surface, length
+BATCH_DOCUMENTS: Final = 4000
+"""A batch is committed once it holds this many documents..."""
+BATCH_SECONDS: Final = 0.5
+"""...or once this much time was spent reading it, whichever comes first."""
+
+_UNBOUND = object()
 
 
-class _Docs:
-    """The SQL of one document table pair (rows + external-content FTS5 index)."""
+class IndexAccess(Protocol):
+    """How reconciliation reaches the index (implemented by :class:`SqliteSearch`)."""
 
-    __slots__ = ("delete_id", "delete_range", "insert_fts", "insert_rows", "rows")
+    def hold(self, cancel: CancelToken | None) -> AbstractContextManager[sqlite3.Connection]:
+        """Exclusive use of the connection for a short while (one batch, one query)."""
+        ...
 
-    def __init__(self, schema: str, rows: str, fts: str) -> None:
-        self.rows = f"{schema}.{rows}"
-        self.insert_rows = (
-            f"INSERT INTO {schema}.{rows} (id, text, type, time, surface, length) "
-            "VALUES (?,?,?,?,?,?)"
-        )
-        self.insert_fts = f"INSERT INTO {schema}.{fts} (rowid, text) VALUES (?,?)"
-        forget = f"INSERT INTO {schema}.{fts} ({fts}, rowid, text) SELECT 'delete', id, text "
-        self.delete_range = (
-            forget + f"FROM {schema}.{rows} WHERE id BETWEEN ? AND ?",
-            f"DELETE FROM {schema}.{rows} WHERE id BETWEEN ? AND ?",
-        )
-        self.delete_id = (
-            forget + f"FROM {schema}.{rows} WHERE id = ?",
-            f"DELETE FROM {schema}.{rows} WHERE id = ?",
-        )
-
-    def insert(self, conn: sqlite3.Connection, rows: list[_Row]) -> None:
-        conn.executemany(self.insert_rows, rows)
-        conn.executemany(self.insert_fts, [(row[0], row[1]) for row in rows])
-
-    def delete_key(self, conn: sqlite3.Connection, key: int) -> None:
-        bounds = _key_range(key)
-        for statement in self.delete_range:
-            conn.execute(statement, bounds)
-
-    def delete_ids(self, conn: sqlite3.Connection, ids: list[tuple[int]]) -> None:
-        for statement in self.delete_id:
-            conn.executemany(statement, ids)
-
-
-_DURABLE = _Docs("main", "doc_rows", "doc_fts")
-_LIVE = _Docs("temp", "live_rows", "live_fts")
+    def writing(self, cancel: CancelToken | None) -> AbstractContextManager[None]:
+        """The cross-process write lock, waited for within ``cancel``'s deadline."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,97 +100,45 @@ class IndexUpdate:
 
 
 @dataclass(slots=True)
-class LiveState:
-    """What the TEMP tables hold for one live session."""
-
-    key: int
-    header: SessionHeader
-    length: int
-    last_event: SessionEvent | None
-    folder: SurfaceFolder
-    current_docs: set[int]
-    persisted: bool
-    generation: int
-
-
-_UNBOUND = object()
-
-
-@dataclass(slots=True)
 class IndexState:
-    """The in-memory side of one open index (valid only with its connection)."""
+    """This process's side of a shared index (valid only with its connection).
 
-    generation: int = 0
+    Attributes:
+        epoch: bumped whenever another persistence is bound (cursors of the old one go stale).
+        binding: the persistence the durable part was last reconciled against.
+        token: the keyed change token this process last completed a reconciliation at.
+        deferred: persisted ids not read because they were live here.
+        live_generation: bumped whenever the overlay changes.
+        live: the overlay's sessions.
+        live_dirty: the overlay may disagree with ``live`` (a pass failed): rebuild it.
+    """
+
     epoch: int = 0
     binding: object = _UNBOUND
     token: str | None = None
-    listed_ids: frozenset[str] = frozenset()
-    live: dict[str, LiveState] = field(default_factory=dict)
+    deferred: frozenset[str] = frozenset()
+    live_generation: int = 0
+    live: dict[str, LiveState] = field(default_factory=dict[str, LiveState])
     live_dirty: bool = False
 
 
 class _Unstable(Exception):
-    """The corpus changed while it was being observed."""
+    """The persistence listing changed while it was being observed."""
 
 
-class _Transaction:
-    __slots__ = ("begun", "conn")
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self.begun = False
-
-    def begin(self) -> None:
-        if not self.begun:
-            self.conn.execute("BEGIN IMMEDIATE")
-            self.begun = True
-
-    def commit(self) -> None:
-        if self.begun:
-            self.conn.execute("COMMIT")
-
-    def rollback(self) -> None:
-        if self.conn.in_transaction:
-            # An expired cancel token must not interrupt the rollback itself.
-            self.conn.set_progress_handler(None, 0)
-            with contextlib.suppress(sqlite3.Error):
-                self.conn.execute("ROLLBACK")
+def _identity(persistence: SessionPersistence) -> str:
+    kind = type(persistence)
+    return f"{kind.__module__}.{kind.__qualname__}:{getattr(persistence, 'root', '')}"
 
 
-def _key_range(key: int) -> tuple[int, int]:
-    return key << SEQ_BITS, (key << SEQ_BITS) | SEQ_MASK
+def _keyed(persistence: SessionPersistence, token: str | None) -> str | None:
+    """The token prefixed with the persistence's identity, so a token stored in the shared
+    index is never mistaken for one of another store."""
+    return None if token is None else f"{_identity(persistence)}\n{token}"
 
 
-def _fold(events: Sequence[SessionEvent], folder: SurfaceFolder) -> bool:
-    """Apply ``events`` to ``folder``; return whether any of them was a replace."""
-    replaced = False
-    for event in events:
-        folder.apply(event)
-        replaced = replaced or isinstance(event.surface_op, Replace)
-    return replaced
-
-
-def _rows(key: int, events: Sequence[SessionEvent], folder: SurfaceFolder) -> list[_Row]:
-    base = key << SEQ_BITS
-    rows: list[_Row] = []
-    for event in events:
-        text = extract_event_text(event)
-        if not text:
-            continue
-        if event.seq > SEQ_MASK:
-            raise SessionQueryError(
-                ErrorCode.INDEX_FAILED, f"event seq {event.seq} is beyond the index's range"
-            )
-        text = sanitize_text(text)
-        surface = folder.surface_class(event.seq)
-        rows.append((base | event.seq, text, event.type, event.time, surface, len(text)))
-    return rows
-
-
-def _corrupt(session_id: str, exc: SurfaceError) -> SessionQueryError:
-    return SessionQueryError(
-        ErrorCode.CORRUPT_SESSION, f"stored session {session_id!r} is corrupt: {exc}"
-    )
+def _header_json(document_log: DocumentLog) -> str:
+    return json.dumps(document_log.header.to_json(), ensure_ascii=False, separators=(",", ":"))
 
 
 def _conflict(session_id: str) -> SessionQueryError:
@@ -209,284 +148,310 @@ def _conflict(session_id: str) -> SessionQueryError:
     )
 
 
-def _header_json(header: SessionHeader) -> str:
-    return json.dumps(header.to_json(), ensure_ascii=False, separators=(",", ":"))
+def _read(corpus: Corpus, entry: PersistedSession, cancel: CancelToken | None) -> DocumentLog:
+    sid = entry.header.id
+    reader = getattr(corpus, "read_documents", None)
+    if reader is not None:
+        document_log: DocumentLog = reader(sid, cancel)
+    else:  # a corpus without the fast path: fold the exact read
+        log = corpus.read_persisted(sid, cancel)
+        document_log = DocumentLog(
+            log.session, entry.revision, len(log.events), documents_of(sid, log.events)
+        )
+    if not document_log.header.is_compatible(entry.header):
+        raise _conflict(sid)
+    return document_log
 
 
-class _Pass:
-    """One attempt at observing the corpus and writing the difference."""
+@dataclass(slots=True)
+class _Plan:
+    """What the durable part of one reconciliation must do."""
+
+    stale: list[tuple[PersistedSession, tuple[int, str] | None]] = field(
+        default_factory=list[tuple[PersistedSession, tuple[int, str] | None]]
+    )
+    removed: list[int] = field(default_factory=list[int])
+    deferred: set[str] = field(default_factory=set[str])
+    listing: dict[str, PersistedSession] | None = None
+    total: int = 0
+
+
+class _Durable:
+    """The durable part of one reconciliation; the caller holds the write lock."""
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
-        *,
+        access: IndexAccess,
         state: IndexState,
         corpus: Corpus,
-        snapshots: list[LiveSnapshot],
+        *,
         cancel: CancelToken | None,
         progress: ProgressCallback | None,
-        token: str | None = None,
+        live_ids: frozenset[str],
+        swapped: bool,
     ) -> None:
-        self.conn = conn
+        self.access = access
         self.state = state
         self.corpus = corpus
-        self.token = token
-        self.snapshots = snapshots
         self.cancel = cancel
         self.progress = progress
-        self.txn = _Transaction(conn)
-        self.generation = state.generation + 1
-        self.listing: dict[str, PersistedSession] | None = None
-        self.live: dict[str, LiveState] = {}
-        self.counts = {"pi": 0, "pr": 0, "li": 0, "lr": 0, "docs": 0}
+        self.live_ids = live_ids
+        self.swapped = swapped
+        persistence = corpus.persistence
+        assert persistence is not None
+        self.persistence = persistence
+        self.raw_token = corpus.change_token()
+        self.token = _keyed(persistence, self.raw_token)
+        self.indexed = self.documents = self._written = 0
+        self.plan = _Plan()
 
-    # -- persisted ---------------------------------------------------------------------
+    # -- planning ----------------------------------------------------------------------
 
-    def persisted(self, persistence: SessionPersistence | None) -> None:
-        if persistence is None:
-            return
-        live_ids = frozenset(snapshot.header.id for snapshot in self.snapshots)
+    def _base(self, conn: sqlite3.Connection) -> str | None:
+        if self.swapped:
+            return None
+        if self.state.token is not None:
+            return self.state.token
+        stored, done, total = conn.execute(
+            "SELECT token, build_done, build_total FROM main.search_state"
+        ).fetchone()
+        return str(stored) if stored is not None and done == total else None
+
+    def _changed(self, base: str | None) -> frozenset[str] | None:
+        if base is None or self.token is None:
+            return None
+        if base == self.token:
+            return frozenset()
+        prefix = _identity(self.persistence) + "\n"
+        if not base.startswith(prefix) or not hasattr(self.corpus, "stat_persisted"):
+            return None
+        changed_since = getattr(self.corpus, "changed_since", None)
+        return None if changed_since is None else changed_since(base[len(prefix) :])
+
+    def plan_work(self) -> _Plan:
+        with self.access.hold(self.cancel) as conn:
+            base = self._base(conn)
+        changed = self._changed(base)
+        due = {sid for sid in self.state.deferred if sid not in self.live_ids}
+        if changed is None or (
+            (changed or due) and not hasattr(self.corpus, "stat_persisted")
+        ):
+            self._plan_listing()
+        else:
+            self._plan_changed(changed | due)
+        return self.plan
+
+    def _plan_listing(self) -> None:
+        plan = self.plan
         listing = {p.header.id: p for p in self.corpus.list_persisted(self.cancel)}
-        indexed = {
-            str(sid): (int(key), str(revision))
-            for sid, key, revision in self.conn.execute(
-                "SELECT id, key, revision FROM main.persisted_sessions"
-            )
-        }
-        stale = [
-            entry
-            for sid, entry in listing.items()
-            if sid not in live_ids and (sid not in indexed or indexed[sid][1] != entry.revision)
-        ]
+        with self.access.hold(self.cancel) as conn:
+            indexed = {
+                str(sid): (int(key), str(revision))
+                for sid, key, revision in conn.execute(
+                    "SELECT id, key, revision FROM main.persisted_sessions"
+                )
+            }
+        for sid, entry in listing.items():
+            row = indexed.get(sid)
+            if row is not None and row[1] == entry.revision:
+                continue
+            if sid in self.live_ids:
+                plan.deferred.add(sid)
+            else:
+                plan.stale.append((entry, row))
+        plan.removed = [key for sid, (key, _rev) in indexed.items() if sid not in listing]
+        plan.listing = listing
+        plan.total = len(listing) - len(plan.deferred)
+
+    def _plan_changed(self, ids: frozenset[str] | set[str]) -> None:
+        plan = self.plan
+        plan.deferred = {sid for sid in self.state.deferred if sid in self.live_ids}
+        with self.access.hold(self.cancel) as conn:
+            (count,) = conn.execute("SELECT count(*) FROM main.persisted_sessions").fetchone()
+        plan.total = int(count)
+        stat: Callable[[str, CancelToken | None], PersistedSession | None] | None
+        stat = getattr(self.corpus, "stat_persisted", None)
+        for sid in sorted(ids):
+            assert stat is not None  # plan_work lists instead when it cannot look ids up
+            entry = stat(sid, self.cancel)
+            with self.access.hold(self.cancel) as conn:
+                found = conn.execute(
+                    "SELECT key, revision FROM main.persisted_sessions WHERE id = ?", (sid,)
+                ).fetchone()
+            row = None if found is None else (int(found[0]), str(found[1]))
+            if entry is None:
+                if row is not None:
+                    plan.removed.append(row[0])
+                    plan.total -= 1
+                continue
+            if row is not None and row[1] == entry.revision:
+                continue
+            if sid in self.live_ids:
+                plan.deferred.add(sid)
+                continue
+            plan.stale.append((entry, row))
+            plan.total += row is None
+
+    # -- writing -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Plan, then read and write in batches; the last commit records the token.
+
+        Raises:
+            _Unstable: a full listing changed while the stale sessions were read.
+        """
+        plan = self.plan_work()
+        stale = plan.stale
         if self.progress is not None and stale:
             self.progress(0, len(stale))
-        for done, entry in enumerate(stale, 1):
-            check_cancel(self.cancel)
-            self._index_persisted(entry, indexed.get(entry.header.id))
+        batch: list[tuple[tuple[int, str] | None, DocumentLog]] = []
+        batch_documents = 0
+        started = time.monotonic()
+        for done, (entry, row) in enumerate(stale, 1):
+            if self.cancel is not None and self.cancel.expired:
+                self._flush(batch, len(stale) - done + 1, final=False, cancel=None)
+                check_cancel(self.cancel)
+            document_log = _read(self.corpus, entry, self.cancel)
+            batch.append((row, document_log))
+            batch_documents += len(document_log.documents)
+            if batch_documents >= BATCH_DOCUMENTS or time.monotonic() - started >= BATCH_SECONDS:
+                self._flush(batch, len(stale) - done, final=False, cancel=self.cancel)
+                batch, batch_documents, started = [], 0, time.monotonic()
             if self.progress is not None:
                 self.progress(done, len(stale))
-        if stale and not self._token_unchanged():
+        if stale and plan.listing is not None and self.corpus.change_token() != self.raw_token:
             again = {p.header.id: p for p in self.corpus.list_persisted(self.cancel)}
-            if not _same_listing(listing, again, live_ids | self.corpus.live_ids()):
+            if not _same_listing(plan.listing, again, self.live_ids | self.corpus.live_ids()):
+                self._flush(batch, 0, final=False, cancel=self.cancel)
                 raise _Unstable
-        if self.corpus.live_ids() != live_ids:
-            raise _Unstable
-        for sid, (key, _revision) in indexed.items():
-            if sid not in listing:
-                self.txn.begin()
-                _DURABLE.delete_key(self.conn, key)
-                self.conn.execute("DELETE FROM main.persisted_sessions WHERE key = ?", (key,))
-                self.counts["pr"] += 1
-        if stale or self.counts["pr"]:
-            self.conn.execute(
-                "UPDATE main.search_state SET global_generation = ?", (self.generation,)
-            )
-        self.listing = listing
+        self._flush(batch, 0, final=True, cancel=self.cancel)
 
-    def _token_unchanged(self) -> bool:
-        """Whether the store's change token still equals the one read before the listing.
+    def _flush(
+        self,
+        batch: list[tuple[tuple[int, str] | None, DocumentLog]],
+        remaining: int,
+        *,
+        final: bool,
+        cancel: CancelToken | None,
+    ) -> None:
+        plan = self.plan
+        if not batch and not final:
+            return
+        with self.access.hold(cancel) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._write(conn, batch, remaining, final=final)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.set_progress_handler(None, 0)  # the rollback itself must not abort
+                    conn.execute("ROLLBACK")
+                raise
+        self.indexed += len(batch)
+        self.documents += self._written
+        if final:
+            self.state.deferred = frozenset(plan.deferred)
 
-        Every create, flush, repair and delete through the store moves the token, so an
-        unchanged token proves the listing is still current and the second O(sessions)
-        listing that would verify it can be skipped (it dominates reconciling one changed
-        session among thousands).
-        """
-        return self.token is not None and self.corpus.change_token() == self.token
+    def _write(
+        self,
+        conn: sqlite3.Connection,
+        batch: list[tuple[tuple[int, str] | None, DocumentLog]],
+        remaining: int,
+        *,
+        final: bool,
+    ) -> None:
+        plan = self.plan
+        (generation,) = conn.execute("SELECT global_generation FROM main.search_state").fetchone()
+        generation = int(generation) + 1
+        self._written = 0
+        for row, document_log in batch:
+            self._written += self._write_session(conn, row, document_log, generation)
+        changed = bool(batch)
+        if final:
+            for key in plan.removed:
+                DURABLE.delete_key(conn, key)
+                conn.execute("DELETE FROM main.persisted_sessions WHERE key = ?", (key,))
+            changed = changed or bool(plan.removed)
+            token = None if plan.deferred else self.token
+            conn.execute("UPDATE main.search_state SET token = ?", (token,))
+        if changed:
+            conn.execute("UPDATE main.search_state SET global_generation = ?", (generation,))
+        conn.execute(
+            "UPDATE main.search_state SET build_done = ?, build_total = ?",
+            (max(plan.total - remaining, 0), plan.total),
+        )
 
-    def _index_persisted(self, entry: PersistedSession, indexed: tuple[int, str] | None) -> None:
-        sid = entry.header.id
-        log = self.corpus.read_persisted(sid, self.cancel)
-        if not log.session.is_compatible(entry.header):
-            raise _conflict(sid)
-        folder = SurfaceFolder()
-        try:
-            _fold(log.events, folder)
-        except SurfaceError as exc:
-            raise _corrupt(sid, exc) from None
-        header = log.session
-        self.txn.begin()
+    def _write_session(
+        self,
+        conn: sqlite3.Connection,
+        row: tuple[int, str] | None,
+        document_log: DocumentLog,
+        generation: int,
+    ) -> int:
+        header = document_log.header
         values = (
             header.created_at,
             header.cwd,
             header.parent_session,
-            _header_json(header),
-            entry.revision,
-            self.generation,
+            _header_json(document_log),
+            document_log.revision,
+            generation,
         )
-        if indexed is None:
-            cursor = self.conn.execute(
+        if row is None:
+            existing = conn.execute(
+                "SELECT key FROM main.persisted_sessions WHERE id = ?", (header.id,)
+            ).fetchone()
+            if existing is not None:  # indexed meanwhile by an earlier, interrupted pass
+                row = (int(existing[0]), "")
+        if row is None:
+            cursor = conn.execute(
                 "INSERT INTO main.persisted_sessions (created_at, cwd, parent_session, "
                 "header_json, revision, generation, id) VALUES (?,?,?,?,?,?,?)",
-                (*values, sid),
+                (*values, header.id),
             )
             key = int(cursor.lastrowid or 0)
-            rows = _rows(key, log.events, folder)
-            _DURABLE.insert(self.conn, rows)
-            self.counts["docs"] += len(rows)
-        else:
-            key = indexed[0]
-            self.conn.execute(
-                "UPDATE main.persisted_sessions SET created_at = ?, cwd = ?, parent_session = ?, "
-                "header_json = ?, revision = ?, generation = ? WHERE key = ?",
-                (*values, key),
-            )
-            self.counts["docs"] += self._rewrite(key, _rows(key, log.events, folder))
-        self.counts["pi"] += 1
-
-    def _rewrite(self, key: int, rows: list[_Row]) -> int:
-        """Write only the difference between the stored rows of ``key`` and ``rows``.
-
-        An appended log keeps its earlier documents untouched (no re-tokenising); documents
-        whose surface class changed are updated in place.
-        """
-        lo, hi = _key_range(key)
-        existing = {
-            int(rid): (str(text), str(kind), int(time), str(surface))
-            for rid, text, kind, time, surface in self.conn.execute(
-                "SELECT id, text, type, time, surface FROM main.doc_rows WHERE id BETWEEN ? AND ?",
-                (lo, hi),
-            )
-        }
-        inserts: list[_Row] = []
-        deletes: list[tuple[int]] = []
-        updates: list[tuple[str, int]] = []
-        for row in rows:
-            old = existing.pop(row[0], None)
-            if old is None:
-                inserts.append(row)
-            elif old[:3] != (row[1], row[2], row[3]):
-                deletes.append((row[0],))
-                inserts.append(row)
-            elif old[3] != row[4]:
-                updates.append((row[4], row[0]))
-        deletes.extend((rid,) for rid in existing)
-        _DURABLE.delete_ids(self.conn, deletes)
-        self.conn.executemany("UPDATE main.doc_rows SET surface = ? WHERE id = ?", updates)
-        _DURABLE.insert(self.conn, inserts)
-        return len(inserts) + len(updates)
-
-    # -- live --------------------------------------------------------------------------
-
-    def live_sessions(self, persistence: SessionPersistence | None) -> None:
-        previous = self.state.live
-        if self.state.live_dirty:
-            self.txn.begin()
-            self.conn.execute("INSERT INTO temp.live_fts (live_fts) VALUES ('delete-all')")
-            self.conn.execute("DELETE FROM temp.live_rows")
-            self.conn.execute("DELETE FROM temp.live_sessions")
-            previous = {}
-        listed = frozenset(self.listing) if self.listing is not None else self.state.listed_ids
-        seen: set[str] = set()
-        for snapshot in self.snapshots:
-            check_cancel(self.cancel)
-            sid = snapshot.header.id
-            seen.add(sid)
-            if self.listing is not None and sid in self.listing:
-                if not self.listing[sid].header.is_compatible(snapshot.header):
-                    raise _conflict(sid)
-            persisted = persistence is not None and sid in listed
-            self.live[sid] = self._live_one(snapshot, previous.get(sid), persisted)
-        for sid, old in previous.items():
-            if sid not in seen:
-                self.txn.begin()
-                self._drop_live(old.key)
-                self.counts["lr"] += 1
-
-    def _drop_live(self, key: int) -> None:
-        _LIVE.delete_key(self.conn, key)
-        self.conn.execute("DELETE FROM temp.live_sessions WHERE key = ?", (key,))
-
-    def _live_one(
-        self, snapshot: LiveSnapshot, old: LiveState | None, persisted: bool
-    ) -> LiveState:
-        events = snapshot.events
-        length = len(events)
-        if old is not None and _extends(old, snapshot):
-            if length == old.length and old.persisted == persisted:
-                return old
-            return self._grow_live(old, events, persisted)
-        self.txn.begin()
-        if old is not None:
-            self._drop_live(old.key)
-        header = snapshot.header
-        cursor = self.conn.execute(
-            "INSERT INTO temp.live_sessions (id, created_at, cwd, parent_session, persisted) "
-            "VALUES (?,?,?,?,?)",
-            (header.id, header.created_at, header.cwd, header.parent_session, int(persisted)),
+            rows = document_rows(key, document_log.documents)
+            DURABLE.insert(conn, rows)
+            return len(rows)
+        key = row[0]
+        conn.execute(
+            "UPDATE main.persisted_sessions SET created_at = ?, cwd = ?, parent_session = ?, "
+            "header_json = ?, revision = ?, generation = ? WHERE key = ?",
+            (*values, key),
         )
-        key = int(cursor.lastrowid or 0)
-        folder = SurfaceFolder()
-        self._apply_live(header.id, events, folder)
-        rows = _rows(key, events, folder)
-        _LIVE.insert(self.conn, rows)
-        self.counts["li"] += 1
-        self.counts["docs"] += len(rows)
-        return LiveState(
-            key=key,
-            header=header,
-            length=length,
-            last_event=events[-1] if events else None,
-            folder=folder,
-            current_docs={row[0] & SEQ_MASK for row in rows if row[4] == "current"},
-            persisted=persisted,
-            generation=self.generation,
+        return _rewrite(conn, key, document_rows(key, document_log.documents))
+
+
+def _rewrite(conn: sqlite3.Connection, key: int, rows: list[Row]) -> int:
+    """Write only the difference between the stored rows of ``key`` and ``rows``.
+
+    An appended log keeps its earlier documents untouched (no re-tokenising); documents whose
+    surface class changed are updated in place.
+    """
+    existing = {
+        int(rid): (str(text), str(kind), int(time), str(surface))
+        for rid, text, kind, time, surface in conn.execute(
+            "SELECT id, text, type, time, surface FROM main.doc_rows WHERE id BETWEEN ? AND ?",
+            key_range(key),
         )
-
-    def _apply_live(self, sid: str, events: Sequence[SessionEvent], folder: SurfaceFolder) -> bool:
-        try:
-            return _fold(events, folder)
-        except SurfaceError as exc:
-            raise SessionQueryError(
-                ErrorCode.INVALID_SURFACE, f"live session {sid!r} has an invalid surface: {exc}"
-            ) from None
-
-    def _grow_live(
-        self, old: LiveState, events: Sequence[SessionEvent], persisted: bool
-    ) -> LiveState:
-        self.txn.begin()
-        if old.persisted != persisted:
-            self.conn.execute(
-                "UPDATE temp.live_sessions SET persisted = ? WHERE key = ?",
-                (int(persisted), old.key),
-            )
-        new_events = events[old.length :]
-        replaced = self._apply_live(old.header.id, new_events, old.folder)
-        current = old.current_docs
-        if replaced:
-            gone = [seq for seq in current if not old.folder.is_current(seq)]
-            base = old.key << SEQ_BITS
-            self.conn.executemany(
-                "UPDATE temp.live_rows SET surface = 'shadowed' WHERE id = ?",
-                [(base | seq,) for seq in gone],
-            )
-            current.difference_update(gone)
-            self.counts["docs"] += len(gone)
-        rows = _rows(old.key, new_events, old.folder)
-        _LIVE.insert(self.conn, rows)
-        current.update(row[0] & SEQ_MASK for row in rows if row[4] == "current")
-        self.counts["li"] += 1
-        self.counts["docs"] += len(rows)
-        return LiveState(
-            key=old.key,
-            header=old.header,
-            length=len(events),
-            last_event=events[-1] if events else None,
-            folder=old.folder,
-            current_docs=current,
-            persisted=persisted,
-            generation=self.generation,
-        )
-
-
-def _extends(old: LiveState, snapshot: LiveSnapshot) -> bool:
-    """Whether ``snapshot`` is ``old``'s session grown by appends (same header, same prefix)."""
-    events = snapshot.events
-    if snapshot.header != old.header or len(events) < old.length:
-        return False
-    if old.last_event is None:
-        return True
-    last = events[old.length - 1]
-    return last is old.last_event or last == old.last_event
+    }
+    inserts: list[Row] = []
+    deletes: list[tuple[int]] = []
+    updates: list[tuple[str, int]] = []
+    for row in rows:
+        old = existing.pop(row[0], None)
+        if old is None:
+            inserts.append(row)
+        elif old[:3] != (row[1], row[2], row[3]):
+            deletes.append((row[0],))
+            inserts.append(row)
+        elif old[3] != row[4]:
+            updates.append((row[4], row[0]))
+    deletes.extend((rid,) for rid in existing)
+    DURABLE.delete_ids(conn, deletes)
+    conn.executemany("UPDATE main.doc_rows SET surface = ? WHERE id = ?", updates)
+    DURABLE.insert(conn, inserts)
+    return len(inserts) + len(updates)
 
 
 def _same_listing(
@@ -501,102 +466,151 @@ def _same_listing(
     )
 
 
-def live_unchanged(state: IndexState, snapshots: Sequence[LiveSnapshot]) -> bool:
-    """Whether every live session is exactly as indexed (ids, headers, lengths)."""
-    if state.live_dirty or len(snapshots) != len(state.live):
-        return False
-    for snapshot in snapshots:
-        old = state.live.get(snapshot.header.id)
-        if old is None or old.length != len(snapshot.events) or old.header != snapshot.header:
-            return False
-    return True
+class _Lookup:
+    """The persisted entry of each live id, for the overlay (compatibility, ``persisted``)."""
+
+    def __init__(
+        self,
+        corpus: Corpus,
+        state: IndexState,
+        listing: dict[str, PersistedSession] | None,
+        *,
+        reuse: bool,
+        cancel: CancelToken | None,
+    ) -> None:
+        self.corpus = corpus
+        self.state = state
+        self.listing = listing
+        self.reuse = reuse
+        self.cancel = cancel
+
+    def __call__(self, sid: str) -> PersistedSession | None:
+        if self.corpus.persistence is None:
+            return None
+        old = self.state.live.get(sid)
+        if self.reuse and old is not None:  # nothing persisted changed since it was looked up
+            return PersistedSession(old.header, "") if old.persisted else None
+        stat = getattr(self.corpus, "stat_persisted", None)
+        if stat is not None and self.listing is None:
+            entry: PersistedSession | None = stat(sid, self.cancel)
+            return entry
+        if self.listing is None:
+            self.listing = {p.header.id: p for p in self.corpus.list_persisted(self.cancel)}
+        return self.listing.get(sid)
 
 
-def reconcile(
-    conn: sqlite3.Connection,
+def _durable(
+    access: IndexAccess,
     state: IndexState,
     corpus: Corpus,
-    cancel: CancelToken | None = None,
-    progress: ProgressCallback | None = None,
-) -> IndexUpdate:
-    """Bring the index up to date with ``corpus`` (the caller holds the connection lock).
-
-    Raises:
-        SessionQueryError: ``PERSISTENCE_FAILED`` (listing unstable twice, or storage errors),
-            ``CORRUPT_SESSION``, ``SOURCE_CONFLICT``, ``ABORTED``, or ``INDEX_FAILED`` when
-            the write transaction fails (nothing is committed; the next search retries).
-    """
-    persistence = corpus.persistence
-    binding_changed = persistence is not state.binding
-    token = corpus.change_token() if persistence is not None else None
-    snapshots = corpus.live_snapshots()
-    if (
-        not binding_changed
-        and live_unchanged(state, snapshots)
-        and (persistence is None or (token is not None and token == state.token))
-    ):
-        return IndexUpdate(skipped=True)
+    *,
+    cancel: CancelToken | None,
+    progress: ProgressCallback | None,
+    live_ids: frozenset[str],
+    swapped: bool,
+) -> _Durable:
     for _attempt in range(2):
         check_cancel(cancel)
-        work = _Pass(
-            conn=conn,
-            state=state,
-            corpus=corpus,
-            snapshots=snapshots,
-            cancel=cancel,
-            progress=progress,
-            token=token,
-        )
-        try:
-            work.persisted(persistence)
-            work.live_sessions(persistence)
-            work.txn.commit()
-        except _Unstable:
-            work.txn.rollback()
-            snapshots = corpus.live_snapshots()
-            continue
-        except sqlite3.Error as exc:
-            work.txn.rollback()
-            state.live_dirty = True
-            check_cancel(cancel)
-            raise SessionQueryError(
-                ErrorCode.INDEX_FAILED, f"session-search index reconciliation failed: {exc}"
-            ) from exc
-        except BaseException:
-            work.txn.rollback()
-            state.live_dirty = True
-            raise
-        _commit_state(state, work, persistence, token, binding_changed)
-        counts = work.counts
-        return IndexUpdate(
-            persisted_indexed=counts["pi"],
-            persisted_removed=counts["pr"],
-            live_indexed=counts["li"],
-            live_removed=counts["lr"],
-            documents_written=counts["docs"],
-        )
+        with access.writing(cancel):
+            work = _Durable(
+                access,
+                state,
+                corpus,
+                cancel=cancel,
+                progress=progress,
+                live_ids=live_ids,
+                swapped=swapped,
+            )
+            try:
+                work.run()
+            except _Unstable:
+                swapped = True  # the next attempt lists again
+                continue
+        return work
     raise SessionQueryError(
         ErrorCode.PERSISTENCE_FAILED,
         "session persistence listing did not stabilize after one retry",
     )
 
 
-def _commit_state(
+def reconcile(
+    access: IndexAccess,
     state: IndexState,
-    work: _Pass,
-    persistence: SessionPersistence | None,
-    token: str | None,
-    binding_changed: bool,
-) -> None:
-    if work.txn.begun or binding_changed:
-        state.generation = work.generation
-    if binding_changed:
+    corpus: Corpus,
+    cancel: CancelToken | None = None,
+    progress: ProgressCallback | None = None,
+) -> IndexUpdate:
+    """Bring the index up to date with ``corpus``.
+
+    Raises:
+        SessionQueryError: ``PERSISTENCE_FAILED`` (listing unstable twice, or storage errors),
+            ``CORRUPT_SESSION``, ``SOURCE_CONFLICT``, ``ABORTED``, or ``INDEX_FAILED`` when
+            a write fails (committed batches stay; the next search continues).
+    """
+    persistence = corpus.persistence
+    rebound = persistence is not state.binding
+    snapshots: Sequence[LiveSnapshot] = corpus.live_snapshots()
+    live_ids = frozenset(snapshot.header.id for snapshot in snapshots)
+    token = None if persistence is None else _keyed(persistence, corpus.change_token())
+    due = any(sid not in live_ids for sid in state.deferred)
+    current = persistence is None or (
+        not rebound and token is not None and token == state.token and not due
+    )
+    if current and not rebound and live_unchanged(state.live, state.live_dirty, snapshots):
+        return IndexUpdate(skipped=True)
+    work: _Durable | None = None
+    if not current:
+        work = _durable(
+            access,
+            state,
+            corpus,
+            cancel=cancel,
+            progress=progress,
+            live_ids=live_ids,
+            swapped=rebound and state.binding is not _UNBOUND,
+        )
+    listing = None if work is None else work.plan.listing
+    lookup = _Lookup(corpus, state, listing, reuse=current and not rebound, cancel=cancel)
+    overlay = _overlay(access, state, snapshots, lookup, cancel)
+    if rebound:
         state.epoch += 1
         state.binding = persistence
-    state.token = token
-    if work.listing is not None:
-        state.listed_ids = frozenset(work.listing)
+    if work is not None:
+        state.token = work.token
     elif persistence is None:
-        state.listed_ids = frozenset()
-    state.live = work.live
+        state.token = None
+        state.deferred = frozenset()
+    return IndexUpdate(
+        persisted_indexed=0 if work is None else work.indexed,
+        persisted_removed=0 if work is None else len(work.plan.removed),
+        live_indexed=overlay.indexed,
+        live_removed=overlay.removed,
+        documents_written=overlay.documents + (0 if work is None else work.documents),
+    )
+
+
+def _overlay(
+    access: IndexAccess,
+    state: IndexState,
+    snapshots: Sequence[LiveSnapshot],
+    lookup: _Lookup,
+    cancel: CancelToken | None,
+) -> LiveOverlay:
+    with access.hold(cancel) as conn:
+        overlay = LiveOverlay(
+            conn, state.live, dirty=state.live_dirty, generation=state.live_generation + 1
+        )
+        try:
+            overlay.run(snapshots, lookup, cancel)
+            overlay.commit()
+        except BaseException:
+            state.live_dirty = True
+            if conn.in_transaction:
+                conn.set_progress_handler(None, 0)
+                conn.execute("ROLLBACK")
+            raise
+    if overlay.begun:
+        state.live_generation += 1
+    state.live = overlay.live
     state.live_dirty = False
+    return overlay
