@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from search_sqlite_support import FakeCorpus, FakePersistence, assistant, header, log, summary, user
+from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.persistence import JsonlPersistence
 from sessionquery.persistence.base import PersistedSession
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import SurfaceIn
+from sessionquery.query.types import SessionLog
 from sessionquery.search.sqlite import SqliteSearch
+from sessionquery.search.sqlite import reconcile as reconcile_module
 
 
 @pytest.fixture
@@ -213,3 +220,207 @@ def test_unmounting_persistence_hides_durable_rows_without_deleting_them(
     corpus.store = store
     assert len(index.search_sessions(corpus, "words").items) == 2
     assert sorted(corpus.reads) == ["a", "b"]
+
+
+# --------------------------------------------------------------------------- journal, batches
+
+
+class _JournalStore(FakePersistence):
+    """A fake store with a change journal (``changed_since``) that counts its lookups."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changes: list[tuple[int, str]] = []
+        self.stat_calls: list[str] = []
+
+    def put(self, session_header: SessionHeader, events: Sequence[SessionEvent]) -> None:
+        super().put(session_header, events)
+        self.changes.append((self.token, session_header.id))
+
+    def append(self, session_id: str, events: Sequence[SessionEvent]) -> None:
+        super().append(session_id, events)
+        self.changes.append((self.token, session_id))
+
+    def delete(self, session_id: str) -> None:
+        super().delete(session_id)
+        self.changes.append((self.token, session_id))
+
+    def stat(self, session_id: str) -> PersistedSession | None:
+        self.stat_calls.append(session_id)
+        return super().stat(session_id)
+
+    def change_token(self) -> str:
+        return str(self.token)
+
+    def changed_since(self, token: str) -> frozenset[str] | None:
+        return frozenset(sid for at, sid in self.changes if at > int(token))
+
+
+def _rows(path: Path) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(
+            "SELECT p.id, p.header_json, d.id & 4294967295, d.text, d.type, d.time, d.surface, "
+            "d.length FROM doc_rows d JOIN persisted_sessions p ON p.key = d.id >> 32 "
+            "ORDER BY p.id, d.id"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_change_journal_limits_reconciliation_to_the_changed_sessions(tmp_path: Path) -> None:
+    store = _JournalStore()
+    for number in range(30):
+        store.put(header(f"s{number:02}", number + 1), log(f"entry {number} words"))
+    with (
+        SqliteSearch(tmp_path / "index.db") as index,
+        SessionQuery(persistence=store, search=index) as service,
+    ):
+        assert len(service.search_sessions("words", limit=50).items) == 30
+        lists = store.list_calls
+        store.stat_calls.clear()
+        store.append("s07", log("fresh journal entry", start=1))
+        store.delete("s08")
+        hits = service.search_sessions("journal").items
+        assert [hit.record.id for hit in hits] == ["s07"]
+        assert store.list_calls == lists  # no listing: the journal named the changes
+        assert sorted(set(store.stat_calls)) == ["s07", "s08"]
+        assert len(service.search_sessions("words", limit=50).items) == 29
+
+
+def test_a_journal_that_cannot_answer_falls_back_to_a_full_listing(tmp_path: Path) -> None:
+    store = _JournalStore()
+    store.put(header("a"), log("alpha words"))
+    store.changed_since = lambda token: None  # type: ignore[method-assign]
+    with (
+        SqliteSearch(tmp_path / "index.db") as index,
+        SessionQuery(persistence=store, search=index) as service,
+    ):
+        service.search_sessions("words")
+        lists = store.list_calls
+        store.put(header("b", 2), log("beta words"))
+        assert len(service.search_sessions("words").items) == 2
+        assert store.list_calls == lists + 1
+
+
+def test_a_cancelled_build_keeps_committed_batches_and_the_next_one_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reconcile_module, "BATCH_DOCUMENTS", 4)
+    store = FakePersistence()
+    for number in range(20):
+        store.put(header(f"s{number:02}", number + 1), log(f"entry {number}", "more words"))
+    corpus = FakeCorpus(store)
+    token = CancelToken()
+
+    def stop_halfway(done: int, total: int) -> None:
+        if done == 10:
+            token.cancel()
+
+    with SqliteSearch(tmp_path / "index.db") as index:
+        with pytest.raises(SessionQueryError) as caught:
+            index.update(corpus, cancel=token, progress=stop_halfway)
+        assert caught.value.code is ErrorCode.ABORTED
+        kept = len({row[0] for row in _rows(tmp_path / "index.db")})
+        assert kept >= 8  # every batch committed before the interrupt, and the one read since
+        corpus.reads.clear()
+        update = index.update(corpus)
+        assert update.persisted_indexed == 20 - kept
+        assert len(corpus.reads) == 20 - kept
+    with SqliteSearch(tmp_path / "fresh.db") as fresh:
+        fresh.update(FakeCorpus(store))
+    assert _rows(tmp_path / "index.db") == _rows(tmp_path / "fresh.db")
+
+
+def test_progress_is_reported_before_the_first_session_is_read(index: SqliteSearch) -> None:
+    corpus = two_sessions()
+    seen: list[tuple[int, int, int]] = []
+    index.update(corpus, progress=lambda done, total: seen.append((done, total, len(corpus.reads))))
+    assert seen[0] == (0, 2, 0)
+
+
+def test_a_deadline_during_a_build_is_index_building_with_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reconcile_module, "BATCH_DOCUMENTS", 1)
+    store = FakePersistence()
+    for number in range(6):
+        store.put(header(f"s{number}", number + 1), log(f"entry {number} words"))
+    corpus = FakeCorpus(store)
+    token = CancelToken(deadline=time.monotonic() + 60)
+    original = corpus.read_persisted
+
+    def read(session_id: str, cancel: CancelToken | None = None) -> SessionLog:
+        if len(corpus.reads) == 3:
+            token.deadline = time.monotonic() - 1  # the deadline passes mid-build
+        return original(session_id, cancel)
+
+    corpus.read_persisted = read  # type: ignore[method-assign]
+    with SqliteSearch(tmp_path / "index.db") as index:
+        with pytest.raises(SessionQueryError) as caught:
+            index.search_sessions(corpus, "words", cancel=token)
+        error = caught.value
+        assert error.code is ErrorCode.INDEX_BUILDING
+        assert error.retryable
+        assert error.context == {"sessions_indexed": 3, "sessions_total": 6}
+        assert "still being built: 3 of 6 sessions" in error.message
+        assert len(index.search_sessions(corpus, "words").items) == 6
+
+
+def test_a_search_during_a_background_build_answers_index_building_not_queueing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reconcile_module, "BATCH_DOCUMENTS", 1)
+    store = FakePersistence()
+    for number in range(4):
+        store.put(header(f"s{number}", number + 1), log(f"entry {number} words"))
+    corpus = FakeCorpus(store)
+    reached, release = threading.Event(), threading.Event()
+    original = corpus.read_persisted
+
+    def read(session_id: str, cancel: CancelToken | None = None) -> SessionLog:
+        if len(corpus.reads) == 2:
+            reached.set()
+            assert release.wait(10)
+        return original(session_id, cancel)
+
+    corpus.read_persisted = read  # type: ignore[method-assign]
+    with SqliteSearch(tmp_path / "index.db") as index:
+        builder = threading.Thread(target=index.update, args=(corpus,))
+        builder.start()
+        try:
+            assert reached.wait(10)
+            started = time.monotonic()
+            with pytest.raises(SessionQueryError) as caught:
+                index.search_sessions(corpus, "words", cancel=CancelToken.after(0.2))
+            assert time.monotonic() - started < 2
+            assert caught.value.code is ErrorCode.INDEX_BUILDING
+            assert caught.value.context["sessions_total"] == 4
+        finally:
+            release.set()
+            builder.join(10)
+        assert len(index.search_sessions(corpus, "words").items) == 4
+
+
+def test_the_index_built_from_jsonl_documents_equals_the_one_built_from_folded_reads(
+    tmp_path: Path,
+) -> None:
+    store = JsonlPersistence(tmp_path / "store")
+    with store.create(header("a", 1, cwd="/w")) as writer:
+        writer.append(log("first words", "second words", "third"))
+        writer.append([summary(3, "a compaction summary", 0, 1)])
+    with store.create(header("b", 2)) as writer:
+        writer.append([SessionEvent("turn/start", 0, 1, {"turn": 0}), user(1, "open turn")])
+    fast_corpus = SessionQuery(persistence=store).corpus
+    with SqliteSearch(tmp_path / "fast.db") as fast:
+        fast.update(fast_corpus)
+    slow_corpus = FakeCorpus()
+    slow_corpus.read_persisted = fast_corpus.read_persisted  # type: ignore[method-assign]
+    slow_corpus.list_persisted = fast_corpus.list_persisted  # type: ignore[method-assign]
+    slow_corpus.store = store  # type: ignore[assignment]
+    slow_corpus.with_token = False
+    with SqliteSearch(tmp_path / "slow.db") as slow:
+        slow.update(slow_corpus)
+    rows = _rows(tmp_path / "fast.db")
+    assert rows == _rows(tmp_path / "slow.db")
+    assert ("b", rows[-1][1], 2, "interrupted", "turn/end", 1001, "log-only", 11) in rows
