@@ -1,4 +1,4 @@
-"""Tests for sessionquery.search.sqlite.schema: the guarded open, rebuilds, sharing, the write lock."""
+"""Tests for sessionquery.search.sqlite.schema: guarded open, rebuilds, sharing, write lock."""
 
 from __future__ import annotations
 

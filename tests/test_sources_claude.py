@@ -246,11 +246,7 @@ def test_split_assistant_lines_merge_into_one_message_with_all_their_lines(
 ) -> None:
     source = ClaudeCodeSource(projects)
     events = _events(source, f"{SIDECHAIN_HEAVY}/sidechain-60dade70-20bb-4edb-9dad-9f08267e0cc2")
-    merged = [
-        e
-        for e in events
-        if e.type == "assistant/message" and "lines" in e.data["origin"]
-    ]
+    merged = [e for e in events if e.type == "assistant/message" and "lines" in e.data["origin"]]
     assert merged
     lines = merged[0].data["origin"]["lines"]
     assert len(lines) >= 2 and lines == sorted(lines)

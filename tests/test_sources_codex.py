@@ -91,11 +91,7 @@ def test_every_real_rollout_imports_with_id_cwd_and_paired_tool_calls(sessions: 
         events = _events(source, session_id)
         call_ids = [e.data["callId"] for e in events if e.type == "tool/call"]
         assert len(call_ids) == calls
-        results = [
-            e.data["message"]["source"]["callId"]
-            for e in events
-            if e.type == "tool/result"
-        ]
+        results = [e.data["message"]["source"]["callId"] for e in events if e.type == "tool/result"]
         assert set(results) <= set(call_ids)
         fold_surface(events)
         fold_surface(events + interrupted_turn_closers(events))
@@ -105,11 +101,7 @@ def test_every_real_rollout_imports_with_id_cwd_and_paired_tool_calls(sessions: 
 
 def test_turn_aborted_lines_end_turns_as_aborted(sessions: Path) -> None:
     events = _events(CodexSource(sessions), BIG)
-    aborted = [
-        e
-        for e in events
-        if e.type == "turn/end" and e.data["reason"]["kind"] == "aborted"
-    ]
+    aborted = [e for e in events if e.type == "turn/end" and e.data["reason"]["kind"] == "aborted"]
     assert len(aborted) == 4
     assert interrupted_turn_closers(events) == []
 
@@ -117,9 +109,7 @@ def test_turn_aborted_lines_end_turns_as_aborted(sessions: Path) -> None:
 def test_injected_preamble_is_kept_but_not_searchable(sessions: Path) -> None:
     events = _events(CodexSource(sessions), BIG)
     injected = [
-        e
-        for e in events
-        if e.type == "user/message" and e.data["source"]["kind"] == "injected"
+        e for e in events if e.type == "user/message" and e.data["source"]["kind"] == "injected"
     ]
     assert injected
     assert all(extract_event_text(e) == "" for e in injected)

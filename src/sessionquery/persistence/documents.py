@@ -184,7 +184,8 @@ class DocumentBuilder:
             try:
                 tail = [SessionEvent.from_json(obj) for obj in self._open_turn]
             except (ValueError, RecursionError) as exc:
-                raise PersistenceCorrupt(f"{self._path}: invalid event in the open turn: {exc}")
+                message = f"{self._path}: invalid event in the open turn: {exc}"
+                raise PersistenceCorrupt(message) from None
             for event in interrupted_turn_closers(tail):
                 self._seq = event.seq
                 self._apply(event.seq, event.type, event.time, event.surface_op, event.data)

@@ -28,7 +28,7 @@ from sessionquery.errors import (
     SessionQueryError,
 )
 from sessionquery.model import SessionEvent, SessionHeader, interrupted_turn_closers
-from sessionquery.model.surface import SurfaceFolder, SurfaceError
+from sessionquery.model.surface import SurfaceError, SurfaceFolder
 from sessionquery.model.text import extract_event_text
 from sessionquery.persistence.base import (
     ChangeJournal,

@@ -233,9 +233,7 @@ class _Durable:
             base = self._base(conn)
         changed = self._changed(base)
         due = {sid for sid in self.state.deferred if sid not in self.live_ids}
-        if changed is None or (
-            (changed or due) and not hasattr(self.corpus, "stat_persisted")
-        ):
+        if changed is None or ((changed or due) and not hasattr(self.corpus, "stat_persisted")):
             self._plan_listing()
         else:
             self._plan_changed(changed | due)

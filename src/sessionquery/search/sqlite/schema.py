@@ -46,7 +46,7 @@ __all__ = [
     "DERIVED_TABLES",
     "SCHEMA_VERSION",
     "WriteLock",
-        "close_quietly",
+    "close_quietly",
     "create_temp_schema",
     "ensure_parent",
     "open_index",
