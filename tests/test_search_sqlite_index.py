@@ -7,6 +7,12 @@ and ``JsonlPersistence`` under ``tmp_path``.
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -466,3 +472,99 @@ def test_search_through_the_query_service_over_real_jsonl_files(tmp_path: Path) 
         assert [hit.seq for hit in page.items] == [0]
     finally:
         query.close()
+
+
+# --------------------------------------------------------------------------- interrupted builds
+
+
+def _write_store(root: Path, sessions: int, turns: int) -> None:
+    """A JSONL store written line by line in the documented format (fast to create)."""
+    root.mkdir(mode=0o700)
+    for number in range(sessions):
+        sid = f"s{number:05}"
+        lines = [
+            json.dumps(
+                {
+                    "type": "session",
+                    "version": 3,
+                    "id": sid,
+                    "createdAt": number,
+                    "isSeeded": False,
+                    "delegationDepth": 0,
+                }
+            )
+        ]
+        for seq, event in enumerate(
+            event for turn in range(turns) for event in log(f"turn {turn} of {sid} words")
+        ):
+            record = {**event.to_json(), "seq": seq}
+            lines.append(json.dumps(record))
+        (root / f"{sid}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def _indexed(path: Path) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(
+            "SELECT p.id, d.id & 4294967295, d.text, d.type, d.time, d.surface, d.length "
+            "FROM doc_rows d JOIN persisted_sessions p ON p.key = d.id >> 32 ORDER BY p.id, d.id"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def _progress_of(path: Path) -> tuple[int, int] | None:
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.05)
+    except sqlite3.Error:
+        return None
+    try:
+        row = conn.execute("SELECT build_done, build_total FROM search_state").fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    return None if row is None else (int(row[0]), int(row[1]))
+
+
+def _index_command(root: Path, index: Path, home: Path) -> list[str]:
+    program = "import sys; from sessionquery.cli import main; sys.exit(main())"
+    return [sys.executable, "-c", program, "index", "--root", str(root), "--index", str(index)]
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGKILL, signal.SIGINT])
+def test_an_index_command_interrupted_halfway_keeps_its_batches_and_the_next_run_finishes(
+    tmp_path: Path, signal_number: int
+) -> None:
+    root, index, home = tmp_path / "store", tmp_path / "index.db", tmp_path / "home"
+    _write_store(root, sessions=1500, turns=6)
+    env = {**os.environ, "HOME": str(home), "SESSIONQUERY_HOME": str(home)}
+    command = _index_command(root, index, home)
+    quiet = subprocess.DEVNULL
+    child = subprocess.Popen(command, env=env, stdout=quiet, stderr=quiet)
+    try:
+        give_up = time.monotonic() + 120
+        while True:
+            progress = _progress_of(index)
+            if progress is not None and 0 < progress[0] < progress[1]:
+                break
+            assert child.poll() is None, "the build finished before it could be interrupted"
+            assert time.monotonic() < give_up, "the build never committed a batch"
+            time.sleep(0.002)  # polling the database, not synchronising on time
+        child.send_signal(signal_number)
+        child.wait(60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+    kept = len({row[0] for row in _indexed(index)})
+    assert 0 < kept < 1500
+    finished = subprocess.run(command, env=env, capture_output=True, timeout=300, check=False)
+    assert finished.returncode == 0, finished.stderr
+    assert _progress_of(index) == (1500, 1500)
+    fresh = tmp_path / "fresh.db"
+    rebuilt = subprocess.run(
+        _index_command(root, fresh, home), env=env, capture_output=True, timeout=300, check=False
+    )
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert _indexed(index) == _indexed(fresh)
