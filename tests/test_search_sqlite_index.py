@@ -31,7 +31,9 @@ from search_sqlite_support import (
     summary,
     user,
 )
+from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.persistence import JsonlPersistence
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import (
     AvailabilityIn,
@@ -568,3 +570,28 @@ def test_an_index_command_interrupted_halfway_keeps_its_batches_and_the_next_run
     )
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert _indexed(index) == _indexed(fresh)
+
+
+def test_a_deadline_interrupts_a_build_promptly_and_keeps_its_committed_batches(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "store"
+    _write_store(root, sessions=1500, turns=6)
+    persistence = JsonlPersistence(root)
+    with (
+        SqliteSearch(tmp_path / "index.db") as index,
+        SessionQuery(persistence=persistence, search=index) as service,
+    ):
+        token = CancelToken.after(0.8)
+        with pytest.raises(SessionQueryError) as caught:
+            index.update(service.corpus, cancel=token)
+        late = time.monotonic() - (token.deadline or 0)
+        assert caught.value.code is ErrorCode.ABORTED
+        assert late < 1.0  # generous: the bound catches a build that ignores its deadline
+        kept = len({row[0] for row in _indexed(tmp_path / "index.db")})
+        assert 0 < kept < 1500
+        with pytest.raises(SessionQueryError) as searched:
+            service.search_sessions("words", cancel=CancelToken.after(0.05))
+        assert searched.value.code in (ErrorCode.INDEX_BUILDING, ErrorCode.ABORTED)
+        kept = len({row[0] for row in _indexed(tmp_path / "index.db")})  # the search resumed
+        assert index.update(service.corpus).persisted_indexed == 1500 - kept
