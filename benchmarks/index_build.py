@@ -35,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 SECTION = "## Index lifecycle"
+TIMES = "\u00d7"
 
 
 def _events_in(root: str) -> int:
@@ -177,7 +178,8 @@ def render(results: dict[str, Any]) -> str:
         f"peak RSS {build['maxrss_kb'] / 1024:.0f} MB |",
         f"| full build, raw FTS5 floor | {floor['seconds']:.1f} s, {floor_rate:,.0f} events/s, "
         f"peak RSS {floor['maxrss_kb'] / 1024:.0f} MB |",
-        f"| **build ÷ floor (events/s)** | **{sq_rate / floor_rate:.2f}×** (target ≥ 0.7×) |",
+        f"| **build ÷ floor (events/s)** | **{sq_rate / floor_rate:.2f}{TIMES}** "
+        f"(target ≥ 0.7{TIMES}) |",
         f"| first progress report after the build started | {build['first_progress_s']:.2f} s |",
         f"| one changed session (10 events appended) reconciled, median / max of 7 "
         f"({journal}) | {rec['changed_ms']:.1f} ms / {rec['changed_p95_ms']:.1f} ms |",
