@@ -39,6 +39,12 @@ from sessionquery.model import (
 )
 from sessionquery.persistence.base import DocumentLog, TextDocument
 
+_TEXT_TYPES = frozenset(
+    {"user/message", "assistant/message", "tool/call", "tool/result", "todo/write", "turn/end"}
+)
+"""The only event types :func:`~sessionquery.model.extract_text` finds text in (SPEC §3.7);
+records of other types skip the extraction call."""
+
 __all__ = ["DocumentBuilder", "SurfaceClasses", "jsonl_body_documents", "jsonl_documents"]
 
 
@@ -155,7 +161,15 @@ class DocumentBuilder:
             raise self._corrupt(f"event has seq {seq!r}, expected {self._seq}")
         if type(kind) is not str or not kind or type(time) is not int or time < 0:
             raise self._corrupt("invalid event: type or time")
-        self._apply(seq, kind, time, obj.get("surfaceOp"), obj.get("data"))
+        if kind in SURFACE_ELIGIBLE_TYPES:
+            try:
+                self._fold.apply(seq, kind, obj.get("surfaceOp"))
+            except ValueError as exc:
+                raise self._corrupt(f"invalid surface: {exc}") from None
+        if kind in _TEXT_TYPES:
+            text = extract_text(kind, obj.get("data"))
+            if text:
+                self._docs.append((seq, kind, time, text))
         if kind == "turn/start":
             self._open_turn = [obj]
         elif kind == "turn/end":
