@@ -21,6 +21,7 @@ from sessionquery.query.filters import SurfaceIn
 from sessionquery.query.types import SessionLog
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.search.sqlite import reconcile as reconcile_module
+from sessionquery.search.sqlite.schema import WriteLock
 
 
 @pytest.fixture
@@ -424,3 +425,24 @@ def test_the_index_built_from_jsonl_documents_equals_the_one_built_from_folded_r
     rows = _rows(tmp_path / "fast.db")
     assert rows == _rows(tmp_path / "slow.db")
     assert ("b", rows[-1][1], 2, "interrupted", "turn/end", 1001, "log-only", 11) in rows
+
+
+def test_a_search_waits_for_another_writer_within_its_deadline_then_sees_its_change(
+    tmp_path: Path,
+) -> None:
+    corpus = two_sessions()
+    assert corpus.store is not None
+    with SqliteSearch(tmp_path / "index.db") as index:
+        index.search_sessions(corpus, "words")
+        corpus.store.put(header("c", 3), log("gamma words"))
+        other_process = WriteLock(tmp_path / "index.db")  # as another process reconciling
+        assert other_process.try_acquire()
+        try:
+            started = time.monotonic()
+            with pytest.raises(SessionQueryError) as caught:
+                index.search_sessions(corpus, "gamma", cancel=CancelToken.after(0.2))
+            assert caught.value.code is ErrorCode.ABORTED  # the index is complete: no build
+            assert time.monotonic() - started < 2
+        finally:
+            other_process.release()
+        assert [hit.record.id for hit in index.search_sessions(corpus, "gamma").items] == ["c"]
