@@ -582,9 +582,14 @@ def test_a_deadline_interrupts_a_build_promptly_and_keeps_its_committed_batches(
         SqliteSearch(tmp_path / "index.db") as index,
         SessionQuery(persistence=persistence, search=index) as service,
     ):
-        token = CancelToken.after(0.8)
+        token = CancelToken()
+
+        def start_the_clock(done: int, total: int) -> None:
+            if token.deadline is None:  # the listing is done: reading starts now
+                token.deadline = time.monotonic() + 0.5
+
         with pytest.raises(SessionQueryError) as caught:
-            index.update(service.corpus, cancel=token)
+            index.update(service.corpus, cancel=token, progress=start_the_clock)
         late = time.monotonic() - (token.deadline or 0)
         assert caught.value.code is ErrorCode.ABORTED
         assert late < 1.0  # generous: the bound catches a build that ignores its deadline

@@ -446,3 +446,24 @@ def test_a_search_waits_for_another_writer_within_its_deadline_then_sees_its_cha
         finally:
             other_process.release()
         assert [hit.record.id for hit in index.search_sessions(corpus, "gamma").items] == ["c"]
+
+
+def test_a_deadline_during_the_first_listing_is_index_building_too(index: SqliteSearch) -> None:
+    corpus = two_sessions()
+    token = CancelToken(deadline=time.monotonic() + 60)
+    original = corpus.list_persisted
+
+    def slow_listing(cancel: CancelToken | None = None) -> list[PersistedSession]:
+        token.deadline = time.monotonic() - 1  # listing a big history outlasts the deadline
+        return original(cancel)
+
+    corpus.list_persisted = slow_listing  # type: ignore[method-assign]
+    with pytest.raises(SessionQueryError) as caught:
+        index.search_sessions(corpus, "words", cancel=token)
+    assert caught.value.code is ErrorCode.INDEX_BUILDING
+    assert caught.value.context == {"sessions_indexed": 0, "sessions_total": 0}
+    corpus.list_persisted = original  # type: ignore[method-assign]
+    assert len(index.search_sessions(corpus, "words").items) == 2
+    with pytest.raises(SessionQueryError) as later:  # built once: a deadline is a deadline
+        index.search_sessions(corpus, "words", cancel=CancelToken(deadline=0))
+    assert later.value.code is ErrorCode.ABORTED

@@ -284,39 +284,42 @@ class SqliteSearch:
         try:
             _acquire(self._turn, cancel)
         except SessionQueryError as exc:
-            raise self._building_or(exc, cancel) from None
+            raise self._building_or(exc, cancel, corpus) from None
         try:
             try:
                 reconcile(self, self._state, corpus, cancel)
             except SessionQueryError as exc:
-                raise self._building_or(exc, cancel) from None
+                raise self._building_or(exc, cancel, corpus) from None
             yield
         finally:
             self._turn.release()
 
-    def _building_or(self, error: SessionQueryError, cancel: CancelToken | None) -> Exception:
-        """``INDEX_BUILDING`` for a deadline that passed during an unfinished build, else
-        ``error`` unchanged."""
+    def _building_or(
+        self, error: SessionQueryError, cancel: CancelToken | None, corpus: Corpus
+    ) -> Exception:
+        """``INDEX_BUILDING`` for a deadline that passed during an unfinished build (or before
+        the first one got to its first batch), else ``error`` unchanged."""
         if (
             error.code is not ErrorCode.ABORTED
             or cancel is None
             or cancel.cancelled
             or self._closed
+            or corpus.persistence is None
         ):
             return error
         try:
             with self.hold(None) as conn:
-                done, total = conn.execute(
-                    "SELECT build_done, build_total FROM main.search_state"
+                done, total, completed = conn.execute(
+                    "SELECT build_done, build_total, completed FROM main.search_state"
                 ).fetchone()
         except SessionQueryError:
             return error
-        if done >= total:
+        if done >= total and completed:
             return error
+        counts = f": {done:,} of {total:,} sessions" if total else " (listing the sessions)"
         return SessionQueryError(
             ErrorCode.INDEX_BUILDING,
-            f"the history index is still being built: {done:,} of {total:,} sessions; "
-            "try again shortly",
+            f"the history index is still being built{counts}; try again shortly",
             context={"sessions_indexed": int(done), "sessions_total": int(total)},
         )
 

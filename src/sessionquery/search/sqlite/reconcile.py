@@ -300,6 +300,12 @@ class _Durable:
         """
         plan = self.plan_work()
         stale = plan.stale
+        if stale:
+            with self.access.hold(self.cancel) as conn:  # other processes see the build's size
+                conn.execute(
+                    "UPDATE main.search_state SET build_done = ?, build_total = ?",
+                    (plan.total - len(stale), plan.total),
+                )
         if self.progress is not None and stale:
             self.progress(0, len(stale))
         batch: list[tuple[tuple[int, str] | None, DocumentLog]] = []
@@ -309,7 +315,12 @@ class _Durable:
             if self.cancel is not None and self.cancel.expired:
                 self._flush(batch, len(stale) - done + 1, final=False, cancel=None)
                 check_cancel(self.cancel)
-            document_log = _read(self.corpus, entry, self.cancel)
+            try:
+                document_log = _read(self.corpus, entry, self.cancel)
+            except SessionQueryError as exc:
+                if exc.code is ErrorCode.ABORTED:  # keep what was read before the deadline
+                    self._flush(batch, len(stale) - done + 1, final=False, cancel=None)
+                raise
             batch.append((row, document_log))
             batch_documents += len(document_log.documents)
             if batch_documents >= BATCH_DOCUMENTS or time.monotonic() - started >= BATCH_SECONDS:
@@ -371,7 +382,7 @@ class _Durable:
                 conn.execute("DELETE FROM main.persisted_sessions WHERE key = ?", (key,))
             changed = changed or bool(plan.removed)
             token = None if plan.deferred else self.token
-            conn.execute("UPDATE main.search_state SET token = ?", (token,))
+            conn.execute("UPDATE main.search_state SET token = ?, completed = 1", (token,))
         if changed:
             conn.execute("UPDATE main.search_state SET global_generation = ?", (generation,))
         conn.execute(

@@ -79,7 +79,8 @@ _MAIN_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS main.search_state ("
     " singleton INTEGER PRIMARY KEY CHECK (singleton = 1),"
     " global_generation INTEGER NOT NULL, token TEXT,"
-    " build_done INTEGER NOT NULL DEFAULT 0, build_total INTEGER NOT NULL DEFAULT 0)",
+    " build_done INTEGER NOT NULL DEFAULT 0, build_total INTEGER NOT NULL DEFAULT 0,"
+    " completed INTEGER NOT NULL DEFAULT 0)",
     "INSERT OR IGNORE INTO main.search_state (singleton, global_generation) VALUES (1, 0)",
     "CREATE TABLE IF NOT EXISTS main.persisted_sessions ("
     " key INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL,"
