@@ -34,6 +34,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import index_build  # noqa: E402
 from corpus import CorpusManifest, CorpusSpec  # noqa: E402
 from report import render  # noqa: E402
 
@@ -317,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
             },
             plan["timeout"],
         )
+        print("index lifecycle", flush=True)
+        lifecycle = index_build.measure(first["root"], str(workdir))  # appends to that store
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -324,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     results["machine"]["total_s"] = time.perf_counter() - started
     text = render(results, notes.read_text() if notes.exists() and not args.quick else "")
     output.write_text(text)
+    index_build.write_section(output, lifecycle)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     print(f"wrote {output} in {results['machine']['total_s']:.0f} s")
