@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from sessionquery.model import (
 )
 from sessionquery.sources import CodexSource
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+CORPUS = Path(__file__).resolve().parent / "data" / "real"
 SPECTORA = "/Users/jnarowski/Dev/spectora/src/spectora-labs-monorepo-v2"
 
 # real file (relative to the corpus) -> (session id, cwd, tool calls)
@@ -54,7 +55,7 @@ SMALL = "019fc8be-3658-7ca3-9e29-000000000000"
 
 @pytest.fixture
 def sessions(tmp_path: Path) -> Path:
-    """A sessions tree (date folders) whose rollouts are symlinks to the real corpus files."""
+    """A sessions tree (date folders) holding copies of the vendored real rollouts."""
     assert CORPUS.is_dir(), f"the shared corpus is missing: {CORPUS}"
     root = tmp_path / "sessions" / "2025" / "09" / "25"
     root.mkdir(parents=True)
@@ -62,7 +63,7 @@ def sessions(tmp_path: Path) -> Path:
         source = CORPUS / rel
         assert source.is_file(), source
         name = source.name if source.name.startswith("rollout-") else "rollout-small.jsonl"
-        (root / name).symlink_to(source)
+        shutil.copyfile(source, root / name)
     return tmp_path / "sessions"
 
 
