@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import raises_code
 from reliability.child import Child
 from reliability.corpus import events, header
 from reliability.stats import profile_examples, record

@@ -277,7 +277,7 @@ class JsonlPersistence:
         path = self.path_of(session_id)
         fd = self._open_existing(path, session_id, os.O_RDONLY)
         try:
-            revision, data = _revision(os.fstat(fd)), _read_from(fd, 0)
+            revision, data = _files.revision(os.fstat(fd)), _files.read_from(fd, 0)
         finally:
             os.close(fd)
         header, _inherited, end = self._header_of(data, path, session_id)
