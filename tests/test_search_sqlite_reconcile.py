@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -15,7 +16,7 @@ from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionEvent, SessionHeader
 from sessionquery.persistence import JsonlPersistence
-from sessionquery.persistence.base import PersistedSession
+from sessionquery.persistence.base import DocumentLog, PersistedSession
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import SurfaceIn
 from sessionquery.query.types import SessionLog
@@ -467,3 +468,65 @@ def test_a_deadline_during_the_first_listing_is_index_building_too(index: Sqlite
     with pytest.raises(SessionQueryError) as later:  # built once: a deadline is a deadline
         index.search_sessions(corpus, "words", cancel=CancelToken(deadline=0))
     assert later.value.code is ErrorCode.ABORTED
+
+
+class _CountingStore(JsonlPersistence):
+    """The real JSONL store, counting full listings and document reads."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.lists = 0
+        self.documents_read: list[str] = []
+
+    def list(self) -> list[PersistedSession]:
+        self.lists += 1
+        return super().list()
+
+    def read_documents(self, session_id: str) -> DocumentLog:
+        self.documents_read.append(session_id)
+        return super().read_documents(session_id)
+
+
+def _jsonl_store(root: Path, sessions: int) -> _CountingStore:
+    store = _CountingStore(root)
+    for number in range(sessions):
+        with store.create(header(f"s{number:02}", number + 1)) as writer:
+            writer.append(log(f"entry {number} words"))
+    return store
+
+
+def test_one_append_to_a_real_store_rereads_that_session_without_listing(tmp_path: Path) -> None:
+    store = _jsonl_store(tmp_path / "store", 40)
+    with (
+        SqliteSearch(tmp_path / "index.db") as index,
+        SessionQuery(persistence=store, search=index) as service,
+    ):
+        assert len(service.search_sessions("words", limit=50).items) == 40
+        lists, store.documents_read = store.lists, []
+        with store.open_write("s17") as writer:
+            writer.append(log("appended journal text", start=1))
+        hits = service.search_sessions("journal").items
+        assert [hit.record.id for hit in hits] == ["s17"]
+        assert store.documents_read == ["s17"]
+        assert store.lists == lists
+
+
+def test_session_files_deleted_or_replaced_by_hand_are_noticed_by_a_long_running_index(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "store"
+    store = _jsonl_store(root, 5)
+    spare = _jsonl_store(tmp_path / "spare", 0)
+    with spare.create(header("s03", 4)) as writer:
+        writer.append(log("replacement text"))
+    with (
+        SqliteSearch(tmp_path / "index.db") as index,
+        SessionQuery(persistence=store, search=index) as service,
+    ):
+        assert len(service.search_sessions("words").items) == 5
+        os.unlink(store.path_of("s01"))  # rm by hand
+        os.replace(spare.path_of("s03"), store.path_of("s03"))  # mv by hand
+        ids = sorted(hit.record.id for hit in service.search_sessions("words").items)
+        assert ids == ["s00", "s02", "s04"]
+        replaced = service.search_sessions("replacement").items
+        assert [hit.record.id for hit in replaced] == ["s03"]
