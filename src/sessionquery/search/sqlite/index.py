@@ -317,10 +317,15 @@ class SqliteSearch:
             return error
         if done >= total and completed:
             return error
-        counts = f": {done:,} of {total:,} sessions" if total else " (listing the sessions)"
+        if not total:  # still listing: no honest count yet
+            return SessionQueryError(
+                ErrorCode.INDEX_BUILDING,
+                "the history index is still being built (listing the sessions); try again shortly",
+            )
         return SessionQueryError(
             ErrorCode.INDEX_BUILDING,
-            f"the history index is still being built{counts}; try again shortly",
+            f"the history index is still being built: {done:,} of {total:,} sessions; "
+            "try again shortly",
             context={"sessions_indexed": int(done), "sessions_total": int(total)},
         )
 
