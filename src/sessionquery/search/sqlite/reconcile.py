@@ -21,7 +21,8 @@ Invariants:
   batch one short ``BEGIN IMMEDIATE`` transaction that also records its sessions' revisions.
   An interrupt, a crash or a deadline keeps every committed batch, and the next
   reconciliation continues with what is still stale; searches in between see the committed
-  part. On a deadline the batch read so far is committed before ``ABORTED`` is raised.
+  part. Writing a batch is never interrupted (it is bounded: one batch), so a deadline costs at
+  most one batch write; on a deadline the batch read so far is committed before ``ABORTED``.
 * A read that fails (``PERSISTENCE_FAILED``, ``CORRUPT_SESSION``...) discards the batch it was
   part of and raises; nothing half-written is ever committed.
 """
@@ -57,7 +58,7 @@ __all__ = [
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` while persisted sessions are (re)indexed."""
 
-BATCH_DOCUMENTS: Final = 4000
+BATCH_DOCUMENTS: Final = 2000
 """A batch is committed once it holds this many documents..."""
 BATCH_SECONDS: Final = 0.5
 """...or once this much time was spent reading it, whichever comes first."""
@@ -324,16 +325,17 @@ class _Durable:
             batch.append((row, document_log))
             batch_documents += len(document_log.documents)
             if batch_documents >= BATCH_DOCUMENTS or time.monotonic() - started >= BATCH_SECONDS:
-                self._flush(batch, len(stale) - done, final=False, cancel=self.cancel)
+                self._flush(batch, len(stale) - done, final=False, cancel=None)
                 batch, batch_documents, started = [], 0, time.monotonic()
             if self.progress is not None:
                 self.progress(done, len(stale))
         if stale and plan.listing is not None and self.corpus.change_token() != self.raw_token:
             again = {p.header.id: p for p in self.corpus.list_persisted(self.cancel)}
             if not _same_listing(plan.listing, again, self.live_ids | self.corpus.live_ids()):
-                self._flush(batch, 0, final=False, cancel=self.cancel)
+                self._flush(batch, 0, final=False, cancel=None)
                 raise _Unstable
-        self._flush(batch, 0, final=True, cancel=self.cancel)
+        self._flush(batch, 0, final=False, cancel=None)
+        self._flush([], 0, final=True, cancel=self.cancel)
 
     def _flush(
         self,
