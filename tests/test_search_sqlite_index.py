@@ -600,3 +600,68 @@ def test_a_deadline_interrupts_a_build_promptly_and_keeps_its_committed_batches(
         assert searched.value.code in (ErrorCode.INDEX_BUILDING, ErrorCode.ABORTED)
         kept = len({row[0] for row in _indexed(tmp_path / "index.db")})  # the search resumed
         assert index.update(service.corpus).persisted_indexed == 1500 - kept
+
+
+_SEARCH_LOOP = """
+import sys
+from sessionquery import JsonlPersistence, SessionQuery
+from sessionquery.errors import SessionQueryError
+from sessionquery.search.sqlite import SqliteSearch
+root, index, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+search = SqliteSearch(index)
+codes = []
+with SessionQuery(persistence=JsonlPersistence(root), search=search) as service:
+    for _ in range(rounds):
+        try:
+            service.search_sessions("words", limit=100)
+            codes.append("ok")
+        except SessionQueryError as exc:
+            codes.append(exc.code.value)
+            print(exc.message, file=sys.stderr)
+search.close()
+print(" ".join(codes))
+"""
+
+
+def test_processes_sharing_one_index_all_answer_while_a_writer_appends(tmp_path: Path) -> None:
+    root, index = tmp_path / "store", tmp_path / "index.db"
+    store = JsonlPersistence(root)
+    for number in range(20):
+        with store.create(header(f"s{number:02}", number + 1)) as writer:
+            writer.append(log(f"entry {number} words"))
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SEARCH_LOOP, str(root), str(index), "25"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    try:
+        with store.open_write("s05") as writer:
+            seq = writer.event_count
+            while any(child.poll() is None for child in children) and seq < 400:
+                writer.append(log(f"appended {seq} words", start=seq))
+                writer.flush()
+                seq += 1
+        outputs = [child.communicate(timeout=120) for child in children]
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.communicate()
+    for stdout, stderr in outputs:
+        assert stdout.split() == ["ok"] * 25, stderr
+    with (
+        SqliteSearch(index) as shared,
+        SessionQuery(persistence=store, search=shared) as service,
+    ):
+        shared_hits = service.search_sessions("appended", limit=100).items
+        shared_events = service.search_events("s05", "appended", limit=100).items
+    with (
+        SqliteSearch(tmp_path / "fresh.db") as fresh,
+        SessionQuery(persistence=store, search=fresh) as service,
+    ):
+        assert service.search_sessions("appended", limit=100).items == shared_hits
+        assert service.search_events("s05", "appended", limit=100).items == shared_events

@@ -62,6 +62,8 @@ BATCH_DOCUMENTS: Final = 2000
 """A batch is committed once it holds this many documents..."""
 BATCH_SECONDS: Final = 0.5
 """...or once this much time was spent reading it, whichever comes first."""
+CATCH_UP_PASSES: Final = 3
+"""Durable passes one reconciliation makes while the store keeps changing under it."""
 
 _UNBOUND = object()
 
@@ -121,10 +123,6 @@ class IndexState:
     live_generation: int = 0
     live: dict[str, LiveState] = field(default_factory=dict[str, LiveState])
     live_dirty: bool = False
-
-
-class _Unstable(Exception):
-    """The persistence listing changed while it was being observed."""
 
 
 def _identity(persistence: SessionPersistence) -> str:
@@ -294,11 +292,7 @@ class _Durable:
     # -- writing -------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Plan, then read and write in batches; the last commit records the token.
-
-        Raises:
-            _Unstable: a full listing changed while the stale sessions were read.
-        """
+        """Plan, then read and write in batches; the last commit records the token."""
         plan = self.plan_work()
         stale = plan.stale
         if stale:
@@ -329,11 +323,6 @@ class _Durable:
                 batch, batch_documents, started = [], 0, time.monotonic()
             if self.progress is not None:
                 self.progress(done, len(stale))
-        if stale and plan.listing is not None and self.corpus.change_token() != self.raw_token:
-            again = {p.header.id: p for p in self.corpus.list_persisted(self.cancel)}
-            if not _same_listing(plan.listing, again, self.live_ids | self.corpus.live_ids()):
-                self._flush(batch, 0, final=False, cancel=None)
-                raise _Unstable
         self._flush(batch, 0, final=False, cancel=None)
         self._flush([], 0, final=True, cancel=self.cancel)
 
@@ -465,18 +454,6 @@ def _rewrite(conn: sqlite3.Connection, key: int, rows: list[Row]) -> int:
     return len(inserts) + len(updates)
 
 
-def _same_listing(
-    first: dict[str, PersistedSession], second: dict[str, PersistedSession], ignore: frozenset[str]
-) -> bool:
-    keys = set(first) - ignore
-    if keys != set(second) - ignore:
-        return False
-    return all(
-        first[sid].revision == second[sid].revision and first[sid].header == second[sid].header
-        for sid in keys
-    )
-
-
 class _Lookup:
     """The persisted entry of each live id, for the overlay (compatibility, ``persisted``)."""
 
@@ -519,8 +496,11 @@ def _durable(
     progress: ProgressCallback | None,
     live_ids: frozenset[str],
     swapped: bool,
-) -> _Durable:
-    for _attempt in range(2):
+) -> list[_Durable]:
+    """Durable passes until one ends at the token it started from (at most
+    :data:`CATCH_UP_PASSES`); later changes are left to the next reconciliation."""
+    passes: list[_Durable] = []
+    for _attempt in range(CATCH_UP_PASSES):
         check_cancel(cancel)
         with access.writing(cancel):
             work = _Durable(
@@ -532,16 +512,12 @@ def _durable(
                 live_ids=live_ids,
                 swapped=swapped,
             )
-            try:
-                work.run()
-            except _Unstable:
-                swapped = True  # the next attempt lists again
-                continue
-        return work
-    raise SessionQueryError(
-        ErrorCode.PERSISTENCE_FAILED,
-        "session persistence listing did not stabilize after one retry",
-    )
+            work.run()
+        passes.append(work)
+        state.token, swapped = work.token, False
+        if work.raw_token is None or corpus.change_token() == work.raw_token:
+            break
+    return passes
 
 
 def reconcile(
@@ -553,10 +529,14 @@ def reconcile(
 ) -> IndexUpdate:
     """Bring the index up to date with ``corpus``.
 
+    A store that changes while it is reconciled is caught up with by further passes (each
+    O(changed) with a change journal), at most :data:`CATCH_UP_PASSES` in all; what changes
+    after that is left to the next reconciliation, so a steady writer never fails a search.
+
     Raises:
-        SessionQueryError: ``PERSISTENCE_FAILED`` (listing unstable twice, or storage errors),
-            ``CORRUPT_SESSION``, ``SOURCE_CONFLICT``, ``ABORTED``, or ``INDEX_FAILED`` when
-            a write fails (committed batches stay; the next search continues).
+        SessionQueryError: ``PERSISTENCE_FAILED`` (storage errors), ``CORRUPT_SESSION``,
+            ``SOURCE_CONFLICT``, ``ABORTED``, or ``INDEX_FAILED`` when a write fails
+            (committed batches stay; the next search continues).
     """
     persistence = corpus.persistence
     rebound = persistence is not state.binding
@@ -569,9 +549,9 @@ def reconcile(
     )
     if current and not rebound and live_unchanged(state.live, state.live_dirty, snapshots):
         return IndexUpdate(skipped=True)
-    work: _Durable | None = None
+    passes: list[_Durable] = []
     if not current:
-        work = _durable(
+        passes = _durable(
             access,
             state,
             corpus,
@@ -580,23 +560,21 @@ def reconcile(
             live_ids=live_ids,
             swapped=rebound and state.binding is not _UNBOUND,
         )
-    listing = None if work is None else work.plan.listing
+    listing = passes[-1].plan.listing if passes else None
     lookup = _Lookup(corpus, state, listing, reuse=current and not rebound, cancel=cancel)
     overlay = _overlay(access, state, snapshots, lookup, cancel)
     if rebound:
         state.epoch += 1
         state.binding = persistence
-    if work is not None:
-        state.token = work.token
-    elif persistence is None:
+    if persistence is None:
         state.token = None
         state.deferred = frozenset()
     return IndexUpdate(
-        persisted_indexed=0 if work is None else work.indexed,
-        persisted_removed=0 if work is None else len(work.plan.removed),
+        persisted_indexed=sum(work.indexed for work in passes),
+        persisted_removed=sum(len(work.plan.removed) for work in passes),
         live_indexed=overlay.indexed,
         live_removed=overlay.removed,
-        documents_written=overlay.documents + (0 if work is None else work.documents),
+        documents_written=overlay.documents + sum(work.documents for work in passes),
     )
 
 
