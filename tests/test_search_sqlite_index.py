@@ -585,8 +585,8 @@ def test_a_deadline_interrupts_a_build_promptly_and_keeps_its_committed_batches(
         token = CancelToken()
 
         def start_the_clock(done: int, total: int) -> None:
-            if token.deadline is None:  # the listing is done: reading starts now
-                token.deadline = time.monotonic() + 0.5
+            if done == total // 3 and token.deadline is None:  # the deadline comes mid-build
+                token.deadline = time.monotonic()
 
         with pytest.raises(SessionQueryError) as caught:
             index.update(service.corpus, cancel=token, progress=start_the_clock)

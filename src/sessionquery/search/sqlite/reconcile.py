@@ -41,7 +41,7 @@ from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence.base import DocumentLog, PersistedSession, SessionPersistence
 from sessionquery.query.backend import Corpus, LiveSnapshot
 from sessionquery.query.cancel import CancelToken, check_cancel
-from sessionquery.query.corpus import documents_of
+from sessionquery.query.corpus import busy, documents_of, settle_attempts
 from sessionquery.search.sqlite.overlay import LiveOverlay, LiveState, live_unchanged
 from sessionquery.search.sqlite.rows import DURABLE, Row, document_rows, key_range
 
@@ -202,6 +202,8 @@ class _Durable:
         self.raw_token = corpus.change_token()
         self.token = _keyed(persistence, self.raw_token)
         self.indexed = self.documents = self._written = 0
+        self.settled = True
+        """Whether the store held still during this pass, as far as it could be told."""
         self.plan = _Plan()
 
     # -- planning ----------------------------------------------------------------------
@@ -292,7 +294,11 @@ class _Durable:
     # -- writing -------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Plan, then read and write in batches; the last commit records the token."""
+        """Plan, then read and write in batches; the last commit records the token.
+
+        Sets :attr:`settled` to false when a listed session vanished before it was read, or
+        (stores without a change token) when a second listing differs from the first.
+        """
         plan = self.plan_work()
         stale = plan.stale
         if stale:
@@ -313,6 +319,11 @@ class _Durable:
             try:
                 document_log = _read(self.corpus, entry, self.cancel)
             except SessionQueryError as exc:
+                if exc.code is ErrorCode.SESSION_NOT_FOUND:
+                    # Deleted since it was listed: the moved token (or, without one, the
+                    # settling check below) brings the reconciliation back to drop it.
+                    self.settled = False
+                    continue
                 if exc.code is ErrorCode.ABORTED:  # keep what was read before the deadline
                     self._flush(batch, len(stale) - done + 1, final=False, cancel=None)
                 raise
@@ -324,6 +335,11 @@ class _Durable:
             if self.progress is not None:
                 self.progress(done, len(stale))
         self._flush(batch, 0, final=False, cancel=None)
+        if stale and self.raw_token is None and plan.listing is not None and self.settled:
+            # Without a change token only a second listing can tell whether the store moved
+            # while it was read (with one, the token recorded below is the one read first).
+            again = {p.header.id: p for p in self.corpus.list_persisted(self.cancel)}
+            self.settled = _same_listing(plan.listing, again, self.live_ids)
         self._flush([], 0, final=True, cancel=self.cancel)
 
     def _flush(
@@ -487,6 +503,18 @@ class _Lookup:
         return self.listing.get(sid)
 
 
+def _same_listing(
+    first: dict[str, PersistedSession], second: dict[str, PersistedSession], ignore: frozenset[str]
+) -> bool:
+    keys = set(first) - ignore
+    if keys != set(second) - ignore:
+        return False
+    return all(
+        first[sid].revision == second[sid].revision and first[sid].header == second[sid].header
+        for sid in keys
+    )
+
+
 def _durable(
     access: IndexAccess,
     state: IndexState,
@@ -497,11 +525,17 @@ def _durable(
     live_ids: frozenset[str],
     swapped: bool,
 ) -> list[_Durable]:
-    """Durable passes until one ends at the token it started from (at most
-    :data:`CATCH_UP_PASSES`); later changes are left to the next reconciliation."""
+    """Durable passes until the store held still during one.
+
+    With a change token, a pass that ends at another token than it started from is followed
+    by catch-up passes (each O(changed)), at most :data:`CATCH_UP_PASSES` in all; later changes
+    are left to the next reconciliation, so a steady writer never fails a search. Without a
+    token, passes repeat with growing pauses while the listing keeps changing, within the
+    deadline (:func:`~sessionquery.query.corpus.settle_attempts`), then ``BUSY``.
+    """
     passes: list[_Durable] = []
-    for _attempt in range(CATCH_UP_PASSES):
-        check_cancel(cancel)
+    attempts = 0
+    for attempts in settle_attempts(cancel):  # noqa: B007 - counted for the BUSY error
         with access.writing(cancel):
             work = _Durable(
                 access,
@@ -515,9 +549,15 @@ def _durable(
             work.run()
         passes.append(work)
         state.token, swapped = work.token, False
-        if work.raw_token is None or corpus.change_token() == work.raw_token:
-            break
-    return passes
+        if work.raw_token is None:
+            if work.settled:
+                return passes
+            swapped = True  # list again
+        elif len(passes) >= CATCH_UP_PASSES or corpus.change_token() == work.raw_token:
+            return passes
+    if passes and passes[-1].raw_token is not None:
+        return passes
+    raise busy("the session store", attempts)
 
 
 def reconcile(
@@ -532,9 +572,12 @@ def reconcile(
     A store that changes while it is reconciled is caught up with by further passes (each
     O(changed) with a change journal), at most :data:`CATCH_UP_PASSES` in all; what changes
     after that is left to the next reconciliation, so a steady writer never fails a search.
+    A store without a change token whose listing keeps changing is observed again with
+    growing pauses within the deadline, then ``BUSY``.
 
     Raises:
-        SessionQueryError: ``PERSISTENCE_FAILED`` (storage errors), ``CORRUPT_SESSION``,
+        SessionQueryError: ``BUSY`` (retryable: a store without a change token kept
+            changing), ``PERSISTENCE_FAILED`` (storage errors), ``CORRUPT_SESSION``,
             ``SOURCE_CONFLICT``, ``ABORTED``, or ``INDEX_FAILED`` when a write fails
             (committed batches stay; the next search continues).
     """
