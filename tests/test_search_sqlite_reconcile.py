@@ -21,7 +21,7 @@ from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import SurfaceIn
 from sessionquery.query.types import SessionLog
 from sessionquery.search.sqlite import SqliteSearch
-from sessionquery.search.sqlite import reconcile as reconcile_module
+from sessionquery.search.sqlite import durable as durable_module
 from sessionquery.search.sqlite.schema import WriteLock
 
 
@@ -366,35 +366,6 @@ def test_a_journal_that_cannot_answer_falls_back_to_a_full_listing(tmp_path: Pat
         assert store.list_calls == lists + 1
 
 
-def test_a_cancelled_build_keeps_committed_batches_and_the_next_one_resumes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(reconcile_module, "BATCH_DOCUMENTS", 4)
-    store = FakePersistence()
-    for number in range(20):
-        store.put(header(f"s{number:02}", number + 1), log(f"entry {number}", "more words"))
-    corpus = FakeCorpus(store)
-    token = CancelToken()
-
-    def stop_halfway(done: int, total: int) -> None:
-        if done == 10:
-            token.cancel()
-
-    with SqliteSearch(tmp_path / "index.db") as index:
-        with pytest.raises(SessionQueryError) as caught:
-            index.update(corpus, cancel=token, progress=stop_halfway)
-        assert caught.value.code is ErrorCode.ABORTED
-        kept = len({row[0] for row in _rows(tmp_path / "index.db")})
-        assert kept >= 8  # every batch committed before the interrupt, and the one read since
-        corpus.reads.clear()
-        update = index.update(corpus)
-        assert update.persisted_indexed == 20 - kept
-        assert len(corpus.reads) == 20 - kept
-    with SqliteSearch(tmp_path / "fresh.db") as fresh:
-        fresh.update(FakeCorpus(store))
-    assert _rows(tmp_path / "index.db") == _rows(tmp_path / "fresh.db")
-
-
 def test_progress_is_reported_before_the_first_session_is_read(index: SqliteSearch) -> None:
     corpus = two_sessions()
     seen: list[tuple[int, int, int]] = []
@@ -405,7 +376,7 @@ def test_progress_is_reported_before_the_first_session_is_read(index: SqliteSear
 def test_a_deadline_during_a_build_is_index_building_with_counts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(reconcile_module, "BATCH_DOCUMENTS", 1)
+    monkeypatch.setattr(durable_module, "BATCH_DOCUMENTS", 1)
     store = FakePersistence()
     for number in range(6):
         store.put(header(f"s{number}", number + 1), log(f"entry {number} words"))
@@ -433,7 +404,7 @@ def test_a_deadline_during_a_build_is_index_building_with_counts(
 def test_a_search_during_a_background_build_answers_index_building_not_queueing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(reconcile_module, "BATCH_DOCUMENTS", 1)
+    monkeypatch.setattr(durable_module, "BATCH_DOCUMENTS", 1)
     store = FakePersistence()
     for number in range(4):
         store.put(header(f"s{number}", number + 1), log(f"entry {number} words"))
