@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from sessionquery.errors import PersistenceCorrupt
+from sessionquery.errors import ErrorCode, PersistenceCorrupt, SessionQueryError
 from sessionquery.model import SessionEvent, SessionHeader, interrupted_turn_closers
 from sessionquery.persistence import JsonlPersistence
-from sessionquery.persistence.documents import jsonl_documents
+from sessionquery.persistence.documents import checking, jsonl_documents
 from sessionquery.query.corpus import documents_of
 from strategies import valid_logs
 
@@ -78,3 +78,19 @@ def test_damaged_records_raise_persistence_corrupt_naming_the_line(line: str, de
         jsonl_documents(HEADER, "r1", [line], "s.jsonl")
     assert "s.jsonl line 2" in str(caught.value)
     assert detail in str(caught.value)
+
+
+def test_a_check_set_around_the_read_can_stop_a_very_large_log_midway() -> None:
+    events = [SessionEvent("todo/write", seq, 1, {"todos": []}) for seq in range(3 * 2048)]
+    calls: list[int] = []
+
+    def check() -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise SessionQueryError(ErrorCode.ABORTED, "deadline")
+
+    with checking(check), pytest.raises(SessionQueryError) as caught:
+        jsonl_documents(HEADER, "r1", _lines(events), "s.jsonl")
+    assert caught.value.code is ErrorCode.ABORTED
+    assert len(calls) == 2  # stopped at the second check, a third of the way in
+    assert jsonl_documents(HEADER, "r1", _lines(events), "s.jsonl").event_count == 3 * 2048

@@ -24,8 +24,10 @@ the 1-based physical line (the header is line 1).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Final
 
 from sessionquery.errors import PersistenceCorrupt
 from sessionquery.model import (
@@ -45,7 +47,32 @@ _TEXT_TYPES = frozenset(
 """The only event types :func:`~sessionquery.model.extract_text` finds text in (SPEC §3.7);
 records of other types skip the extraction call."""
 
-__all__ = ["DocumentBuilder", "SurfaceClasses", "jsonl_body_documents", "jsonl_documents"]
+__all__ = [
+    "CHECK_EVERY_LINES",
+    "DocumentBuilder",
+    "SurfaceClasses",
+    "checking",
+    "jsonl_body_documents",
+    "jsonl_documents",
+]
+
+CHECK_EVERY_LINES: Final = 2048
+"""Lines decoded between two calls of the reader's check (a few milliseconds of work)."""
+
+_CHECK: ContextVar[Callable[[], None] | None] = ContextVar("sessionquery_read_check", default=None)
+
+
+@contextmanager
+def checking(check: Callable[[], None] | None) -> Iterator[None]:
+    """Within the block, readers of this module call ``check()`` every
+    :data:`CHECK_EVERY_LINES` lines, so one very large log does not outlive a deadline: the
+    caller's check raises (e.g. ``CancelToken.check``) and the read stops. The
+    ``read_documents(session_id)`` signature has no room for a token; this carries it."""
+    reset = _CHECK.set(check)
+    try:
+        yield
+    finally:
+        _CHECK.reset(reset)
 
 
 class SurfaceClasses:
@@ -222,7 +249,10 @@ def jsonl_documents(
     """
     builder = DocumentBuilder(header, revision, path)
     loads = json.loads
+    check = _CHECK.get()
     for number, line in enumerate(lines, 2):
+        if check is not None and number % CHECK_EVERY_LINES == 0:
+            check()
         try:
             record = loads(line)
         except UnicodeDecodeError:

@@ -46,6 +46,7 @@ from sessionquery.persistence.base import (
     SessionPersistence,
     TextDocument,
 )
+from sessionquery.persistence.documents import checking
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken, check_cancel
@@ -302,7 +303,7 @@ class ServiceCorpus:
         if persistence is None:
             raise not_found(session_id)
         if isinstance(persistence, DocumentSource):
-            with _mapped(session_id, "read"):
+            with _mapped(session_id, "read"), checking(None if cancel is None else cancel.check):
                 return persistence.read_documents(session_id)
         with _mapped(session_id, "look up"):
             listed = persistence.stat(session_id)
