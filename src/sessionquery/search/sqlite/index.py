@@ -35,7 +35,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from types import TracebackType
 from typing import Final, Literal, Self
@@ -177,6 +177,7 @@ class SqliteSearch:
         self._turn = threading.Lock()
         """One reconciliation (and the query that follows it) at a time in this instance."""
         self._conn: sqlite3.Connection | None = None
+        self._access = _Access(self)
         self._state = IndexState()
         self._codec = CursorCodec()
         self._closed = False
@@ -243,7 +244,7 @@ class SqliteSearch:
             raise SessionQueryError(ErrorCode.INDEX_FAILED, "session-search index is closed")
 
     @contextmanager
-    def hold(self, cancel: CancelToken | None) -> Iterator[sqlite3.Connection]:
+    def _hold(self, cancel: CancelToken | None) -> Iterator[sqlite3.Connection]:
         """Exclusive use of the connection (opening it if needed) with ``cancel`` wired to
         SQLite; held for one statement group only."""
         self._check_open()
@@ -267,7 +268,7 @@ class SqliteSearch:
             self._lock.release()
 
     @contextmanager
-    def writing(self, cancel: CancelToken | None) -> Iterator[None]:
+    def _writing(self, cancel: CancelToken | None) -> Iterator[None]:
         """The index's cross-process write lock, waited for within ``cancel``'s deadline."""
         if self._real == ":memory:":
             with nullcontext():
@@ -299,7 +300,7 @@ class SqliteSearch:
             raise self._building_or(exc, cancel, corpus) from None
         try:
             try:
-                reconcile(self, self._state, corpus, cancel)
+                reconcile(self._access, self._state, corpus, cancel)
             except SessionQueryError as exc:
                 raise self._building_or(exc, cancel, corpus) from None
             yield
@@ -320,7 +321,7 @@ class SqliteSearch:
         ):
             return error
         try:
-            with self.hold(None) as conn:
+            with self._hold(None) as conn:
                 done, total, completed = conn.execute(
                     "SELECT build_done, build_total, completed FROM main.search_state"
                 ).fetchone()
@@ -368,7 +369,7 @@ class SqliteSearch:
         self._check_open()
         _acquire(self._turn, cancel)
         try:
-            return reconcile(self, self._state, corpus, cancel, progress)
+            return reconcile(self._access, self._state, corpus, cancel, progress)
         finally:
             self._turn.release()
 
@@ -409,7 +410,7 @@ class SqliteSearch:
             match=mode,
         )
         position = self._decode(cursor, "sessions", fingerprint)
-        with self._reconciled(corpus, cancel), self.hold(cancel) as conn, _snapshot(conn):
+        with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
             (durable,) = conn.execute("SELECT global_generation FROM main.search_state").fetchone()
             state = self._state
             generation = f"{state.epoch}:{durable}:{state.live_generation}"
@@ -480,7 +481,7 @@ class SqliteSearch:
             match=mode,
         )
         position = self._decode(cursor, "events", fingerprint)
-        with self._reconciled(corpus, cancel), self.hold(cancel) as conn, _snapshot(conn):
+        with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
             live, key, header, generation = self._target(conn, corpus, session_id)
             offset = self._offset(position, generation)
             matcher = self._matcher(conn, text, mode, cancel)
@@ -652,6 +653,21 @@ class SqliteSearch:
             record = SessionRecord(header, live=False, persisted=True)
         best = self._event_hit(conn, matcher, live, sid, (rid, *event))
         return SessionSearchHit(record=record, best_match=best)
+
+
+class _Access:
+    """What reconciliation may use of a :class:`SqliteSearch` (:class:`.reconcile.IndexAccess`)."""
+
+    __slots__ = ("_search",)
+
+    def __init__(self, search: SqliteSearch) -> None:
+        self._search = search
+
+    def hold(self, cancel: CancelToken | None) -> AbstractContextManager[sqlite3.Connection]:
+        return self._search._hold(cancel)  # pyright: ignore[reportPrivateUsage]
+
+    def writing(self, cancel: CancelToken | None) -> AbstractContextManager[None]:
+        return self._search._writing(cancel)  # pyright: ignore[reportPrivateUsage]
 
 
 def _acquire(lock: threading.Lock, cancel: CancelToken | None) -> None:
