@@ -539,7 +539,7 @@ def test_an_index_command_interrupted_halfway_keeps_its_batches_and_the_next_run
     tmp_path: Path, signal_number: int
 ) -> None:
     root, index, home = tmp_path / "store", tmp_path / "index.db", tmp_path / "home"
-    _write_store(root, sessions=1500, turns=6)
+    _write_store(root, sessions=1500, turns=8)
     env = {**os.environ, "HOME": str(home), "SESSIONQUERY_HOME": str(home)}
     command = _index_command(root, index, home)
     quiet = subprocess.DEVNULL
