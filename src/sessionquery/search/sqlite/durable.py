@@ -205,12 +205,11 @@ class DurablePass:
         plan = self.plan
         listing = {p.header.id: p for p in self.corpus.list_persisted(self.cancel)}
         with self.access.hold(self.cancel) as conn:
-            indexed = {
-                str(sid): (int(key), str(revision))
-                for sid, key, revision in conn.execute(
-                    "SELECT id, key, revision FROM main.persisted_sessions"
-                )
-            }
+            rows = conn.execute("SELECT id, key, revision FROM main.persisted_sessions").fetchall()
+            if any(type(key) is not int or revision is None for _sid, key, revision in rows):
+                # Bytes damaged inside the index file: INDEX_FAILED, never a raw error.
+                raise sqlite3.DatabaseError("main.persisted_sessions holds a damaged row")
+        indexed = {str(sid): (int(key), str(revision)) for sid, key, revision in rows}
         for sid, entry in listing.items():
             row = indexed.get(sid)
             if row is not None and row[1] == entry.revision:
@@ -238,6 +237,8 @@ class DurablePass:
                 found = conn.execute(
                     "SELECT key, revision FROM main.persisted_sessions WHERE id = ?", (sid,)
                 ).fetchone()
+                if found is not None and (type(found[0]) is not int or found[1] is None):
+                    raise sqlite3.DatabaseError("main.persisted_sessions holds a damaged row")
             row = None if found is None else (int(found[0]), str(found[1]))
             if entry is None:
                 if row is not None:
