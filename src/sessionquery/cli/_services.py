@@ -90,12 +90,14 @@ def open_persistence(sources: Sources, config: Config) -> SessionPersistence:
     if sources.claude or sources.codex:
         from sessionquery.sources import ClaudeCodeSource, CodexSource
 
+        cache = config.home / "importer-cache.sqlite3"
         for number, directory in enumerate(sources.claude, start=1):
             _require_dir(directory, "Claude Code projects directory")
-            pairs.append((_label("claude", number), ClaudeCodeSource(directory)))
+            claude = ClaudeCodeSource(directory, metadata_cache=cache)
+            pairs.append((_label("claude", number), claude))
         for number, directory in enumerate(sources.codex, start=1):
             _require_dir(directory, "Codex sessions directory")
-            pairs.append((_label("codex", number), CodexSource(directory)))
+            pairs.append((_label("codex", number), CodexSource(directory, metadata_cache=cache)))
     if len(pairs) == 1:
         return pairs[0][1]
     from sessionquery.sources import MultiSource
