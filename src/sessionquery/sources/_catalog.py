@@ -243,9 +243,8 @@ class FileCatalog:
         stored = self._load_stored()
         seen: dict[str, _Entry] = {}
         changed: dict[str, _Entry] = {}
-        for path, stamp in files:
-            rel = path.relative_to(root).as_posix()
-            entry = self._entry(path, rel, stamp, stored)
+        for rel, stamp in files:
+            entry = self._entry(root / rel, rel, stamp, stored)
             seen[rel] = entry
             if self._entries.get(rel) is not entry and stored.get(rel) is not entry:
                 changed[rel] = entry
@@ -442,12 +441,12 @@ def _resolve_ids(
             attempt += 1
             public = derived_id(f"{candidate}#{attempt}")
         ids[public] = (rel, index)
-        summary = entries[rel].summaries[index]
-        headers[public] = replace(
-            summary.header,
-            id=public,
-            parent_session=parent if summary.suffix is not None else summary.header.parent_session,
-        )
+        header = entries[rel].summaries[index].header
+        if entries[rel].summaries[index].suffix is not None:
+            header = replace(header, id=public, parent_session=parent)
+        elif header.id != public:
+            header = replace(header, id=public)
+        headers[public] = header
         if index == 0:
             main_of[rel] = public
 
