@@ -324,16 +324,34 @@ class FileCatalog:
         )
 
     def stat(self, session_id: str) -> PersistedSession | None:
-        """One session's listing entry, or ``None``."""
+        """One session's listing entry, or ``None``.
+
+        A session listed before costs one ``stat`` of its file when that file is unchanged;
+        otherwise (or for an unknown id) the folder is scanned again.
+        """
         with self._lock:
-            self._scan()
+            if not self._fresh(session_id):
+                self._scan()
             if session_id not in self._ids:
                 return None
             return self._listing(session_id)
 
+    def _fresh(self, session_id: str) -> bool:
+        """Whether ``session_id`` was listed and its file's stamp is still the listed one."""
+        target = self._ids.get(session_id)
+        if target is None:
+            return False
+        rel = target[0]
+        try:
+            info = os.stat(self._root / rel)
+        except OSError:
+            return False
+        return FileStamp.of(info) == self._entries[rel].stamp
+
     def _locate(self, session_id: str) -> tuple[ParsedSession, SessionHeader, str, Path]:
         with self._lock:
-            self._scan()
+            if not self._fresh(session_id):
+                self._scan()
             target = self._ids.get(session_id)
             if target is None:
                 raise PersistenceNotFound(f"session {session_id!r} is not in {self._root}")
