@@ -290,6 +290,9 @@ class FileCatalog:
             data, stamp = read_regular(path, self._max_bytes)
         except SkippedFile as exc:
             return ParsedFile((), (Problem(str(path), None, str(exc)),)), None
+        except Exception as exc:  # e.g. MemoryError reading a huge file under a memory limit
+            message = f"cannot read file ({type(exc).__name__}: {exc}); skipped"
+            return ParsedFile((), (Problem(str(path), None, message[:2000]),)), None
         key = (rel, stamp.revision)
         cached = self._parsed.get(key)
         if cached is not None:

@@ -17,6 +17,7 @@ import stat as stat_module
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from sessionquery.sources._common import Problem
 
@@ -136,7 +137,7 @@ def read_regular(path: Path, max_bytes: int) -> tuple[bytes, FileStamp]:
                 "(max_file_bytes); skipped"
             )
         try:
-            data = handle.read(max_bytes + 1)
+            data = _read_to_end(handle, info.st_size, max_bytes)
         except OSError as exc:
             raise SkippedFile(f"cannot read file: {exc.strerror or exc}; skipped") from None
     if len(data) > max_bytes:
@@ -144,3 +145,17 @@ def read_regular(path: Path, max_bytes: int) -> tuple[bytes, FileStamp]:
             f"file grew past the {max_bytes}-byte limit per transcript (max_file_bytes); skipped"
         )
     return data, FileStamp.of(info)
+
+
+def _read_to_end(handle: BinaryIO, expected: int, max_bytes: int) -> bytes:
+    # read(n) allocates n bytes up front, so ask for the stat size, then small chunks for
+    # whatever was appended since (stopping once past the cap).
+    parts = [handle.read(expected)]
+    total = len(parts[0])
+    while total <= max_bytes:
+        chunk = handle.read(1 << 20)
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
