@@ -430,8 +430,8 @@ def _closers(drafts: Sequence[Draft]) -> builtins.list[SessionEvent]:
     start = next(
         (i for i in range(len(drafts) - 1, -1, -1) if drafts[i].type == "turn/start"), None
     )
-    if start is None:
-        return []
+    if start is None or any(d.type == "turn/end" for d in drafts[start:]):
+        return []  # no turn left open: nothing to close (and nothing to freeze)
     return interrupted_turn_closers([draft.freeze() for draft in drafts[start:]])
 
 
