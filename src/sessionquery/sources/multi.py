@@ -143,11 +143,11 @@ class MultiSource:
         self, header: SessionHeader, index: int, owners: dict[str, set[int]]
     ) -> SessionHeader:
         parent = header.parent_session
-        return replace(
-            header,
-            id=self._public(header.id, index, owners),
-            parent_session=self._public(parent, index, owners) if parent is not None else None,
-        )
+        public = self._public(header.id, index, owners)
+        public_parent = self._public(parent, index, owners) if parent is not None else None
+        if public == header.id and public_parent == parent:
+            return header  # the usual case: nothing renamed, no new (validated) header
+        return replace(header, id=public, parent_session=public_parent)
 
     def list(self) -> list[PersistedSession]:
         """Every session of every source, with collision-free ids."""
