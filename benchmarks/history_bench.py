@@ -117,22 +117,31 @@ def fts5_floor(manifest: HistoryManifest, database: Path) -> dict[str, float]:
     return {"extract_s": extracted, "fts5_insert_s": inserted, "documents": float(len(rows))}
 
 
-def run(manifest: HistoryManifest, work: Path, reps: int) -> dict[str, Any]:
-    """Every measurement over an existing history; returns the raw figures."""
+def run(
+    manifest: HistoryManifest, work: Path, reps: int, earlier: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Every measurement over an existing history; returns the raw figures. With ``earlier``
+    (the figures of a previous run in the same work directory) the index and the cache are
+    kept and the first-index and floor figures are taken from it."""
     home = Path(manifest.home)
     sq_home, index = work / "sqhome", work / "index.sqlite3"
-    for stale in (sq_home, index, Path(f"{index}-wal"), Path(f"{index}-shm")):
-        if stale.is_dir():
-            shutil.rmtree(stale)
-        else:
-            stale.unlink(missing_ok=True)
     figures: dict[str, Any] = {"bytes": manifest.bytes, "lines": manifest.lines}
     figures["transcripts"], figures["files"] = manifest.transcripts, manifest.files
-    first = _command(home, sq_home, index, "index")
-    figures["index_s"], figures["index_cpu_s"] = first["seconds"], first["cpu"]
-    figures["index_mb_s"] = manifest.bytes / 1e6 / first["seconds"]
-    figures["index_lines_s"] = manifest.lines / first["seconds"]
-    rss = [first["rss_kb"]]
+    if earlier is None:
+        for stale in (sq_home, index, Path(f"{index}-wal"), Path(f"{index}-shm")):
+            if stale.is_dir():
+                shutil.rmtree(stale)
+            else:
+                stale.unlink(missing_ok=True)
+        first = _command(home, sq_home, index, "index")
+        figures["index_s"], figures["index_cpu_s"] = first["seconds"], first["cpu"]
+        figures["index_mb_s"] = manifest.bytes / 1e6 / first["seconds"]
+        figures["index_lines_s"] = manifest.lines / first["seconds"]
+        rss = [first["rss_kb"]]
+    else:
+        keep = ("index_s", "index_cpu_s", "index_mb_s", "index_lines_s", "extract_s")
+        figures.update({key: earlier[key] for key in (*keep, "fts5_insert_s", "documents")})
+        rss = [int(earlier["peak_rss_mb"] * 1024)]
     word = needle(manifest.transcripts // 2)
     lists = [_command(home, sq_home, index, "list", "--limit", "5") for _ in range(reps)]
     searches = [_command(home, sq_home, index, "search", word) for _ in range(reps)]
@@ -160,7 +169,8 @@ def run(manifest: HistoryManifest, work: Path, reps: int) -> dict[str, Any]:
     figures["search_after_append_found"] = session in after["stdout"]
     rss.append(after["rss_kb"])
     figures["peak_rss_mb"] = max(rss) / 1024
-    figures.update(fts5_floor(manifest, work / "floor.sqlite3"))
+    if earlier is None:
+        figures.update(fts5_floor(manifest, work / "floor.sqlite3"))
     return figures
 
 
@@ -206,6 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--json", help="also write the raw figures to this file")
+    parser.add_argument(
+        "--again",
+        help="figures JSON of an earlier run with the same --workdir and --home: keep its "
+        "index and first-index/floor figures, measure list/search/append again",
+    )
     args = parser.parse_args(argv)
     work = Path(args.workdir or tempfile.mkdtemp(prefix="sq-history-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -217,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
                 transcripts=args.transcripts, target_bytes=int(args.target_bytes), seed=args.seed
             )
             manifest = generate_history(work / "home", spec, progress=True)
-        figures = run(manifest, work, args.reps)
+        earlier = json.loads(Path(args.again).read_text()) if args.again else None
+        figures = run(manifest, work, args.reps, earlier)
     finally:
         if not args.keep and not args.workdir:
             shutil.rmtree(work, ignore_errors=True)

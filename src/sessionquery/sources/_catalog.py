@@ -255,8 +255,12 @@ class FileCatalog:
             gone,
         )
         self._stored = {}
+        unchanged = len(seen) == len(self._entries) and all(
+            self._entries.get(rel) is entry for rel, entry in seen.items()
+        )
         self._entries = seen
-        self._ids, self._headers = _resolve_ids(seen)
+        if not unchanged or not self._ids:
+            self._ids, self._headers = _resolve_ids(seen)
 
     def _load_stored(self) -> dict[str, _Entry]:
         if self._stored is not None:
