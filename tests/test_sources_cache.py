@@ -228,3 +228,12 @@ def test_without_a_cache_file_an_unchanged_file_is_read_once_per_source(
     for _ in range(3):
         assert _titles(source) == {"s-0": _titles(source)["s-0"]}
     assert reads.paths == ["s-0.jsonl"]
+
+
+def test_a_cache_path_that_cannot_be_created_falls_back_to_memory(tmp_path: Path) -> None:
+    _transcript(tmp_path / "p", "s-0", ["one"])
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache's folder would be")
+    source = ClaudeCodeSource(tmp_path / "p", metadata_cache=blocker / "cache.sqlite3")
+    assert [e.header.id for e in source.list()] == ["s-0"]
+    assert blocker.read_text() == "a file where the cache's folder would be"
