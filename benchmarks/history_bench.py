@@ -107,6 +107,7 @@ def fts5_floor(manifest: HistoryManifest, database: Path) -> dict[str, float]:
             log = source.read_documents(entry.header.id)
             rows.extend((entry.header.id, d.seq, d.text) for d in log.documents)
     extracted = time.process_time() - began
+    database.unlink(missing_ok=True)
     began = time.process_time()
     conn = sqlite3.connect(database)
     conn.execute("CREATE VIRTUAL TABLE docs USING fts5(session UNINDEXED, seq UNINDEXED, text)")
