@@ -20,8 +20,9 @@ from __future__ import annotations
 import builtins
 import os
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
@@ -68,6 +69,9 @@ class ParsedFile:
     sessions: tuple[ParsedSession, ...]
     problems: tuple[Problem, ...]
 
+
+_FLUSH_SECONDS = 2.0
+"""A first listing stores what it read in the cache file at least this often."""
 
 Parser = Callable[[Path, str, bytes, int], ParsedFile]
 """``(path, path relative to the root, file bytes, mtime in ms) -> ParsedFile``."""
@@ -243,17 +247,17 @@ class FileCatalog:
         stored = self._load_stored()
         seen: dict[str, _Entry] = {}
         changed: dict[str, _Entry] = {}
+        flushed = time.monotonic()
         for rel, stamp in files:
             entry = self._entry(root / rel, rel, stamp, stored)
             seen[rel] = entry
             if self._entries.get(rel) is not entry and stored.get(rel) is not entry:
                 changed[rel] = entry
-        gone = (set(self._entries) | set(stored)) - set(seen)
-        self._cache.store(
-            self._cache_key,
-            {rel: (_stamp_tuple(e.stamp), e.payload()) for rel, e in changed.items()},
-            gone,
-        )
+            if changed and time.monotonic() - flushed > _FLUSH_SECONDS:
+                # A long first listing keeps its work even if the process is stopped.
+                self._store(changed, ())
+                changed, flushed = {}, time.monotonic()
+        self._store(changed, (set(self._entries) | set(stored)) - set(seen))
         self._stored = {}
         unchanged = len(seen) == len(self._entries) and all(
             self._entries.get(rel) is entry for rel, entry in seen.items()
@@ -261,6 +265,10 @@ class FileCatalog:
         self._entries = seen
         if not unchanged or not self._ids:
             self._ids, self._headers = _resolve_ids(seen)
+
+    def _store(self, changed: dict[str, _Entry], gone: Iterable[str]) -> None:
+        rows = {rel: (_stamp_tuple(e.stamp), e.payload()) for rel, e in changed.items()}
+        self._cache.store(self._cache_key, rows, gone)
 
     def _load_stored(self) -> dict[str, _Entry]:
         if self._stored is not None:
