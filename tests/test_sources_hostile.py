@@ -281,3 +281,16 @@ def test_a_huge_file_read_under_a_memory_limit_is_a_problem_not_a_crash(tmp_path
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[:2] == ["['good']", "True"]
+
+
+def test_a_file_name_that_is_not_valid_utf8_is_listed_and_cached(tmp_path: Path) -> None:
+    _good(tmp_path)
+    folder = os.fsencode(tmp_path / "-work")
+    with open(os.path.join(folder, b"bad\xff.jsonl"), "wb") as handle:
+        handle.write(json.dumps(_record(None, "odd name", "u1")).encode() + b"\n")
+    cache = tmp_path / "cache.sqlite3"
+    for _ in range(2):  # the second source lists from the cache file
+        ids = _ids(ClaudeCodeSource(tmp_path, metadata_cache=cache))
+        assert len(ids) == 2 and "good" in ids
+        for session_id in ids:
+            assert validate_session_id(session_id) == session_id
