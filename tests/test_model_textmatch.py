@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sessionquery.model import textmatch
 from sessionquery.model.textmatch import (
     WHITESPACE,
     collapse_whitespace,
@@ -89,3 +90,19 @@ def test_whitespace_never_folds_and_folding_never_makes_whitespace(text: str) ->
     folded = fold_case(text)
     for before, after in zip(text, folded, strict=True):
         assert (before in WHITESPACE) == (after in WHITESPACE)
+
+
+def test_the_list_of_code_points_folding_unlike_lower_is_complete() -> None:
+    # Every other code point must fold exactly as str.lower() lowercases it on its own.
+    pattern = textmatch._FOLDS_UNLIKE_LOWER  # pyright: ignore[reportPrivateUsage]
+    for code_point in range(0x110000):
+        if 0xD800 <= code_point <= 0xDFFF:
+            continue
+        char = chr(code_point)
+        if pattern.fullmatch(char) is None:
+            assert textmatch._simple_folding(code_point) == char.lower(), hex(code_point)  # pyright: ignore[reportPrivateUsage]
+
+
+def test_final_sigma_folds_to_sigma_wherever_it_stands() -> None:
+    assert fold_case("ΟΔΥΣΣΕΥΣ") == "οδυσσευσ"
+    assert fold_case("\u03a3 \u03a3\u0391 a\u03a3") == "\u03c3 \u03c3\u03b1 a\u03c3"

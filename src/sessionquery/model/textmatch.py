@@ -85,7 +85,7 @@ def _simple_folding(code_point: int) -> str:
 
 
 class _FoldingTable(dict[int, str]):
-    """``str.translate`` table filled on first use of each code point."""
+    """Simple foldings, computed on first use of each code point."""
 
     def __missing__(self, code_point: int) -> str:
         folded = _simple_folding(code_point)
@@ -94,6 +94,17 @@ class _FoldingTable(dict[int, str]):
 
 
 _FOLDING = _FoldingTable()
+
+# The code points whose simple folding is not what ``str.lower()`` makes of them: U+0130
+# (lowercased to two code points), capital sigma (``lower()`` applies the final-sigma rule),
+# and letters whose folding is another letter than their lowercase. Every other code point
+# folds exactly as ``lower()`` lowercases it, in C; a test derives this list afresh.
+_FOLDS_UNLIKE_LOWER = re.compile(
+    "(["
+    "\u00b5\u0130\u017f\u0345\u03a3\u03c2\u03d0\u03d1\u03d5\u03d6\u03f0\u03f1\u03f5"
+    "\u13a0-\u13f5\u13f8-\u13fd\u1c80-\u1c88\u1e9b\u1fbe\u1fd3\u1fe3\uab70-\uabbf\ufb05"
+    "])"
+)
 
 
 def fold_case(text: str) -> str:
@@ -104,4 +115,7 @@ def fold_case(text: str) -> str:
     """
     if text.isascii():
         return text.lower()  # for ASCII, simple folding is lowercasing A-Z
-    return text.translate(_FOLDING)
+    parts = _FOLDS_UNLIKE_LOWER.split(text)  # odd items are single exceptional code points
+    parts[::2] = [part.lower() for part in parts[::2]]
+    parts[1::2] = [_FOLDING[ord(char)] for char in parts[1::2]]
+    return "".join(parts)
