@@ -14,6 +14,7 @@ import pytest
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 from sessionquery.model import SessionHeader, TitleSnapshot
+from sessionquery.query.backend import SearchMatch
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import (
     CwdIn,
@@ -128,6 +129,7 @@ class FakeQuery:
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
     ) -> SessionSearchPage:
         self.calls.append(("search_sessions", (tuple(session_filters), cursor, limit)))
         return self.session_pages[cursor]
@@ -141,6 +143,7 @@ class FakeQuery:
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
     ) -> EventSearchPage:
         self.calls.append(("search_events", (session_id, tuple(filters), cursor)))
         return self.event_pages[cursor]

@@ -245,6 +245,12 @@ GOLDEN_CALLS: list[tuple[str, str, dict[str, Any]]] = [
         {"query": "login test", "parent_session_ids": ["alpha-root", "beta-secret", "alpha-root"]},
     ),
     ("session_search_none", "session_search", {"query": "no such words anywhere"}),
+    ("session_search_words_fallback", "session_search", {"query": "suite login"}),
+    (
+        "session_event_search_words_fallback",
+        "session_event_search",
+        {"session_id": "alpha-root", "query": "suite, run"},
+    ),
     (
         "session_event_search",
         "session_event_search",
@@ -310,6 +316,27 @@ def test_capped_event_search_ends_with_the_cap_sentence(world: _World) -> None:
     )
     assert "Event search results (1):" in text
     assert text.endswith("Narrow the query or add filters to find the others.")
+
+
+def test_a_phrase_that_finds_nothing_is_answered_with_its_words_under_one_line(
+    world: _World,
+) -> None:
+    line = "The exact phrase was not found; these results contain all of its words, in any order."
+    words = _ok(world.call("session_search", {"query": "suite login"}))
+    assert words.startswith(line + "\nSession search results (")
+    phrase = _ok(world.call("session_search", {"query": "login test"}))
+    assert line not in phrase and phrase.startswith("Session search results (")
+    events = _ok(
+        world.call("session_event_search", {"session_id": "alpha-root", "query": "suite run"})
+    )
+    assert f"\n\n{line}\nEvent search results (" in events
+    # One word, or words that never occur together: no fallback, the usual empty answer.
+    assert _ok(world.call("session_search", {"query": "nosuchword"})) == (
+        "No prior session matches found."
+    )
+    assert _ok(world.call("session_search", {"query": "login nosuchword"})) == (
+        "No prior session matches found."
+    )
 
 
 # --- authorization matrix --------------------------------------------------------------------

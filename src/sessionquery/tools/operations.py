@@ -14,11 +14,13 @@ caller's own session nor a session outside the caller's workspace.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Protocol, TypeVar
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
+from sessionquery.query.backend import SearchMatch
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import (
     CwdIn,
@@ -114,6 +116,7 @@ class QueryService(Protocol):
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
     ) -> SessionSearchPage:
         """One page of session hits."""
         ...
@@ -127,6 +130,7 @@ class QueryService(Protocol):
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
     ) -> EventSearchPage:
         """One page of event hits."""
         ...
@@ -170,7 +174,6 @@ class Operations:
         filters.append(CwdIn((cwd,)))
         if args.empty:
             return render.NO_SESSION_MATCHES
-        fetch = partial(self._session_page, args.query, tuple(filters), args.event_filters)
         seen: set[str] = set()
 
         def accept(hit: SessionSearchHit) -> bool:
@@ -180,18 +183,29 @@ class Operations:
             seen.add(hit.record.id)
             return True
 
+        fallback = False
+        fetch = partial(self._session_page, args.query, tuple(filters), args.event_filters)
         hits, capped = self._collect(fetch, accept)
+        if not hits and _several_words(args.query):
+            words = partial(
+                self._session_page, args.query, tuple(filters), args.event_filters, match="words"
+            )
+            hits, capped = self._collect(words, accept)
+            fallback = bool(hits)
         # A hit whose session changed since it was indexed (deleted, or replaced by one from
         # another workspace) is dropped here: one stale hit never fails the whole answer.
         titles = self._titles([hit.record.id for hit in hits], drop_hidden=True)
         hits = [hit for hit in hits if hit.record.id in titles]
+        fallback = fallback and bool(hits)
         visible_parents = self._authorized_ids(
             [p for hit in hits if (p := hit.record.header.parent_session) is not None]
         )
         rows = [
             (hit, titles[hit.record.id], self._parent_text(hit, visible_parents)) for hit in hits
         ]
-        return render.render_session_search(rows, capped=capped, cap=self._max)
+        return render.render_session_search(
+            rows, capped=capped, cap=self._max, words_fallback=fallback
+        )
 
     def session_event_search(self, args: EventSearchArgs) -> str:
         """``session_event_search``: one session's events matching the query."""
@@ -215,7 +229,14 @@ class Operations:
         filters.extend(args.other_filters)
         fetch = partial(self._event_page, target, args.query, tuple(filters))
         hits, capped = self._collect(fetch, lambda _hit: True)
-        return render.render_event_search(target, title, hits, capped=capped, cap=self._max)
+        fallback = False
+        if not hits and _several_words(args.query):
+            words = partial(self._event_page, target, args.query, tuple(filters), match="words")
+            hits, capped = self._collect(words, lambda _hit: True)
+            fallback = bool(hits)
+        return render.render_event_search(
+            target, title, hits, capped=capped, cap=self._max, words_fallback=fallback
+        )
 
     def session_trace(self, args: TraceArgs) -> str:
         """``session_trace``: the visible lineage around one session."""
@@ -355,26 +376,49 @@ class Operations:
         session_filters: tuple[SessionFilter, ...],
         event_filters: tuple[EventFilter, ...],
         cursor: str | None,
+        *,
+        match: SearchMatch = "phrase",
     ) -> tuple[Sequence[SessionSearchHit], str | None]:
-        page = self._boundary.run(
-            lambda token: self._query.search_sessions(
+        def call(token: CancelToken | None) -> SessionSearchPage:
+            if match == "phrase":  # no ``match``: phrase is every service's default
+                return self._query.search_sessions(
+                    query,
+                    session_filters=session_filters,
+                    event_filters=event_filters,
+                    cursor=cursor,
+                    cancel=token,
+                )
+            return self._query.search_sessions(
                 query,
                 session_filters=session_filters,
                 event_filters=event_filters,
                 cursor=cursor,
                 cancel=token,
+                match=match,
             )
-        )
+
+        page = self._boundary.run(call)
         return page.items, page.next_cursor
 
     def _event_page(
-        self, target: str, query: str, filters: tuple[EventFilter, ...], cursor: str | None
+        self,
+        target: str,
+        query: str,
+        filters: tuple[EventFilter, ...],
+        cursor: str | None,
+        *,
+        match: SearchMatch = "phrase",
     ) -> tuple[Sequence[EventSearchHit], str | None]:
-        page = self._boundary.run(
-            lambda token: self._query.search_events(
-                target, query, filters=filters, cursor=cursor, cancel=token
+        def call(token: CancelToken | None) -> EventSearchPage:
+            if match == "phrase":
+                return self._query.search_events(
+                    target, query, filters=filters, cursor=cursor, cancel=token
+                )
+            return self._query.search_events(
+                target, query, filters=filters, cursor=cursor, cancel=token, match=match
             )
-        )
+
+        page = self._boundary.run(call)
         self._post_check(page.session.id, page.session.cwd, target)
         return page.items, page.next_cursor
 
@@ -407,3 +451,12 @@ class Operations:
                 )
             cursors.add(next_cursor)
             cursor = next_cursor
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _several_words(query: str) -> bool:
+    """Whether ``query`` has two or more words (runs of letters and digits), so that a
+    phrase search finding nothing is retried as ``match="words"`` (SPEC §13.3)."""
+    return len(_WORD.findall(query)) >= 2

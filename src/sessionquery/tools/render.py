@@ -38,6 +38,7 @@ __all__ = [
     "OUTSIDE_PARENT_MARKER",
     "SUBTREE_MARKER",
     "UNTITLED",
+    "WORDS_FALLBACK_LINE",
     "availability_text",
     "display_title",
     "event_cap_sentence",
@@ -55,6 +56,10 @@ __all__ = [
 UNTITLED = "untitled"
 NO_SESSION_MATCHES = "No prior session matches found."
 NO_EVENT_MATCHES = "No prior event matches found."
+WORDS_FALLBACK_LINE = (
+    "The exact phrase was not found; these results contain all of its words, in any order."
+)
+"""Heads search results answered with ``match="words"`` after the phrase found nothing."""
 OUTSIDE_PARENT_MARKER = "[outside workspace]"
 ANCESTOR_BOUNDARY_MARKER = "[outside workspace boundary]"
 SUBTREE_MARKER = "[outside workspace subtree]"
@@ -130,7 +135,11 @@ def _seqs(seqs: Sequence[int]) -> str:
 
 
 def render_session_search(
-    hits: Sequence[tuple[SessionSearchHit, str, str]], *, capped: bool, cap: int
+    hits: Sequence[tuple[SessionSearchHit, str, str]],
+    *,
+    capped: bool,
+    cap: int,
+    words_fallback: bool = False,
 ) -> str:
     """Render ``session_search`` results.
 
@@ -139,10 +148,13 @@ def render_session_search(
             parent id or :data:`OUTSIDE_PARENT_MARKER`.
         capped: whether more hits existed beyond ``cap``.
         cap: the configured result cap.
+        words_fallback: the hits contain the query's words, not its exact phrase; the
+            results are headed by :data:`WORDS_FALLBACK_LINE`.
     """
     if not hits:
         return NO_SESSION_MATCHES
-    lines = [f"Session search results ({len(hits)}):"]
+    lines = [WORDS_FALLBACK_LINE] if words_fallback else []
+    lines.append(f"Session search results ({len(hits)}):")
     for number, (hit, title, parent) in enumerate(hits, start=1):
         record, best = hit.record, hit.best_match
         lines += [
@@ -160,13 +172,22 @@ def render_session_search(
 
 
 def render_event_search(
-    session_id: str, title: str, hits: Sequence[EventSearchHit], *, capped: bool, cap: int
+    session_id: str,
+    title: str,
+    hits: Sequence[EventSearchHit],
+    *,
+    capped: bool,
+    cap: int,
+    words_fallback: bool = False,
 ) -> str:
-    """Render ``session_event_search`` results for one session."""
+    """Render ``session_event_search`` results for one session (``words_fallback`` as in
+    :func:`render_session_search`)."""
     lines = [_heading(session_id, title), ""]
     if not hits:
         lines.append(NO_EVENT_MATCHES)
         return "\n".join(lines)
+    if words_fallback:
+        lines.append(WORDS_FALLBACK_LINE)
     lines.append(f"Event search results ({len(hits)}):")
     for number, hit in enumerate(hits, start=1):
         lines += [f"{number}. {_event_line(hit)}", f"{_INDENT}Snippet: {one_line(hit.snippet)}"]

@@ -51,6 +51,7 @@ __all__ = [
     "quote_phrase",
     "session_search_sql",
     "validate_limit",
+    "words_expression",
 ]
 
 MAX_QUERY_BYTES = 1 << 20
@@ -111,6 +112,19 @@ def normalize_query(query: object) -> str:
 def quote_phrase(normalized: str) -> str:
     """The FTS5 MATCH expression for ``normalized``: exactly one literal phrase."""
     return '"' + sanitize_text(normalized).replace('"', '""') + '"'
+
+
+def words_expression(tokens: Sequence[str]) -> str:
+    """The FTS5 MATCH expression for ``match="words"``: every distinct token, any order.
+
+    ``tokens`` come from the index's own tokenizer (so they hold letters and digits only);
+    each is one quoted single-token phrase and they are joined with ``AND``. Without any
+    token the expression is the empty phrase, which matches nothing (as in phrase mode).
+    """
+    distinct = list(dict.fromkeys(tokens))
+    if not distinct:
+        return '""'
+    return " AND ".join('"' + token.replace('"', '""') + '"' for token in distinct)
 
 
 def validate_limit(limit: object, default: int, maximum: int) -> int:
