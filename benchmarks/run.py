@@ -36,6 +36,7 @@ sys.path.insert(0, str(HERE))
 
 from corpus import CorpusManifest, CorpusSpec  # noqa: E402
 from report import render  # noqa: E402
+from textmatch import section as textmatch_section  # noqa: E402
 
 MARKER = ".sessionquery-bench"
 """Marker file of a work directory this benchmark created."""
@@ -323,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     results["machine"]["load_after"] = os.getloadavg()
     results["machine"]["total_s"] = time.perf_counter() - started
     text = render(results, notes.read_text() if notes.exists() and not args.quick else "")
+    text += "\n" + textmatch_section(args.quick)
     output.write_text(text)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))

@@ -22,13 +22,17 @@ that database folds to itself.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 __all__ = [
     "WHITESPACE",
     "WHITESPACE_RUN",
+    "LiteralPattern",
     "collapse_whitespace",
     "fold_case",
     "is_blank",
+    "literal_pattern",
     "split_words",
     "trim",
 ]
@@ -119,3 +123,40 @@ def fold_case(text: str) -> str:
     parts[::2] = [part.lower() for part in parts[::2]]
     parts[1::2] = [_FOLDING[ord(char)] for char in parts[1::2]]
     return "".join(parts)
+
+
+# For an ASCII needle, Python's IGNORECASE agrees with simple case folding on every code point
+# except that it lets "i" match U+0130 and U+0131, so "i" and "I" are matched case-sensitively
+# as a class of the two. (The Kelvin sign still matches "k", and U+017F "s", in both.)
+_ASCII_I = "(?-i:[iI])"
+
+
+@dataclass(frozen=True, slots=True)
+class LiteralPattern:
+    """A compiled literal, case-insensitive, whitespace-flexible search for a word sequence.
+
+    Attributes:
+        regex: the compiled expression.
+        folds: whether texts are case-folded before ``regex`` runs over them (needles with
+            non-ASCII characters); ASCII needles run over the text as it is.
+    """
+
+    regex: re.Pattern[str]
+    folds: bool
+
+    def found_in(self, text: str) -> bool:
+        """Whether the words occur in ``text``, in order, separated by whitespace runs."""
+        return self.regex.search(fold_case(text) if self.folds else text) is not None
+
+
+def literal_pattern(words: Sequence[str]) -> LiteralPattern:
+    """The search for ``words`` (non-empty pieces without whitespace) as one literal phrase:
+    case-insensitive as JavaScript's ``iu`` matching, any whitespace run between words."""
+    if all(word.isascii() for word in words):
+        pieces = (
+            "".join(_ASCII_I if char in "iI" else re.escape(char) for char in word)
+            for word in words
+        )
+        return LiteralPattern(re.compile(WHITESPACE_RUN.join(pieces), re.IGNORECASE), False)
+    pieces = (re.escape(fold_case(word)) for word in words)
+    return LiteralPattern(re.compile(WHITESPACE_RUN.join(pieces)), True)
