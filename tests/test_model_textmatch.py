@@ -152,3 +152,6 @@ def test_istanbul_is_not_found_in_dotted_istanbul_either_way() -> None:
     assert not literal_pattern(["i"]).found_in("\u0131")
     assert literal_pattern(["ISTANBUL"]).found_in("istanbul")
     assert literal_pattern(["k"]).found_in("\u212a")
+    assert literal_pattern(["istanbul"]).found_in("\u0130stanbul, ISTANBUL")
+    assert literal_pattern(["Ki"]).strict_i is not None
+    assert literal_pattern(["ok"]).strict_i is None

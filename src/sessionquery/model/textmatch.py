@@ -126,9 +126,11 @@ def fold_case(text: str) -> str:
 
 
 # For an ASCII needle, Python's IGNORECASE agrees with simple case folding on every code point
-# except that it lets "i" match U+0130 and U+0131, so "i" and "I" are matched case-sensitively
-# as a class of the two. (The Kelvin sign still matches "k", and U+017F "s", in both.)
+# except that it lets "i" match U+0130 and U+0131. Texts holding either of those are searched
+# with "i" and "I" matched case-sensitively as a class of the two. (The Kelvin sign still
+# matches "k", and U+017F "s", in both systems.)
 _ASCII_I = "(?-i:[iI])"
+_DOTTED_AND_DOTLESS_I = ("\u0130", "\u0131")
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,24 +141,37 @@ class LiteralPattern:
         regex: the compiled expression.
         folds: whether texts are case-folded before ``regex`` runs over them (needles with
             non-ASCII characters); ASCII needles run over the text as it is.
+        strict_i: for an ASCII needle, the expression used on texts that hold U+0130 or
+            U+0131 (``i`` matched as ``[iI]`` only); ``None`` otherwise.
     """
 
     regex: re.Pattern[str]
     folds: bool
+    strict_i: re.Pattern[str] | None = None
 
     def found_in(self, text: str) -> bool:
         """Whether the words occur in ``text``, in order, separated by whitespace runs."""
-        return self.regex.search(fold_case(text) if self.folds else text) is not None
+        if self.folds:
+            return self.regex.search(fold_case(text)) is not None
+        regex = self.regex
+        if self.strict_i is not None and any(char in text for char in _DOTTED_AND_DOTLESS_I):
+            regex = self.strict_i
+        return regex.search(text) is not None
 
 
 def literal_pattern(words: Sequence[str]) -> LiteralPattern:
     """The search for ``words`` (non-empty pieces without whitespace) as one literal phrase:
     case-insensitive as JavaScript's ``iu`` matching, any whitespace run between words."""
     if all(word.isascii() for word in words):
-        pieces = (
+        plain = WHITESPACE_RUN.join(map(re.escape, words))
+        strict = WHITESPACE_RUN.join(
             "".join(_ASCII_I if char in "iI" else re.escape(char) for char in word)
             for word in words
         )
-        return LiteralPattern(re.compile(WHITESPACE_RUN.join(pieces), re.IGNORECASE), False)
+        return LiteralPattern(
+            re.compile(plain, re.IGNORECASE),
+            folds=False,
+            strict_i=re.compile(strict, re.IGNORECASE) if strict != plain else None,
+        )
     pieces = (re.escape(fold_case(word)) for word in words)
-    return LiteralPattern(re.compile(WHITESPACE_RUN.join(pieces)), True)
+    return LiteralPattern(re.compile(WHITESPACE_RUN.join(pieces)), folds=True)
