@@ -468,7 +468,12 @@ class SqliteSearch:
         if header is None:
             if len(self._headers) >= _HEADER_CACHE_SIZE:
                 self._headers.clear()
-            header = SessionHeader.from_json(json.loads(header_json))
+            try:
+                header = SessionHeader.from_json(json.loads(header_json))
+            except ValueError as exc:  # damaged bytes inside the index
+                raise SessionQueryError(
+                    ErrorCode.INDEX_FAILED, "session-search index holds a damaged session header"
+                ) from exc
             self._headers[header_json] = header
         return header
 
