@@ -588,6 +588,24 @@ def test_a_hit_whose_file_was_replaced_from_another_workspace_is_dropped(world: 
     assert "Session alpha-root " in after
 
 
+def test_a_hit_whose_file_was_removed_by_hand_is_dropped(world: _World) -> None:
+    assert "Session alpha-sub " in _ok(world.call("session_search", {"query": "login"}))
+    os.remove(world.persistence.path_of("alpha-sub"))
+    after = _ok(world.call("session_search", {"query": "login"}))
+    assert "alpha-sub" not in after
+    assert "Session alpha-root " in after
+
+
+def test_a_session_whose_last_title_is_blank_shows_untitled(world: _World) -> None:
+    renamed = world.store.create("alpha-renamed", cwd=ALPHA)
+    _turn(renamed, 0, "Rename me later", "Sure.")
+    _title(renamed, "A first title")
+    _title(renamed, "   ")
+    world.store.close(renamed.id)
+    text = _ok(world.call("session_trace", {"session_id": "alpha-renamed"}))
+    assert text.split("\n")[0] == "Session alpha-renamed \u2014 untitled"
+
+
 def test_caller_without_a_session_must_name_the_target(world: _World) -> None:
     result = world.call("session_trace", {}, ToolCaller(None, ALPHA))
     assert result.text == (
