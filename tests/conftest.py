@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from postgres_support import PostgresServer
 
 settings.register_profile(
     "ci",
@@ -48,3 +53,25 @@ def isolated_environment(
     monkeypatch.setenv("SESSIONQUERY_HOME", str(tmp_path_factory.mktemp("sessionquery_home")))
     for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
         monkeypatch.setenv(name, str(Path(home) / name.lower()))
+
+
+# --- PostgreSQL backend ------------------------------------------------------------------------
+# One throwaway cluster per test session (see postgres_support); every test that asks for
+# ``postgres_dsn`` gets a fresh, empty database on it. No server means a loud failure.
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The PostgreSQL server of this test session."""
+    from postgres_support import running_server
+
+    with running_server() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: PostgresServer) -> Iterator[str]:
+    """The DSN of a fresh, empty database, dropped after the test."""
+    dsn = postgres_server.new_database()
+    yield dsn
+    postgres_server.drop_database(dsn)

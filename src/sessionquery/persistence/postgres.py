@@ -1,0 +1,787 @@
+"""``PostgresPersistence``: session logs stored in a PostgreSQL database (SPEC §5, §13.5).
+
+Tables (created by numbered migrations recorded in ``sq_migrations``):
+
+* ``sq_store``: one row, the store's random id and its change counter;
+* ``sq_sessions``: one row per session: header, inherited count, event count, size, revision;
+* ``sq_events``: one row per event, ``(session_id, seq)`` unique, the event's wire JSON;
+* ``sq_changes``: the change journal, one row per committed change: ``(change_id, session_id)``.
+
+Invariants:
+
+* **One writer per session, enforced by the server**: a write handle holds a session-level
+  advisory lock (keyed by a 64-bit hash of the id) on its own connection for its lifetime; a
+  second writer anywhere is refused with ``PersistenceOwned``. The lock dies with the
+  connection, so a crashed writer never leaves a session locked.
+* **Appends refuse a stale seq**: a flush inserts its events and advances the session's
+  ``event_count`` only if it still equals the count the handle expects; otherwise the whole
+  flush is rolled back.
+* **Change token**: every committing change increments ``sq_store.change_counter`` as the
+  last statement before ``COMMIT``; the row lock orders commits, so counters become visible in
+  increasing order and a token never hides a change committed before it. The token is
+  ``"<store id>:<counter>"``, one indexed row read.
+* **Change journal**: ``changed_since(token)`` lists the sessions of journal rows after the
+  token. Changes made by hand in SQL bypass the counter and are not seen.
+* A flushed event is durable when ``flush()`` returns (the server's commit); a failed flush
+  leaves the events queued in the handle.
+* Reads never write; a read handle returns the events stored when it was opened.
+"""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import hashlib
+import json
+import logging
+import secrets
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Final, Self
+
+from sessionquery.errors import (
+    PersistenceClosed,
+    PersistenceCorrupt,
+    PersistenceError,
+    PersistenceExists,
+    PersistenceNotFound,
+    PersistenceOwned,
+    PersistenceWriteFailed,
+)
+from sessionquery.model import (
+    SessionEvent,
+    SessionHeader,
+    SurfaceError,
+    SurfaceFolder,
+    extract_event_text,
+    interrupted_turn_closers,
+)
+from sessionquery.persistence.base import DocumentLog, PersistedSession, TextDocument
+
+try:
+    import psycopg
+except ImportError as _missing:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "the PostgreSQL backend needs psycopg 3: pip install 'sessionquery[postgres]'"
+    ) from _missing
+
+__all__ = ["SCHEMA_VERSION", "PostgresPersistence", "StoreProblem", "advisory_key"]
+
+logger = logging.getLogger(__name__)
+
+_LOCK_NAMESPACE: Final = b"sessionquery.session:"
+_MIGRATION_LOCK: Final = 0x5351_4D49_4752_0001
+"""Advisory lock serialising migrations across processes."""
+
+
+def advisory_key(name: str) -> int:
+    """A signed 64-bit advisory-lock key for ``name`` (stable across processes)."""
+    digest = hashlib.blake2b(_LOCK_NAMESPACE + name.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+# --------------------------------------------------------------------------- migrations
+
+_M001_INITIAL: Final = (
+    """CREATE TABLE sq_store (
+        singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+        store_id text NOT NULL,
+        change_counter bigint NOT NULL DEFAULT 0)""",
+    """CREATE TABLE sq_sessions (
+        id text COLLATE "C" PRIMARY KEY,
+        header_json text NOT NULL,
+        inherited_event_count integer NOT NULL DEFAULT 0,
+        event_count integer NOT NULL DEFAULT 0,
+        size_bytes bigint NOT NULL DEFAULT 0,
+        revision bigint NOT NULL)""",
+    """CREATE TABLE sq_events (
+        session_id text COLLATE "C" NOT NULL REFERENCES sq_sessions (id) ON DELETE CASCADE,
+        seq integer NOT NULL CHECK (seq >= 0),
+        event_json text NOT NULL,
+        PRIMARY KEY (session_id, seq))""",
+    """CREATE TABLE sq_changes (
+        change_id bigint PRIMARY KEY,
+        session_id text COLLATE "C" NOT NULL)""",
+)
+
+MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (("m001_initial", _M001_INITIAL),)
+"""Named, ordered migrations; a shipped one is never edited."""
+
+SCHEMA_VERSION: Final = len(MIGRATIONS)
+
+
+def _migrate(conn: psycopg.Connection[Any]) -> str:
+    """Apply pending migrations (serialised across processes); return the store id."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS sq_migrations (name text PRIMARY KEY, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        applied = {str(row[0]) for row in conn.execute("SELECT name FROM sq_migrations")}
+        known = {name for name, _ in MIGRATIONS}
+        unknown = sorted(applied - known)
+        if unknown:
+            raise PersistenceError(
+                "the PostgreSQL session store has a newer schema than this version of "
+                f"sessionquery understands (migrations {', '.join(unknown)}); upgrade sessionquery"
+            )
+        for name, statements in MIGRATIONS:
+            if name in applied:
+                continue
+            for statement in statements:
+                conn.execute(statement)  # type: ignore[arg-type]  # fixed DDL constants
+            if name == "m001_initial":
+                conn.execute("INSERT INTO sq_store (store_id) VALUES (%s)", (secrets.token_hex(8),))
+            conn.execute("INSERT INTO sq_migrations (name) VALUES (%s)", (name,))
+        row = conn.execute("SELECT store_id FROM sq_store").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def _dumps(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: keep them as JSON escapes
+        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    return text
+
+
+def _check_id(session_id: object) -> str:
+    if not isinstance(session_id, str):
+        raise ValueError(f"session id must be a string, not {type(session_id).__name__}")
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"session id {session_id!r} is not valid UTF-8 text and cannot be stored in PostgreSQL"
+        ) from None
+    if not session_id or "\x00" in session_id:
+        raise ValueError(f"invalid session id {session_id!r}")
+    return session_id
+
+
+def _parse_header(session_id: str, header_json: str) -> SessionHeader:
+    try:
+        header = SessionHeader.from_json(json.loads(header_json))
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise PersistenceCorrupt(f"postgres session {session_id!r} header: {exc}") from None
+    if header.id != session_id:
+        raise PersistenceCorrupt(f"postgres session {session_id!r} header names {header.id!r}")
+    return header
+
+
+def _parse_event(session_id: str, seq: int, event_json: str) -> SessionEvent:
+    try:
+        event = SessionEvent.from_json(json.loads(event_json))
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise PersistenceCorrupt(
+            f"postgres session {session_id!r} event seq {seq}: {exc}"
+        ) from None
+    if event.seq != seq:
+        raise PersistenceCorrupt(
+            f"postgres session {session_id!r} event seq {seq}: the stored event has seq {event.seq}"
+        )
+    return event
+
+
+def _write_failed(exc: BaseException, doing: str) -> PersistenceWriteFailed:
+    return PersistenceWriteFailed(errno.EIO, f"PostgreSQL session store: {doing} failed: {exc}")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreProblem:
+    """One finding of :meth:`PostgresPersistence.verify`.
+
+    Attributes:
+        session_id: the session concerned.
+        seq: the event concerned, or ``None`` for the whole session.
+        message: what is wrong, as a sentence.
+    """
+
+    session_id: str
+    seq: int | None
+    message: str
+
+
+# --------------------------------------------------------------------------- handles
+
+
+class _PostgresReadHandle:
+    """A snapshot view of one stored log (the events stored when it was opened)."""
+
+    def __init__(
+        self, store: PostgresPersistence, header: SessionHeader, inherited: int, count: int
+    ) -> None:
+        self._store = store
+        self._header = header
+        self._inherited = inherited
+        self._count = count
+        self._closed = False
+
+    @property
+    def header(self) -> SessionHeader:
+        return self._header
+
+    @property
+    def inherited_event_count(self) -> int:
+        return self._inherited
+
+    def read(self, offset: int = 0, length: int | None = None) -> builtins.list[SessionEvent]:
+        """Events ``offset .. offset+length`` of the log as stored at open time.
+
+        Raises:
+            PersistenceClosed: the handle is closed.
+            PersistenceCorrupt: a stored event is invalid or seqs are not contiguous.
+        """
+        if self._closed:
+            raise PersistenceClosed(f"read handle of session {self._header.id!r} is closed")
+        if type(offset) is not int or offset < 0:
+            raise ValueError(f"offset must be a non-negative integer: {offset!r}")
+        stop = self._count if length is None else min(self._count, offset + max(0, length))
+        if offset >= stop:
+            return []
+        sid = self._header.id
+        rows = self._store._fetch(
+            "SELECT seq, event_json FROM sq_events WHERE session_id = %s AND seq >= %s "
+            "AND seq < %s ORDER BY seq",
+            (sid, offset, stop),
+        )
+        events = [_parse_event(sid, int(seq), str(text)) for seq, text in rows]
+        if len(events) != stop - offset:
+            raise PersistenceCorrupt(
+                f"postgres session {sid!r}: events {offset}..{stop - 1} expected, "
+                f"{len(events)} stored"
+            )
+        return events
+
+    def close(self) -> None:
+        self._closed = True
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class _PostgresWriteHandle:
+    """The owning writer of one session: its own connection holding the advisory lock."""
+
+    def __init__(
+        self,
+        *,
+        store: PostgresPersistence,
+        conn: psycopg.Connection[Any],
+        header: SessionHeader,
+        inherited: int,
+        stored: int,
+    ) -> None:
+        self._store = store
+        self._conn = conn
+        self._header = header
+        self._inherited = inherited
+        self._stored = stored
+        self._buffer: builtins.list[tuple[int, str]] = []
+        self._closed = False
+        self._state = threading.Lock()
+        self._flushing = threading.Lock()
+
+    @property
+    def header(self) -> SessionHeader:
+        """The session header (fixed at create)."""
+        return self._header
+
+    @property
+    def inherited_event_count(self) -> int:
+        """How many leading events were inherited from a seed."""
+        return self._inherited
+
+    @property
+    def event_count(self) -> int:
+        """Events stored plus events queued; the next seq to append."""
+        with self._state:
+            return self._stored + len(self._buffer)
+
+    def append(self, events: Sequence[SessionEvent]) -> None:
+        """Queue whole events (no I/O); durable once :meth:`flush` returns.
+
+        Raises:
+            ValueError: an item is not a ``SessionEvent`` or its seq is not the next one.
+            PersistenceClosed: the handle is closed.
+        """
+        with self._state:
+            if self._closed:
+                raise PersistenceClosed(f"write handle of session {self._header.id!r} is closed")
+            expected = self._stored + len(self._buffer)
+            rows: builtins.list[tuple[int, str]] = []
+            for event in events:
+                if not isinstance(event, SessionEvent):
+                    raise ValueError(f"expected a SessionEvent, not {type(event).__name__}")
+                if event.seq != expected:
+                    raise ValueError(f"event seq {event.seq} is not the next seq {expected}")
+                rows.append((event.seq, _dumps(event.to_json())))
+                expected += 1
+            self._buffer.extend(rows)
+
+    def flush(self) -> None:
+        """Insert every queued event in one transaction; returns when it is committed.
+
+        Raises:
+            PersistenceWriteFailed: the server refused or the connection failed; the events
+                stay queued.
+            PersistenceOwned: the stored log moved on (a stale seq); nothing was written.
+            PersistenceClosed: the handle is closed.
+        """
+        with self._flushing:
+            if self._closed:
+                raise PersistenceClosed(f"write handle of session {self._header.id!r} is closed")
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        with self._state:
+            rows = builtins.list(self._buffer)
+        if not rows:
+            return
+        sid = self._header.id
+        size = sum(len(text.encode("utf-8")) + 1 for _seq, text in rows)
+        try:
+            with self._conn.transaction():
+                with self._conn.cursor() as cur:
+                    with cur.copy(
+                        "COPY sq_events (session_id, seq, event_json) FROM STDIN"
+                    ) as copy:
+                        for seq, text in rows:
+                            copy.write_row((sid, seq, text))
+                updated = self._conn.execute(
+                    "UPDATE sq_sessions SET event_count = event_count + %s, "
+                    "size_bytes = size_bytes + %s WHERE id = %s AND event_count = %s",
+                    (len(rows), size, sid, self._stored),
+                ).rowcount
+                if updated != 1:
+                    raise _StaleSeq
+                self._store._record_change(self._conn, sid)
+        except _StaleSeq:
+            raise PersistenceOwned(
+                f"session {sid!r} changed under its writer: seq {self._stored} is stale"
+            ) from None
+        except psycopg.errors.UniqueViolation:
+            raise PersistenceOwned(
+                f"session {sid!r} changed under its writer: seq {self._stored} is stale"
+            ) from None
+        except psycopg.Error as exc:
+            raise _write_failed(exc, f"appending events to session {sid!r}") from exc
+        with self._state:
+            del self._buffer[: len(rows)]
+            self._stored += len(rows)
+
+    def close(self) -> None:
+        """Flush, then release ownership (the advisory lock) and the connection; idempotent.
+
+        Raises:
+            PersistenceWriteFailed: the final flush failed; the handle stays open and owning.
+        """
+        with self._flushing:
+            if self._closed:
+                return
+            self._flush_locked()
+            with self._state:
+                self._closed = True
+            self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class _StaleSeq(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------- the store
+
+
+class PostgresPersistence:
+    """A durable, shared store of session logs in one PostgreSQL database.
+
+    Any number of instances in any number of processes (and machines) may share one database.
+    Thread-safe. The schema is created or migrated when the store is opened.
+
+    Args:
+        dsn: a libpq connection string or URI, e.g. ``"postgresql://user@host/db"`` or
+            ``"host=/run/postgresql dbname=sessions"``.
+        connect_timeout: seconds to wait for the server when connecting.
+
+    Raises:
+        PersistenceError: the server cannot be reached, refuses the connection, or its schema
+            is newer than this version understands.
+    """
+
+    def __init__(self, dsn: str, *, connect_timeout: float = 10.0) -> None:
+        if not isinstance(dsn, str) or not dsn.strip():
+            raise ValueError("dsn must be a non-empty PostgreSQL connection string")
+        self._dsn = dsn
+        self._timeout = connect_timeout
+        self._lock = threading.Lock()
+        self._closed = False
+        self._conn: psycopg.Connection[Any] | None = self._connect(autocommit=False)
+        try:
+            self._store_id = _migrate(self._conn)
+        except psycopg.Error as exc:
+            self._conn.close()
+            raise PersistenceError(f"PostgreSQL session store: migration failed: {exc}") from exc
+        except BaseException:
+            self._conn.close()
+            raise
+        self._conn.autocommit = True
+
+    # -- connections -----------------------------------------------------------------
+
+    @property
+    def dsn(self) -> str:
+        """The connection string as configured."""
+        return self._dsn
+
+    @property
+    def store_id(self) -> str:
+        """The random identity of this store, fixed when its schema was created."""
+        return self._store_id
+
+    def _connect(self, *, autocommit: bool) -> psycopg.Connection[Any]:
+        try:
+            return psycopg.connect(
+                self._dsn, autocommit=autocommit, connect_timeout=max(1, round(self._timeout))
+            )
+        except psycopg.Error as exc:
+            raise PersistenceError(f"PostgreSQL session store: cannot connect: {exc}") from exc
+
+    @contextmanager
+    def _shared(self) -> Iterator[psycopg.Connection[Any]]:
+        """The shared autocommit connection, reconnected once if the server dropped it."""
+        with self._lock:
+            if self._closed:
+                raise PersistenceClosed("the PostgreSQL session store is closed")
+            if self._conn is None or self._conn.closed or self._conn.broken:
+                self._conn = self._connect(autocommit=True)
+            yield self._conn
+
+    def _fetch(self, sql: str, params: Sequence[object] = ()) -> builtins.list[tuple[Any, ...]]:
+        with self._shared() as conn:
+            return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+
+    def _record_change(self, conn: psycopg.Connection[Any], session_id: str) -> int:
+        """Bump the change counter and journal ``session_id`` (inside the caller's transaction).
+
+        The counter row stays locked until the caller commits, so counters are committed in
+        increasing order.
+        """
+        row = conn.execute(
+            "UPDATE sq_store SET change_counter = change_counter + 1 RETURNING change_counter"
+        ).fetchone()
+        assert row is not None
+        counter = int(row[0])
+        conn.execute(
+            "INSERT INTO sq_changes (change_id, session_id) VALUES (%s, %s)", (counter, session_id)
+        )
+        conn.execute("UPDATE sq_sessions SET revision = %s WHERE id = %s", (counter, session_id))
+        return counter
+
+    def close(self) -> None:
+        """Close the shared connection; idempotent. Open write handles keep their own."""
+        with self._lock:
+            self._closed = True
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _describe(self, row: Sequence[Any]) -> PersistedSession:
+        sid, header_json, _inherited, count, size, revision = row
+        return PersistedSession(
+            header=_parse_header(str(sid), str(header_json)),
+            revision=f"{self._store_id}:{revision}",
+            event_count=int(count),
+            size_bytes=int(size),
+        )
+
+    _SESSION_COLUMNS: Final = (
+        "id, header_json, inherited_event_count, event_count, size_bytes, revision"
+    )
+
+    def list(self) -> builtins.list[PersistedSession]:
+        """Every stored session (no promised order).
+
+        Raises:
+            PersistenceCorrupt: a stored header is invalid.
+        """
+        rows = self._fetch(f"SELECT {self._SESSION_COLUMNS} FROM sq_sessions")
+        return [self._describe(row) for row in rows]
+
+    def stat(self, session_id: str) -> PersistedSession | None:
+        """One session's listing entry, or ``None`` when it is not stored."""
+        sid = _check_id(session_id)
+        rows = self._fetch(f"SELECT {self._SESSION_COLUMNS} FROM sq_sessions WHERE id = %s", (sid,))
+        return self._describe(rows[0]) if rows else None
+
+    def open_read(self, session_id: str) -> _PostgresReadHandle:
+        """Open a stored log for reading (a snapshot of the events stored now).
+
+        Raises:
+            PersistenceNotFound: the id is not stored.
+            PersistenceCorrupt: the stored header is invalid.
+        """
+        sid = _check_id(session_id)
+        rows = self._fetch(
+            "SELECT header_json, inherited_event_count, event_count FROM sq_sessions WHERE id = %s",
+            (sid,),
+        )
+        if not rows:
+            raise PersistenceNotFound(f"session {sid!r} is not stored")
+        header_json, inherited, count = rows[0]
+        header = _parse_header(sid, str(header_json))
+        return _PostgresReadHandle(self, header, int(inherited), int(count))
+
+    def read_documents(self, session_id: str) -> DocumentLog:
+        """The searchable documents of one stored log (SPEC ``DocumentSource``).
+
+        Raises:
+            PersistenceNotFound: the id is not stored.
+            PersistenceCorrupt: the log is damaged or does not fold.
+        """
+        entry = self.stat(session_id)
+        if entry is None:
+            raise PersistenceNotFound(f"session {session_id!r} is not stored")
+        with self.open_read(session_id) as handle:
+            events = handle.read()
+        events = events + interrupted_turn_closers(events)
+        folder = SurfaceFolder()
+        try:
+            for event in events:
+                folder.apply(event)
+        except SurfaceError as exc:
+            raise PersistenceCorrupt(f"postgres session {session_id!r}: {exc}") from None
+        documents = []
+        for event in events:
+            text = extract_event_text(event)
+            if text:
+                documents.append(
+                    TextDocument(
+                        seq=event.seq,
+                        type=event.type,
+                        time=event.time,
+                        surface=folder.surface_class(event.seq),
+                        text=text,
+                    )
+                )
+        return DocumentLog(
+            header=entry.header,
+            revision=entry.revision,
+            event_count=len(events),
+            documents=documents,
+        )
+
+    def verify(self) -> builtins.list[StoreProblem]:
+        """Read every stored session completely and report what is wrong, without raising.
+
+        Storage is not modified.
+        """
+        problems: builtins.list[StoreProblem] = []
+        for (sid,) in self._fetch("SELECT id FROM sq_sessions ORDER BY id"):
+            try:
+                with self.open_read(str(sid)) as handle:
+                    events = handle.read()
+                extra = self._fetch(
+                    "SELECT count(*) FROM sq_events WHERE session_id = %s", (str(sid),)
+                )[0][0]
+                if int(extra) != len(events):
+                    problems.append(
+                        StoreProblem(
+                            str(sid),
+                            None,
+                            f"session {sid!r} has {extra} stored events but an event count "
+                            f"of {len(events)}",
+                        )
+                    )
+            except PersistenceCorrupt as exc:
+                problems.append(StoreProblem(str(sid), _seq_of(str(exc)), str(exc)))
+        return problems
+
+    # -- change token and journal -----------------------------------------------------
+
+    def change_token(self) -> str:
+        """``"<store id>:<counter>"``; changes with every create, flush and delete (any
+        process). One indexed row read."""
+        rows = self._fetch("SELECT change_counter FROM sq_store")
+        return f"{self._store_id}:{rows[0][0]}"
+
+    def changed_since(self, token: str) -> frozenset[str] | None:
+        """Ids of the sessions changed after ``token``; ``None`` for a token of another store
+        or a token from the future."""
+        store, _, counter_text = str(token).partition(":")
+        if store != self._store_id or not counter_text.isdigit():
+            return None
+        counter = int(counter_text)
+        with self._shared() as conn, conn.transaction():
+            (current,) = conn.execute("SELECT change_counter FROM sq_store").fetchone() or (0,)
+            if counter > int(current):
+                return None
+            rows = conn.execute(
+                "SELECT DISTINCT session_id FROM sq_changes WHERE change_id > %s", (counter,)
+            ).fetchall()
+        return frozenset(str(sid) for (sid,) in rows)
+
+    # -- writing -----------------------------------------------------------------------
+
+    def _owning_connection(self, session_id: str) -> psycopg.Connection[Any]:
+        """A new connection holding ``session_id``'s advisory lock.
+
+        Raises:
+            PersistenceOwned: another writer holds it.
+        """
+        conn = self._connect(autocommit=True)
+        try:
+            row = conn.execute(
+                "SELECT pg_try_advisory_lock(%s)", (advisory_key(session_id),)
+            ).fetchone()
+        except psycopg.Error as exc:
+            conn.close()
+            raise PersistenceError(f"PostgreSQL session store: locking failed: {exc}") from exc
+        if not row or not row[0]:
+            conn.close()
+            raise PersistenceOwned(f"session {session_id!r} is being written by another writer")
+        return conn
+
+    def create(
+        self, header: SessionHeader, *, inherited_event_count: int = 0
+    ) -> _PostgresWriteHandle:
+        """Store a new session; its header is committed and listed when this returns.
+
+        Raises:
+            ValueError: bad arguments.
+            PersistenceExists: the id is already stored (nothing is changed).
+            PersistenceOwned: another writer is creating or writing the same id.
+            PersistenceWriteFailed: the server refused the write.
+        """
+        if not isinstance(header, SessionHeader):
+            raise ValueError(f"header must be a SessionHeader, not {type(header).__name__}")
+        count = inherited_event_count
+        if type(count) is not int or count < 0:
+            raise ValueError(f"inherited_event_count must be a non-negative integer: {count!r}")
+        if count and not header.is_seeded:
+            raise ValueError("inherited_event_count > 0 requires a seeded header (is_seeded)")
+        sid = _check_id(header.id)
+        if self._closed:
+            raise PersistenceClosed("the PostgreSQL session store is closed")
+        conn = self._owning_connection(sid)
+        try:
+            with conn.transaction():
+                inserted = conn.execute(
+                    "INSERT INTO sq_sessions (id, header_json, inherited_event_count, revision) "
+                    "VALUES (%s, %s, %s, 0) ON CONFLICT (id) DO NOTHING",
+                    (sid, _dumps(header.to_json()), count),
+                ).rowcount
+                if inserted != 1:
+                    raise PersistenceExists(f"session {sid!r} is already stored")
+                self._record_change(conn, sid)
+        except psycopg.Error as exc:
+            conn.close()
+            raise _write_failed(exc, f"creating session {sid!r}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        return _PostgresWriteHandle(store=self, conn=conn, header=header, inherited=count, stored=0)
+
+    def open_write(self, session_id: str) -> _PostgresWriteHandle:
+        """Reopen a stored session for appending after its last stored event.
+
+        Raises:
+            PersistenceNotFound: the id is not stored.
+            PersistenceOwned: another writer owns the session.
+            PersistenceCorrupt: the stored header is invalid.
+        """
+        sid = _check_id(session_id)
+        conn = self._owning_connection(sid)
+        try:
+            row = conn.execute(
+                "SELECT header_json, inherited_event_count, event_count FROM sq_sessions "
+                "WHERE id = %s",
+                (sid,),
+            ).fetchone()
+            if row is None:
+                raise PersistenceNotFound(f"session {sid!r} is not stored")
+            header = _parse_header(sid, str(row[0]))
+        except BaseException:
+            conn.close()
+            raise
+        return _PostgresWriteHandle(
+            store=self, conn=conn, header=header, inherited=int(row[1]), stored=int(row[2])
+        )
+
+    def delete(self, session_id: str) -> None:
+        """Remove a stored session and its events.
+
+        Raises:
+            PersistenceNotFound: the id is not stored.
+            PersistenceOwned: a writer owns the session.
+            PersistenceWriteFailed: the server refused the delete.
+        """
+        sid = _check_id(session_id)
+        conn = self._owning_connection(sid)
+        try:
+            with conn.transaction():
+                deleted = conn.execute("DELETE FROM sq_sessions WHERE id = %s", (sid,)).rowcount
+                if deleted != 1:
+                    raise PersistenceNotFound(f"session {sid!r} is not stored")
+                row = conn.execute(
+                    "UPDATE sq_store SET change_counter = change_counter + 1 "
+                    "RETURNING change_counter"
+                ).fetchone()
+                assert row is not None
+                conn.execute(
+                    "INSERT INTO sq_changes (change_id, session_id) VALUES (%s, %s)",
+                    (int(row[0]), sid),
+                )
+        except psycopg.Error as exc:
+            raise _write_failed(exc, f"deleting session {sid!r}") from exc
+        finally:
+            conn.close()
+
+
+def _seq_of(message: str) -> int | None:
+    marker = "event seq "
+    at = message.find(marker)
+    if at < 0:
+        return None
+    digits = message[at + len(marker) :].split(":", 1)[0]
+    return int(digits) if digits.isdigit() else None
