@@ -66,16 +66,16 @@ class PostgresServer:
         """Create an empty database and return its DSN."""
         name = f"{self._prefix}{next(self._names)}"
         with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 STRATEGY FILE_COPY')  # type: ignore[arg-type]
+            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 STRATEGY FILE_COPY')
         params = conninfo_to_dict(self.admin_dsn)
         params["dbname"] = name
-        return make_conninfo("", **params)  # type: ignore[arg-type]
+        return make_conninfo("", **params)
 
     def drop_database(self, dsn: str) -> None:
         """Drop a database made by :meth:`new_database` (its connections are terminated)."""
         name = conninfo_to_dict(dsn)["dbname"]
         with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _as_postgres_user() -> tuple[int, int] | None:
@@ -92,7 +92,7 @@ def _as_postgres_user() -> tuple[int, int] | None:
 
 
 def _run(command: list[str], user: tuple[int, int] | None) -> None:
-    identity = {} if user is None else {"user": user[0], "group": user[1], "extra_groups": []}
+    uid, gid = (None, None) if user is None else user
     result = subprocess.run(
         command,
         capture_output=True,
@@ -100,7 +100,9 @@ def _run(command: list[str], user: tuple[int, int] | None) -> None:
         check=False,
         timeout=_START_TIMEOUT_SECONDS,
         env={**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"},
-        **identity,  # type: ignore[arg-type]
+        user=uid,
+        group=gid,
+        extra_groups=None if user is None else [],
     )
     if result.returncode != 0:
         raise PostgresUnavailable(

@@ -133,7 +133,7 @@ def _migrate(conn: psycopg.Connection[Any]) -> str:
             if name in applied:
                 continue
             for statement in statements:
-                conn.execute(statement)  # type: ignore[arg-type]  # fixed DDL constants
+                conn.execute(statement)
             if name == "m001_initial":
                 conn.execute("INSERT INTO sq_store (store_id) VALUES (%s)", (secrets.token_hex(8),))
             conn.execute("INSERT INTO sq_migrations (name) VALUES (%s)", (name,))
@@ -486,7 +486,7 @@ class PostgresPersistence:
 
     def _fetch(self, sql: str, params: Sequence[object] = ()) -> builtins.list[tuple[Any, ...]]:
         with self._shared() as conn:
-            return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+            return conn.execute(sql, params).fetchall()
 
     def _record_change(self, conn: psycopg.Connection[Any], session_id: str) -> int:
         """Bump the change counter and journal ``session_id`` (inside the caller's transaction).
