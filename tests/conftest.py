@@ -57,7 +57,8 @@ def isolated_environment(
 
 # --- PostgreSQL backend ------------------------------------------------------------------------
 # One throwaway cluster per test session (see postgres_support); every test that asks for
-# ``postgres_dsn`` gets a fresh, empty database on it. No server means a loud failure.
+# ``postgres_dsn`` gets a fresh, empty schema on it (the DSN sets ``search_path``). No server
+# means a loud failure, never a skip.
 
 
 @pytest.fixture(scope="session")
@@ -71,7 +72,7 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 @pytest.fixture
 def postgres_dsn(postgres_server: PostgresServer) -> Iterator[str]:
-    """The DSN of a fresh, empty database, dropped after the test."""
-    dsn = postgres_server.new_database()
+    """The DSN of a fresh, empty schema, dropped after the test."""
+    dsn = postgres_server.new_schema()
     yield dsn
-    postgres_server.drop_database(dsn)
+    postgres_server.drop_schema(dsn)

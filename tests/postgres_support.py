@@ -61,6 +61,24 @@ class PostgresServer:
         self.admin_dsn = admin_dsn
         self._names = itertools.count(1)
         self._prefix = f"sqtest_{os.getpid()}_"
+        self._shared: str | None = None
+
+    def new_schema(self) -> str:
+        """Create an empty schema in the shared test database; return a DSN that uses it."""
+        name = f"t{next(self._names)}"
+        if self._shared is None:
+            self._shared = self.new_database()
+        with psycopg.connect(self._shared, autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{name}"')
+        params = conninfo_to_dict(self._shared)
+        params["options"] = f"-c search_path={name}"
+        return make_conninfo("", **params)
+
+    def drop_schema(self, dsn: str) -> None:
+        """Drop a schema made by :meth:`new_schema` with everything in it."""
+        name = str(conninfo_to_dict(dsn)["options"]).rpartition("=")[2]
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{name}" CASCADE')
 
     def new_database(self) -> str:
         """Create an empty database and return its DSN."""

@@ -10,7 +10,7 @@ Tables (created by numbered migrations recorded in ``sq_migrations``):
 Invariants:
 
 * **One writer per session, enforced by the server**: a write handle holds a session-level
-  advisory lock (keyed by a 64-bit hash of the id) on its own connection for its lifetime; a
+  advisory lock (keyed by a 64-bit hash of the store id and the session id) on its own connection for its lifetime; a
   second writer anywhere is refused with ``PersistenceOwned``. The lock dies with the
   connection, so a crashed writer never leaves a session locked.
 * **Appends refuse a stale seq**: a flush inserts its events and advances the session's
@@ -77,9 +77,11 @@ _MIGRATION_LOCK: Final = 0x5351_4D49_4752_0001
 """Advisory lock serialising migrations across processes."""
 
 
-def advisory_key(name: str) -> int:
-    """A signed 64-bit advisory-lock key for ``name`` (stable across processes)."""
-    digest = hashlib.blake2b(_LOCK_NAMESPACE + name.encode("utf-8"), digest_size=8).digest()
+def advisory_key(store_id: str, session_id: str) -> int:
+    """The signed 64-bit advisory-lock key of one session of one store (stable across
+    processes; stores in other schemas of the same database get other keys)."""
+    name = f"{store_id}:{session_id}".encode()
+    digest = hashlib.blake2b(_LOCK_NAMESPACE + name, digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 
@@ -672,7 +674,7 @@ class PostgresPersistence:
         conn = self._connect(autocommit=True)
         try:
             row = conn.execute(
-                "SELECT pg_try_advisory_lock(%s)", (advisory_key(session_id),)
+                "SELECT pg_try_advisory_lock(%s)", (advisory_key(self._store_id, session_id),)
             ).fetchone()
         except psycopg.Error as exc:
             conn.close()
