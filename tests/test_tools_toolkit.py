@@ -29,6 +29,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import Storage
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 from sessionquery.live import Session, SessionStore
 from sessionquery.model import Replace
@@ -174,7 +175,7 @@ def _build_corpus(store: SessionStore) -> Session:
 @dataclass
 class _World:
     store: SessionStore
-    persistence: JsonlPersistence
+    persistence: Any
     query: SessionQuery
     tools: SessionQueryTools
     live: Session
@@ -188,11 +189,11 @@ class _World:
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[_World]:
-    persistence = JsonlPersistence(tmp_path / "store")
+def world(storage: Storage, tmp_path: Path) -> Iterator[_World]:
+    persistence = storage.persistence
     store = SessionStore(persistence, clock=_Clock())
     live = _build_corpus(store)
-    search = SqliteSearch(tmp_path / "index.sqlite")
+    search = storage.search()
     query = SessionQuery(store, persistence, search)
     try:
         yield _World(
@@ -463,6 +464,7 @@ def test_own_event_search_at_the_first_event_matches_nothing(world: _World) -> N
 # --- errors ----------------------------------------------------------------------------------
 
 
+@pytest.mark.one_backend("sqlite")
 def test_corrupt_stored_session_yields_an_error_without_its_path(world: _World) -> None:
     path = Path(world.persistence.path_of("alpha-compact"))
     lines = path.read_text(encoding="utf-8").split("\n")
