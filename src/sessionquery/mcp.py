@@ -206,6 +206,7 @@ def run_stdio(
     index_path: Path,
     cwd: str | None,
     session_id: str | None,
+    postgres: str | None = None,
 ) -> None:
     """Serve the tools over stdin/stdout until the client disconnects.
 
@@ -219,6 +220,10 @@ def run_stdio(
         caller = resolve_caller(probe, cwd=cwd, session_id=session_id)
 
     def open_query() -> SessionQuery:
+        if postgres:  # the shared index lives in the same database as the store
+            from sessionquery.search.postgres import PostgresSearch
+
+            return SessionQuery(persistence=persistence, search=PostgresSearch(postgres))
         return SessionQuery(persistence=persistence, search=SqliteSearch(index_path))
 
     server = build_server(open_query, caller)

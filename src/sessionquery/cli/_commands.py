@@ -46,6 +46,7 @@ from sessionquery.query.service import SessionQuery
 from sessionquery.query.types import EventSearchHit, EventSearchPage, SessionSearchPage
 
 if TYPE_CHECKING:
+    from sessionquery.search.postgres import PostgresSearch
     from sessionquery.search.sqlite import SqliteSearch
 
 __all__ = ["COMMANDS"]
@@ -206,7 +207,9 @@ def _cmd_search_events(args: argparse.Namespace, config: Config) -> int:
     return emit(args, config, document, lambda s: render.event_hits_text(args.query, page, s))
 
 
-def _update_index(search: SqliteSearch, query: SessionQuery, stream: TextIO) -> dict[str, Any]:
+def _update_index(
+    search: SqliteSearch | PostgresSearch, query: SessionQuery, stream: TextIO
+) -> dict[str, Any]:
     """Bring the search index up to date, drawing progress on ``stream``; returns a summary."""
     bar = ProgressBar(stream, "Indexing")
     try:
@@ -226,18 +229,19 @@ def _cmd_index(args: argparse.Namespace, config: Config) -> int:
     persistence = open_persistence(sources, config)
     try:
         with (
-            open_index(index) as search,
+            open_index(index, sources.postgres) as search,
             SessionQuery(persistence=persistence, search=search) as query,
         ):
-            summary = {"index": str(index), **_update_index(search, query, sys.stderr)}
+            where = "the PostgreSQL database" if sources.postgres else str(index)
+            summary = {"index": where, **_update_index(search, query, sys.stderr)}
     finally:
         report_problems(persistence, sys.stderr)
 
     def text(style: render.Style) -> list[str]:
         if summary["skipped"] or not (summary["persisted_indexed"] or summary["persisted_removed"]):
-            return [f"Index {style.bold(str(index))} is up to date (nothing changed)."]
+            return [f"Index {style.bold(summary['index'])} is up to date (nothing changed)."]
         return [
-            f"Index {style.bold(str(index))} is up to date: "
+            f"Index {style.bold(summary['index'])} is up to date: "
             f"{summary['persisted_indexed']} session(s) indexed, "
             f"{summary['persisted_removed']} removed."
         ]
@@ -254,6 +258,7 @@ def _cmd_mcp(args: argparse.Namespace, config: Config) -> int:
     run_stdio(
         persistence=persistence,
         index_path=index_path(sources, config),
+        postgres=sources.postgres,
         cwd=cwd,
         session_id=args.session,
     )

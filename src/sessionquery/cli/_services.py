@@ -22,6 +22,7 @@ from sessionquery.persistence import JsonlPersistence, SessionPersistence
 from sessionquery.query.service import SessionQuery
 
 if TYPE_CHECKING:
+    from sessionquery.search.postgres import PostgresSearch
     from sessionquery.search.sqlite import SqliteSearch
 
 __all__ = [
@@ -47,10 +48,11 @@ class Sources:
     claude: list[Path]
     codex: list[Path]
     index: Path | None
+    postgres: str | None = None
 
     @property
     def explicit(self) -> bool:
-        return bool(self.roots or self.claude or self.codex)
+        return bool(self.roots or self.claude or self.codex or self.postgres)
 
 
 def selected_sources(args: argparse.Namespace) -> Sources:
@@ -64,6 +66,7 @@ def selected_sources(args: argparse.Namespace) -> Sources:
         claude=paths("claude"),
         codex=paths("codex"),
         index=None if index is None else Path(index).expanduser(),
+        postgres=getattr(args, "postgres", None) or getattr(args, "pre_postgres", None),
     )
 
 
@@ -87,6 +90,8 @@ def open_persistence(sources: Sources, config: Config) -> SessionPersistence:
     for number, root in enumerate(roots, start=1):
         _require_dir(root, "session store")
         pairs.append((_label("store", number), JsonlPersistence(root)))
+    if sources.postgres:
+        pairs.append(("postgres", _postgres_store(sources.postgres)))
     if sources.claude or sources.codex:
         from sessionquery.sources import ClaudeCodeSource, CodexSource
 
@@ -101,6 +106,16 @@ def open_persistence(sources: Sources, config: Config) -> SessionPersistence:
     from sessionquery.sources import MultiSource
 
     return MultiSource(pairs)
+
+
+def _postgres_store(dsn: str) -> SessionPersistence:
+    from sessionquery.errors import PersistenceError
+    from sessionquery.persistence.postgres import PostgresPersistence
+
+    try:
+        return PostgresPersistence(dsn)
+    except PersistenceError as exc:
+        raise SessionQueryError(ErrorCode.PERSISTENCE_FAILED, str(exc)) from exc
 
 
 def _label(kind: str, number: int) -> str:
@@ -119,14 +134,19 @@ def service(
     sources = selected_sources(args)
     persistence = open_persistence(sources, config)
     try:
-        backend = open_index(index_path(sources, config)) if search else None
+        backend = open_index(index_path(sources, config), sources.postgres) if search else None
         with SessionQuery(persistence=persistence, search=backend) as query:
             yield query
     finally:
         report_problems(persistence, sys.stderr)
 
 
-def open_index(path: Path) -> SqliteSearch:
+def open_index(path: Path, postgres: str | None = None) -> SqliteSearch | PostgresSearch:
+    """The search index: in the PostgreSQL database when one is selected, else at ``path``."""
+    if postgres:
+        from sessionquery.search.postgres import PostgresSearch
+
+        return PostgresSearch(postgres)
     from sessionquery.search.sqlite import SqliteSearch
 
     return SqliteSearch(path)

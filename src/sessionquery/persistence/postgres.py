@@ -526,6 +526,12 @@ class PostgresPersistence:
     ) -> None:
         self.close()
 
+    def __del__(self) -> None:
+        # A store dropped without close() (e.g. by a short-lived command) still hangs up.
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            conn.close()
+
     # -- reading -----------------------------------------------------------------------
 
     def _describe(self, row: Sequence[Any]) -> PersistedSession:

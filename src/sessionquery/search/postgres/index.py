@@ -229,6 +229,12 @@ class PostgresSearch:
             if conn is not None:
                 conn.close()
 
+    def __del__(self) -> None:
+        # An index dropped without close() still hangs up its connection.
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            conn.close()
+
     def __enter__(self) -> Self:
         return self
 
