@@ -652,7 +652,6 @@ class PostgresSearch:
                         "off": offset,
                     }
                     window = conn.execute(event_search_sql(plan, compiled), params).fetchall()
-                texts = self._texts(conn, [(session_id, int(r[0])) for r in window[:page_size]])
                 hits = [
                     EventSearchHit(
                         session_id=session_id,
@@ -660,9 +659,9 @@ class PostgresSearch:
                         type=str(kind),
                         time=int(time),
                         surface=surface,
-                        snippet=self._snippet(plan, texts[(session_id, int(seq))]),
+                        snippet=self._snippet(plan, str(text)),
                     )
-                    for seq, kind, time, surface, _length, _mc in window
+                    for seq, kind, time, surface, _length, _mc, text in window[:page_size]
                 ]
         next_cursor = None
         if len(window) > page_size:
@@ -710,19 +709,6 @@ class PostgresSearch:
             self._headers[header_json] = header
         return header
 
-    def _texts(
-        self, conn: psycopg.Connection[Any], keys: list[tuple[str, int]]
-    ) -> dict[tuple[str, int], str]:
-        if not keys:
-            return {}
-        rows = conn.execute(
-            "SELECT d.session_id, d.seq, d.text FROM sqi_docs AS d JOIN "
-            "unnest(%s::text[], %s::integer[]) AS k(sid, seq) "
-            "ON d.session_id = k.sid AND d.seq = k.seq",
-            ([sid for sid, _ in keys], [seq for _, seq in keys]),
-        ).fetchall()
-        return {(str(sid), int(seq)): str(text) for sid, seq, text in rows}
-
     def _snippet(self, plan: MatchPlan | None, text: str) -> str:
         first = None if plan is None else first_match(text, plan)
         highlighted = text if first is None else text[:first] + MATCH_MARK + text[first:]
@@ -731,8 +717,6 @@ class PostgresSearch:
     def _session_hits(
         self, conn: psycopg.Connection[Any], plan: MatchPlan | None, items: list[object]
     ) -> list[SessionSearchHit]:
-        keys = [(str(r[0]), int(r[1])) for r in items if not isinstance(r, LiveHit)]  # type: ignore[index]
-        texts = self._texts(conn, keys)
         hits = []
         for item in items:
             if isinstance(item, LiveHit):
@@ -741,7 +725,7 @@ class PostgresSearch:
                 best = _live_event_hit(item, self._snippet(plan, item.doc.text))
             else:
                 row: tuple[Any, ...] = item  # type: ignore[assignment]
-                sid, seq, kind, time, surface, _length, _mc, header_json = row
+                sid, seq, kind, time, surface, _length, _mc, header_json, text = row
                 record = SessionRecord(self._header(str(header_json)), live=False, persisted=True)
                 best = EventSearchHit(
                     session_id=str(sid),
@@ -749,7 +733,7 @@ class PostgresSearch:
                     type=str(kind),
                     time=int(time),
                     surface=surface,
-                    snippet=self._snippet(plan, texts[(str(sid), int(seq))]),
+                    snippet=self._snippet(plan, str(text)),
                 )
             hits.append(SessionSearchHit(record=record, best_match=best))
         return hits

@@ -186,10 +186,13 @@ def session_search_sql(plan: MatchPlan, filters: CompiledFilters) -> str:
         f"{count} AS mc FROM sqi_docs AS d JOIN sqi_sessions AS s ON s.id = d.session_id "
         f"WHERE {predicate} AND NOT (d.session_id = ANY(%(live)s::text[])){filters.where()}), "
         "ranked AS (SELECT *, row_number() OVER (PARTITION BY session_id ORDER BY "
-        f"{EVENT_ORDER}) AS rn FROM cand) "
-        "SELECT r.session_id, r.seq, r.type, r.time, r.surface, r.length, r.mc, s.header_json "
-        "FROM ranked AS r JOIN sqi_sessions AS s ON s.id = r.session_id WHERE r.rn = 1 "
-        f"ORDER BY {SESSION_ORDER} LIMIT %(lim)s OFFSET %(off)s"
+        f"{EVENT_ORDER}) AS rn FROM cand), "
+        "page AS (SELECT r.session_id, r.seq, r.type, r.time, r.surface, r.length, r.mc "
+        f"FROM ranked AS r WHERE r.rn = 1 ORDER BY {SESSION_ORDER} LIMIT %(lim)s OFFSET %(off)s) "
+        "SELECT p.session_id, p.seq, p.type, p.time, p.surface, p.length, p.mc, s.header_json, "
+        "d.text FROM page AS p JOIN sqi_sessions AS s ON s.id = p.session_id "
+        "JOIN sqi_docs AS d ON d.session_id = p.session_id AND d.seq = p.seq "
+        "ORDER BY p.mc DESC, p.length ASC, p.time DESC, p.session_id ASC, p.seq DESC"
     )
 
 
@@ -197,7 +200,7 @@ def event_search_sql(plan: MatchPlan, filters: CompiledFilters) -> str:
     """Events of one persisted session (``sid``), ranked; binds as :func:`session_search_sql`."""
     predicate, count = _match(plan)
     return (
-        f"SELECT d.seq, d.type, d.time, d.surface, d.length, {count} AS mc "
+        f"SELECT d.seq, d.type, d.time, d.surface, d.length, {count} AS mc, d.text "
         f"FROM sqi_docs AS d WHERE d.session_id = %(sid)s AND {predicate}{filters.where()} "
         f"ORDER BY {EVENT_ORDER} LIMIT %(lim)s OFFSET %(off)s"
     )

@@ -179,9 +179,27 @@ def span_count(words: Sequence[str], plan: MatchPlan) -> int:
 
 
 def first_match(text: str, plan: MatchPlan) -> int | None:
-    """The code-point index in ``text`` where the first match span starts, if any."""
-    spans = token_spans(text)
-    instances = _instances([token for token, _start in spans], plan)
-    if not instances:
-        return None
-    return spans[instances[0][0]][1]
+    """The code-point index in ``text`` where the first match span starts, if any.
+
+    Tokenizes only as far as needed: once an instance is found, an instance starting earlier
+    can end at most ``longest phrase - 1`` tokens later.
+    """
+    longest = max(len(phrase) for phrase in plan.phrases)
+    words: list[str] = []
+    starts: list[int] = []
+    best: int | None = None
+    for run in _TOKEN_RUN.finditer(text):
+        token = run.group().translate(_TRANSLATE)
+        if not token:
+            continue
+        words.append(token)
+        starts.append(run.start())
+        end = len(words)
+        for phrase in plan.phrases:
+            n = len(phrase)
+            if end >= n and words[end - 1] == phrase[-1] and tuple(words[end - n :]) == phrase:
+                begin = end - n
+                best = begin if best is None else min(best, begin)
+        if best is not None and end >= best + longest:
+            break
+    return None if best is None else starts[best]
