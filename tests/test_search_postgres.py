@@ -23,7 +23,13 @@ from sessionquery.query.filters import CwdIn, SurfaceIn, TypeIn
 from sessionquery.query.types import EventSearchPage, SessionSearchPage
 from sessionquery.search.postgres import PostgresSearch, schema
 from sessionquery.search.postgres import _unicode61_table as shipped
-from sessionquery.search.postgres.tokens import match_plan, span_count, tokens
+from sessionquery.search.postgres.tokens import (
+    first_match,
+    match_plan,
+    span_count,
+    token_spans,
+    tokens,
+)
 from sessionquery.search.postgres.unicode61 import derive
 from sessionquery.search.sqlite import SqliteSearch
 
@@ -427,3 +433,28 @@ def test_headers_survive_the_index_round_trip(pg: PostgresSearch) -> None:
     store.put(full, log("hello"))
     (hit,) = pg.search_sessions(FakeCorpus(store=store), "hello").items
     assert hit.record.header == full
+
+
+@given(
+    text=st.lists(
+        st.sampled_from([*WORDS, "a\u0300", "İ", " ", ".", "\u00e9t\u00e9", "x"]), max_size=15
+    ).map(" ".join),
+    query=st.lists(
+        st.sampled_from(["a", "b", "foo", "x y", "cafe", "i"]), min_size=1, max_size=3
+    ).map(" ".join),
+    match=st.sampled_from(["phrase", "words"]),
+)
+def test_the_first_match_is_where_the_first_highlighted_span_starts(
+    text: str, query: str, match: str
+) -> None:
+    plan = match_plan(query, match)  # type: ignore[arg-type]
+    assert plan is not None
+    spans = token_spans(text)
+    words = [token for token, _start in spans]
+    starts = [
+        spans[i][1]
+        for phrase in plan.phrases
+        for i in range(len(words))
+        if tuple(words[i : i + len(phrase)]) == phrase
+    ]
+    assert first_match(text, plan) == min(starts, default=None)

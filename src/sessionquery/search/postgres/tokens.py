@@ -178,12 +178,27 @@ def span_count(words: Sequence[str], plan: MatchPlan) -> int:
     return spans
 
 
+def _phrase_pattern(phrase: tuple[str, ...]) -> str:
+    """A phrase as whole tokens of folded text (separators are spaces there)."""
+    return "(?<![^ ])" + " +".join(re.escape(token) for token in phrase) + "(?![^ ])"
+
+
 def first_match(text: str, plan: MatchPlan) -> int | None:
     """The code-point index in ``text`` where the first match span starts, if any.
 
-    Tokenizes only as far as needed: once an instance is found, an instance starting earlier
-    can end at most ``longest phrase - 1`` tokens later.
+    When folding keeps every code point in place (no silent characters), the folded text is
+    searched with one regular expression per phrase; otherwise it is tokenized only as far as
+    needed: once an instance is found, an instance starting earlier can end at most
+    ``longest phrase - 1`` tokens later.
     """
+    folded = text.translate(_ASCII_TRANSLATE if text.isascii() else _TRANSLATE)
+    if len(folded) == len(text):
+        found = [
+            hit.start()
+            for phrase in plan.phrases
+            if (hit := re.search(_phrase_pattern(phrase), folded)) is not None
+        ]
+        return min(found, default=None)
     longest = max(len(phrase) for phrase in plan.phrases)
     words: list[str] = []
     starts: list[int] = []
