@@ -10,8 +10,9 @@ Tables (created by numbered migrations recorded in ``sq_migrations``):
 Invariants:
 
 * **One writer per session, enforced by the server**: a write handle holds a session-level
-  advisory lock (keyed by a 64-bit hash of the store id and the session id) on its own connection for its lifetime; a
-  second writer anywhere is refused with ``PersistenceOwned``. The lock dies with the
+  advisory lock (keyed by a 64-bit hash of the store id and the session id) on its connection
+  for its lifetime; a second writer anywhere is refused with ``PersistenceOwned``. Closing the
+  handle unlocks and keeps the connection for the next writer; the lock dies with the
   connection, so a crashed writer never leaves a session locked.
 * **Appends refuse a stale seq**: a flush inserts its events and advances the session's
   ``event_count`` only if it still equals the count the handle expects; otherwise the whole
@@ -73,6 +74,8 @@ __all__ = ["SCHEMA_VERSION", "PostgresPersistence", "StoreProblem", "advisory_ke
 logger = logging.getLogger(__name__)
 
 _LOCK_NAMESPACE: Final = b"sessionquery.session:"
+_IDLE_CONNECTIONS: Final = 8
+"""Writer connections kept open for reuse after their handle closed."""
 _MIGRATION_LOCK: Final = 0x5351_4D49_4752_0001
 """Advisory lock serialising migrations across processes."""
 
@@ -401,7 +404,7 @@ class _PostgresWriteHandle:
             self._flush_locked()
             with self._state:
                 self._closed = True
-            self._conn.close()
+            self._store._release(self._conn, self._header.id)
 
     def __enter__(self) -> Self:
         return self
@@ -445,6 +448,7 @@ class PostgresPersistence:
         self._timeout = connect_timeout
         self._lock = threading.Lock()
         self._closed = False
+        self._idle: builtins.list[psycopg.Connection[Any]] = []
         self._conn: psycopg.Connection[Any] | None = self._connect(autocommit=False)
         try:
             self._store_id = _migrate(self._conn)
@@ -511,9 +515,12 @@ class PostgresPersistence:
         """Close the shared connection; idempotent. Open write handles keep their own."""
         with self._lock:
             self._closed = True
+            idle, self._idle = self._idle, []
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+        for conn in idle:
+            conn.close()
 
     def __enter__(self) -> Self:
         return self
@@ -528,9 +535,9 @@ class PostgresPersistence:
 
     def __del__(self) -> None:
         # A store dropped without close() (e.g. by a short-lived command) still hangs up.
-        conn = getattr(self, "_conn", None)
-        if conn is not None:
-            conn.close()
+        for conn in [getattr(self, "_conn", None), *getattr(self, "_idle", [])]:
+            if conn is not None:
+                conn.close()
 
     # -- reading -----------------------------------------------------------------------
 
@@ -672,12 +679,17 @@ class PostgresPersistence:
     # -- writing -----------------------------------------------------------------------
 
     def _owning_connection(self, session_id: str) -> psycopg.Connection[Any]:
-        """A new connection holding ``session_id``'s advisory lock.
+        """A connection (reused when one is idle) holding ``session_id``'s advisory lock.
 
         Raises:
             PersistenceOwned: another writer holds it.
         """
-        conn = self._connect(autocommit=True)
+        with self._lock:
+            if self._closed:
+                raise PersistenceClosed("the PostgreSQL session store is closed")
+            conn = self._idle.pop() if self._idle else None
+        if conn is None or conn.closed or conn.broken:
+            conn = self._connect(autocommit=True)
         try:
             row = conn.execute(
                 "SELECT pg_try_advisory_lock(%s)", (advisory_key(self._store_id, session_id),)
@@ -686,9 +698,25 @@ class PostgresPersistence:
             conn.close()
             raise PersistenceError(f"PostgreSQL session store: locking failed: {exc}") from exc
         if not row or not row[0]:
-            conn.close()
+            self._release(conn)
             raise PersistenceOwned(f"session {session_id!r} is being written by another writer")
         return conn
+
+    def _release(self, conn: psycopg.Connection[Any], session_id: str | None = None) -> None:
+        """Give up ``session_id``'s lock (when given) and keep the connection for reuse."""
+        try:
+            if session_id is not None:
+                conn.execute(
+                    "SELECT pg_advisory_unlock(%s)", (advisory_key(self._store_id, session_id),)
+                )
+        except psycopg.Error:
+            conn.close()  # the lock dies with the connection
+            return
+        with self._lock:
+            if not self._closed and len(self._idle) < _IDLE_CONNECTIONS and not conn.broken:
+                self._idle.append(conn)
+                return
+        conn.close()
 
     def create(
         self, header: SessionHeader, *, inherited_event_count: int = 0
@@ -723,10 +751,10 @@ class PostgresPersistence:
                     raise PersistenceExists(f"session {sid!r} is already stored")
                 self._record_change(conn, sid)
         except psycopg.Error as exc:
-            conn.close()
+            self._release(conn, sid)
             raise _write_failed(exc, f"creating session {sid!r}") from exc
         except BaseException:
-            conn.close()
+            self._release(conn, sid)
             raise
         return _PostgresWriteHandle(store=self, conn=conn, header=header, inherited=count, stored=0)
 
@@ -750,7 +778,7 @@ class PostgresPersistence:
                 raise PersistenceNotFound(f"session {sid!r} is not stored")
             header = _parse_header(sid, str(row[0]))
         except BaseException:
-            conn.close()
+            self._release(conn, sid)
             raise
         return _PostgresWriteHandle(
             store=self, conn=conn, header=header, inherited=int(row[1]), stored=int(row[2])
@@ -783,7 +811,7 @@ class PostgresPersistence:
         except psycopg.Error as exc:
             raise _write_failed(exc, f"deleting session {sid!r}") from exc
         finally:
-            conn.close()
+            self._release(conn, sid)
 
 
 def _seq_of(message: str) -> int | None:
