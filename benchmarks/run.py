@@ -282,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--from-json", help="measure nothing: render the results saved by --json again"
     )
+    parser.add_argument(
+        "--postgres", action="store_true", help="then add benchmarks/postgres.py's section"
+    )
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
     default_name = "RESULTS-quick.md" if args.quick else "RESULTS.md"
@@ -327,6 +330,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     print(f"wrote {output} in {results['machine']['total_s']:.0f} s")
+    if args.postgres:  # a standalone module that replaces its own section of the same file
+        extra = ["--quick"] if args.quick else []
+        command = [sys.executable, str(HERE / "postgres.py"), "--output", str(output), *extra]
+        subprocess.run(command, check=False)
     return 0
 
 

@@ -110,8 +110,11 @@ def open_persistence(sources: Sources, config: Config) -> SessionPersistence:
 
 def _postgres_store(dsn: str) -> SessionPersistence:
     from sessionquery.errors import PersistenceError
-    from sessionquery.persistence.postgres import PostgresPersistence
 
+    try:
+        from sessionquery.persistence.postgres import PostgresPersistence
+    except ImportError as exc:
+        raise SessionQueryError(ErrorCode.INVALID_CONFIG, str(exc)) from exc
     try:
         return PostgresPersistence(dsn)
     except PersistenceError as exc:
@@ -144,8 +147,13 @@ def service(
 def open_index(path: Path, postgres: str | None = None) -> SqliteSearch | PostgresSearch:
     """The search index: in the PostgreSQL database when one is selected, else at ``path``."""
     if postgres:
-        from sessionquery.search.postgres import PostgresSearch
-
+        try:
+            from sessionquery.search.postgres import PostgresSearch
+        except ImportError as exc:
+            raise SessionQueryError(
+                ErrorCode.INVALID_CONFIG,
+                "the PostgreSQL backend needs psycopg 3: pip install 'sessionquery[postgres]'",
+            ) from exc
         return PostgresSearch(postgres)
     from sessionquery.search.sqlite import SqliteSearch
 
