@@ -29,6 +29,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -190,8 +191,8 @@ def measure(spec: CorpusSpec, dsn: str, reps: int) -> dict[str, Any]:
             row["differences"] = [
                 (i, x, y) for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y
             ][:3]
-            row["sqlite"] = _timed(lambda q=query: _search(lite, q, limit=20), reps)
-            row["postgres"] = _timed(lambda q=query: _search(pg, q, limit=20), reps)
+            row["sqlite"] = _timed(partial(_search, lite, query, limit=20), reps)
+            row["postgres"] = _timed(partial(_search, pg, query, limit=20), reps)
             out["classes"].append(row)
         phrase = queries(manifest)[2]
         # through the backend: the service passes ``match`` once SPEC §13.3 reaches it
@@ -215,7 +216,7 @@ def measure(spec: CorpusSpec, dsn: str, reps: int) -> dict[str, Any]:
                 update = index.update(service.corpus)
                 samples.append((time.perf_counter() - started) * 1000)
                 assert update.persisted_indexed == 1, update
-                nochange += _timed(lambda i=index, s=service: i.update(s.corpus), 3)
+                nochange += _timed(partial(index.update, service.corpus), 3)
             out[f"reconcile_{name}"] = samples
             out[f"nochange_{name}"] = nochange
         found_lite = [h.record.header.id for h in lite.search_sessions("zyxwvut").items]

@@ -119,5 +119,5 @@ def test_concurrent_writers_and_searchers_lose_and_duplicate_nothing(postgres_ds
             query = SessionQuery(None, persistence, search)
             page = query.search_sessions("shared marker", limit=100)
             assert sorted(hit.record.header.id for hit in page.items) == sorted(listing)
-            events = query.search_events("w0-0", "marker", limit=100).items
-            assert len(events) == TURNS
+            hits = query.search_events("w0-0", "marker", limit=100).items
+            assert len(hits) == TURNS
