@@ -28,18 +28,9 @@ import psycopg
 
 from sessionquery.errors import (
     ErrorCode,
-    PersistenceCorrupt,
-    PersistenceError,
-    PersistenceNotFound,
     SessionQueryError,
 )
-from sessionquery.model import SessionHeader, SurfaceError, SurfaceFolder, extract_event_text
-from sessionquery.persistence.base import (
-    ChangeJournal,
-    DocumentSource,
-    PersistedSession,
-    SessionPersistence,
-)
+from sessionquery.model import SessionHeader
 from sessionquery.query.backend import Corpus
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.filters import (
@@ -65,19 +56,17 @@ from sessionquery.search.postgres.sql import (
     match_params,
     session_search_sql,
 )
+from sessionquery.search.postgres.sync import sync_persisted
 from sessionquery.search.postgres.tokens import (
     MatchPlan,
     SearchMatch,
     first_match,
-    lexeme,
     match_plan,
-    normal_form,
-    tokens,
 )
 from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, request_fingerprint
 from sessionquery.search.sqlite.query import normalize_query, validate_limit
 from sessionquery.search.sqlite.reconcile import IndexUpdate, ProgressCallback
-from sessionquery.search.sqlite.snippet import MATCH_MARK, sanitize_text, snippet_from_highlight
+from sessionquery.search.sqlite.snippet import MATCH_MARK, snippet_from_highlight
 
 __all__ = ["PostgresSearch"]
 
@@ -86,11 +75,7 @@ _OPEN_AT: Final = ("startup", "first-search", "never")
 _MAX_SAFE_LIMIT: Final = 2**53 - 2
 _LOCK_POLL_SECONDS: Final = 0.005
 _WATCH_SECONDS: Final = 0.01
-_TSVECTOR_BUDGET: Final = 1_000_000
-"""Bytes of lexemes above which a document stores no tsvector (PostgreSQL's limit is 1 MiB)."""
 _MATCHES: Final = ("phrase", "words")
-
-_DocRow = tuple[str, int, str, int, str, int, str, str, str | None]
 
 
 def _config_error(message: str) -> SessionQueryError:
@@ -103,42 +88,6 @@ def _positive_int(value: object, name: str, maximum: int = _MAX_SAFE_LIMIT) -> i
     if type(value) is not int or not 1 <= value <= maximum:
         raise _config_error(f"{name} must be an integer between 1 and {maximum}, not {value!r}")
     return value
-
-
-def _source_of(persistence: SessionPersistence) -> str:
-    """A stable name for the corpus a shared index mirrors (a switch rebuilds the index)."""
-    store_id = getattr(persistence, "store_id", None)
-    kind = f"{type(persistence).__module__}.{type(persistence).__qualname__}"
-    if isinstance(store_id, str):
-        return f"{kind}:{store_id}"
-    root = getattr(persistence, "root", None)
-    return f"{kind}:{root}" if isinstance(root, str) else kind
-
-
-def _tsvector(words: Sequence[str]) -> str | None:
-    lexemes = {lexeme(word) for word in words}
-    if sum(len(item.encode("utf-8")) + 8 for item in lexemes) > _TSVECTOR_BUDGET:
-        return None
-    return " ".join(f"'{item}'" for item in sorted(lexemes))
-
-
-def _doc_row(sid: str, seq: int, kind: str, time: int, surface: str, raw: str) -> _DocRow:  # noqa: PLR0917
-    text = sanitize_text(raw)
-    words = tokens(text)
-    return (sid, seq, kind, time, surface, len(text), text, normal_form(words), _tsvector(words))
-
-
-def _storage_error(session_id: str, exc: BaseException) -> SessionQueryError:
-    if isinstance(exc, PersistenceCorrupt):
-        return SessionQueryError(
-            ErrorCode.CORRUPT_SESSION, f"stored session {session_id!r} is corrupt: {exc}"
-        )
-    return SessionQueryError(
-        ErrorCode.PERSISTENCE_FAILED, f"reading stored session {session_id!r} failed: {exc}"
-    )
-
-
-_STORAGE_ERRORS: Final = (PersistenceError, OSError, psycopg.Error, ValueError)
 
 
 class PostgresSearch:
@@ -316,7 +265,7 @@ class PostgresSearch:
         if persistence is not None and (
             persistence is not self._binding or token is None or token != self._token
         ):
-            indexed, removed, docs = self._sync(
+            synced = sync_persisted(
                 conn=conn,
                 corpus=corpus,
                 persistence=persistence,
@@ -324,6 +273,8 @@ class PostgresSearch:
                 cancel=cancel,
                 progress=progress,
             )
+            self._generation = synced.generation
+            indexed, removed, docs = synced.indexed, synced.removed, synced.documents
             self._binding, self._token = persistence, token
             skipped = False
         elif persistence is None:
@@ -349,182 +300,6 @@ class PostgresSearch:
         return IndexUpdate(
             persisted_indexed=indexed, persisted_removed=removed, documents_written=docs
         )
-
-    def _sync(
-        self,
-        *,
-        conn: psycopg.Connection[Any],
-        corpus: Corpus,
-        persistence: SessionPersistence,
-        token: str | None,
-        cancel: CancelToken | None,
-        progress: ProgressCallback | None,
-    ) -> tuple[int, int, int]:
-        """Mirror the persisted sessions into the shared tables; one transaction."""
-        source = _source_of(persistence)
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (schema.INDEX_LOCK,))
-            row = conn.execute("SELECT source, token, generation FROM sqi_state").fetchone()
-            assert row is not None
-            stored_source, stored_token, generation = row[0], row[1], int(row[2])
-            wiped = stored_source != source
-            if wiped:
-                conn.execute("TRUNCATE sqi_docs, sqi_sessions")
-                stored_token = None
-            elif token is not None and stored_token == token:
-                self._generation = generation  # another process already did this work
-                return 0, 0, 0
-            entries, gone = self._observe(
-                conn=conn,
-                corpus=corpus,
-                persistence=persistence,
-                stored_token=stored_token,
-                token=token,
-                cancel=cancel,
-            )
-            new_generation = generation + 1
-            if progress is not None and entries:
-                progress(0, len(entries))
-            written = 0
-            vanished: list[str] = list(gone)
-            for done, entry in enumerate(entries, 1):
-                check_cancel(cancel)
-                count = self._index_one(
-                    conn=conn,
-                    corpus=corpus,
-                    persistence=persistence,
-                    entry=entry,
-                    generation=new_generation,
-                    cancel=cancel,
-                )
-                if count is None:
-                    vanished.append(entry.header.id)
-                else:
-                    written += count
-                if progress is not None:
-                    progress(done, len(entries))
-            if vanished:
-                conn.execute("DELETE FROM sqi_sessions WHERE id = ANY(%s::text[])", (vanished,))
-            changed = wiped or bool(entries) or bool(vanished)
-            generation = new_generation if changed else generation
-            conn.execute(
-                "UPDATE sqi_state SET source = %s, token = %s, generation = %s",
-                (source, token, generation),
-            )
-        self._generation = generation
-        return len(entries), len(vanished), written
-
-    def _observe(
-        self,
-        *,
-        conn: psycopg.Connection[Any],
-        corpus: Corpus,
-        persistence: SessionPersistence,
-        stored_token: str | None,
-        token: str | None,
-        cancel: CancelToken | None,
-    ) -> tuple[list[PersistedSession], list[str]]:
-        """``(sessions to (re)index, indexed ids no longer stored)``."""
-        changed: frozenset[str] | None = None
-        if (
-            stored_token is not None
-            and token is not None
-            and isinstance(persistence, ChangeJournal)
-        ):
-            try:
-                changed = persistence.changed_since(stored_token)
-            except _STORAGE_ERRORS as exc:
-                raise _storage_error("(journal)", exc) from exc
-        if changed is None:
-            listing = {entry.header.id: entry for entry in corpus.list_persisted(cancel)}
-            rows = conn.execute("SELECT id, revision FROM sqi_sessions").fetchall()
-            gone = [str(sid) for sid, _ in rows if sid not in listing]
-        else:
-            listing = {}
-            for sid in sorted(changed):
-                check_cancel(cancel)
-                try:
-                    entry = persistence.stat(sid)
-                except _STORAGE_ERRORS as exc:
-                    raise _storage_error(sid, exc) from exc
-                if entry is not None:
-                    listing[sid] = entry
-            rows = conn.execute(
-                "SELECT id, revision FROM sqi_sessions WHERE id = ANY(%s::text[])",
-                (sorted(changed),),
-            ).fetchall()
-            gone = [str(sid) for sid, _ in rows if sid not in listing]
-        revisions = {str(sid): str(revision) for sid, revision in rows}
-        stale = [e for sid, e in listing.items() if revisions.get(sid) != e.revision]
-        return stale, gone
-
-    def _index_one(
-        self,
-        *,
-        conn: psycopg.Connection[Any],
-        corpus: Corpus,
-        persistence: SessionPersistence,
-        entry: PersistedSession,
-        generation: int,
-        cancel: CancelToken | None,
-    ) -> int | None:
-        """(Re)write one session's rows; ``None`` when it vanished meanwhile."""
-        sid = entry.header.id
-        if isinstance(persistence, DocumentSource):
-            try:
-                log = persistence.read_documents(sid)
-            except PersistenceNotFound:
-                return None
-            except _STORAGE_ERRORS as exc:
-                raise _storage_error(sid, exc) from exc
-            header, revision = log.header, log.revision
-            rows = [_doc_row(sid, d.seq, d.type, d.time, d.surface, d.text) for d in log.documents]
-        else:
-            cold = corpus.read_persisted(sid, cancel)
-            header, revision = cold.session, entry.revision
-            folder = SurfaceFolder()
-            try:
-                for event in cold.events:
-                    folder.apply(event)
-            except SurfaceError as exc:
-                raise SessionQueryError(
-                    ErrorCode.CORRUPT_SESSION, f"stored session {sid!r} is corrupt: {exc}"
-                ) from None
-            rows = []
-            for event in cold.events:
-                text = extract_event_text(event)
-                if text:
-                    surface = folder.surface_class(event.seq)
-                    rows.append(_doc_row(sid, event.seq, event.type, event.time, surface, text))
-        if not header.is_compatible(entry.header):
-            raise SessionQueryError(
-                ErrorCode.SOURCE_CONFLICT,
-                f"session {sid!r} has incompatible headers in two observations",
-            )
-        conn.execute("DELETE FROM sqi_sessions WHERE id = %s", (sid,))
-        conn.execute(
-            "INSERT INTO sqi_sessions (id, created_at, cwd, parent_session, header_json, "
-            "revision, generation) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            (
-                sid,
-                header.created_at,
-                header.cwd,
-                header.parent_session,
-                json.dumps(header.to_json(), separators=(",", ":")),
-                revision,
-                generation,
-            ),
-        )
-        with (
-            conn.cursor() as cur,
-            cur.copy(
-                "COPY sqi_docs (session_id, seq, type, time, surface, length, text, norm, tsv) "
-                "FROM STDIN"
-            ) as copy,
-        ):
-            for row in rows:
-                copy.write_row(row)
-        return len(rows)
 
     # -- searches ----------------------------------------------------------------------
 
