@@ -31,17 +31,13 @@ Invariants:
 from __future__ import annotations
 
 import builtins
-import errno
-import hashlib
-import json
-import logging
-import secrets
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Self
+
+import psycopg
 
 from sessionquery.errors import (
     PersistenceClosed,
@@ -50,10 +46,8 @@ from sessionquery.errors import (
     PersistenceExists,
     PersistenceNotFound,
     PersistenceOwned,
-    PersistenceWriteFailed,
 )
 from sessionquery.model import (
-    SessionEvent,
     SessionHeader,
     SurfaceError,
     SurfaceFolder,
@@ -61,368 +55,19 @@ from sessionquery.model import (
     interrupted_turn_closers,
 )
 from sessionquery.persistence.base import DocumentLog, PersistedSession, TextDocument
-
-try:
-    import psycopg
-except ImportError as _missing:  # pragma: no cover - depends on the installed extras
-    raise ImportError(
-        "the PostgreSQL backend needs psycopg 3: pip install 'sessionquery[postgres]'"
-    ) from _missing
-
-__all__ = ["SCHEMA_VERSION", "PostgresPersistence", "StoreProblem", "advisory_key"]
-
-logger = logging.getLogger(__name__)
-
-_LOCK_NAMESPACE: Final = b"sessionquery.session:"
-_IDLE_CONNECTIONS: Final = 8
-"""Writer connections kept open for reuse after their handle closed."""
-_MIGRATION_LOCK: Final = 0x5351_4D49_4752_0001
-"""Advisory lock serialising migrations across processes."""
-
-
-def advisory_key(store_id: str, session_id: str) -> int:
-    """The signed 64-bit advisory-lock key of one session of one store (stable across
-    processes; stores in other schemas of the same database get other keys)."""
-    name = f"{store_id}:{session_id}".encode()
-    digest = hashlib.blake2b(_LOCK_NAMESPACE + name, digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
-
-
-# --------------------------------------------------------------------------- migrations
-
-_M001_INITIAL: Final = (
-    """CREATE TABLE sq_store (
-        singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-        store_id text NOT NULL,
-        change_counter bigint NOT NULL DEFAULT 0)""",
-    """CREATE TABLE sq_sessions (
-        id text COLLATE "C" PRIMARY KEY,
-        header_json text NOT NULL,
-        inherited_event_count integer NOT NULL DEFAULT 0,
-        event_count integer NOT NULL DEFAULT 0,
-        size_bytes bigint NOT NULL DEFAULT 0,
-        revision bigint NOT NULL)""",
-    """CREATE TABLE sq_events (
-        session_id text COLLATE "C" NOT NULL REFERENCES sq_sessions (id) ON DELETE CASCADE,
-        seq integer NOT NULL CHECK (seq >= 0),
-        event_json text NOT NULL,
-        PRIMARY KEY (session_id, seq))""",
-    """CREATE TABLE sq_changes (
-        change_id bigint PRIMARY KEY,
-        session_id text COLLATE "C" NOT NULL)""",
+from sessionquery.persistence.postgres._handles import PostgresReadHandle, PostgresWriteHandle
+from sessionquery.persistence.postgres._schema import (
+    IDLE_CONNECTIONS,
+    StoreProblem,
+    advisory_key,
+    check_id,
+    dumps,
+    migrate,
+    parse_header,
+    write_failed,
 )
 
-MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (("m001_initial", _M001_INITIAL),)
-"""Named, ordered migrations; a shipped one is never edited."""
-
-SCHEMA_VERSION: Final = len(MIGRATIONS)
-
-
-def _migrate(conn: psycopg.Connection[Any]) -> str:
-    """Apply pending migrations (serialised across processes); return the store id."""
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS sq_migrations (name text PRIMARY KEY, "
-            "applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        applied = {str(row[0]) for row in conn.execute("SELECT name FROM sq_migrations")}
-        known = {name for name, _ in MIGRATIONS}
-        unknown = sorted(applied - known)
-        if unknown:
-            raise PersistenceError(
-                "the PostgreSQL session store has a newer schema than this version of "
-                f"sessionquery understands (migrations {', '.join(unknown)}); upgrade sessionquery"
-            )
-        for name, statements in MIGRATIONS:
-            if name in applied:
-                continue
-            for statement in statements:
-                conn.execute(statement)
-            if name == "m001_initial":
-                conn.execute("INSERT INTO sq_store (store_id) VALUES (%s)", (secrets.token_hex(8),))
-            conn.execute("INSERT INTO sq_migrations (name) VALUES (%s)", (name,))
-        row = conn.execute("SELECT store_id FROM sq_store").fetchone()
-    assert row is not None
-    return str(row[0])
-
-
-# --------------------------------------------------------------------------- encoding
-
-
-def _dumps(value: object) -> str:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: keep them as JSON escapes
-        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
-    return text
-
-
-def _check_id(session_id: object) -> str:
-    if not isinstance(session_id, str):
-        raise ValueError(f"session id must be a string, not {type(session_id).__name__}")
-    try:
-        session_id.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(
-            f"session id {session_id!r} is not valid UTF-8 text and cannot be stored in PostgreSQL"
-        ) from None
-    if not session_id or "\x00" in session_id:
-        raise ValueError(f"invalid session id {session_id!r}")
-    return session_id
-
-
-def _parse_header(session_id: str, header_json: str) -> SessionHeader:
-    try:
-        header = SessionHeader.from_json(json.loads(header_json))
-    except (ValueError, TypeError, RecursionError) as exc:
-        raise PersistenceCorrupt(f"postgres session {session_id!r} header: {exc}") from None
-    if header.id != session_id:
-        raise PersistenceCorrupt(f"postgres session {session_id!r} header names {header.id!r}")
-    return header
-
-
-def _parse_event(session_id: str, seq: int, event_json: str) -> SessionEvent:
-    try:
-        event = SessionEvent.from_json(json.loads(event_json))
-    except (ValueError, TypeError, RecursionError) as exc:
-        raise PersistenceCorrupt(
-            f"postgres session {session_id!r} event seq {seq}: {exc}"
-        ) from None
-    if event.seq != seq:
-        raise PersistenceCorrupt(
-            f"postgres session {session_id!r} event seq {seq}: the stored event has seq {event.seq}"
-        )
-    return event
-
-
-def _write_failed(exc: BaseException, doing: str) -> PersistenceWriteFailed:
-    return PersistenceWriteFailed(errno.EIO, f"PostgreSQL session store: {doing} failed: {exc}")
-
-
-@dataclass(frozen=True, slots=True)
-class StoreProblem:
-    """One finding of :meth:`PostgresPersistence.verify`.
-
-    Attributes:
-        session_id: the session concerned.
-        seq: the event concerned, or ``None`` for the whole session.
-        message: what is wrong, as a sentence.
-    """
-
-    session_id: str
-    seq: int | None
-    message: str
-
-
-# --------------------------------------------------------------------------- handles
-
-
-class _PostgresReadHandle:
-    """A snapshot view of one stored log (the events stored when it was opened)."""
-
-    def __init__(
-        self, store: PostgresPersistence, header: SessionHeader, inherited: int, count: int
-    ) -> None:
-        self._store = store
-        self._header = header
-        self._inherited = inherited
-        self._count = count
-        self._closed = False
-
-    @property
-    def header(self) -> SessionHeader:
-        return self._header
-
-    @property
-    def inherited_event_count(self) -> int:
-        return self._inherited
-
-    def read(self, offset: int = 0, length: int | None = None) -> builtins.list[SessionEvent]:
-        """Events ``offset .. offset+length`` of the log as stored at open time.
-
-        Raises:
-            PersistenceClosed: the handle is closed.
-            PersistenceCorrupt: a stored event is invalid or seqs are not contiguous.
-        """
-        if self._closed:
-            raise PersistenceClosed(f"read handle of session {self._header.id!r} is closed")
-        if type(offset) is not int or offset < 0:
-            raise ValueError(f"offset must be a non-negative integer: {offset!r}")
-        stop = self._count if length is None else min(self._count, offset + max(0, length))
-        if offset >= stop:
-            return []
-        sid = self._header.id
-        rows = self._store._fetch(
-            "SELECT seq, event_json FROM sq_events WHERE session_id = %s AND seq >= %s "
-            "AND seq < %s ORDER BY seq",
-            (sid, offset, stop),
-        )
-        events = [_parse_event(sid, int(seq), str(text)) for seq, text in rows]
-        if len(events) != stop - offset:
-            raise PersistenceCorrupt(
-                f"postgres session {sid!r}: events {offset}..{stop - 1} expected, "
-                f"{len(events)} stored"
-            )
-        return events
-
-    def close(self) -> None:
-        self._closed = True
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class _PostgresWriteHandle:
-    """The owning writer of one session: its own connection holding the advisory lock."""
-
-    def __init__(
-        self,
-        *,
-        store: PostgresPersistence,
-        conn: psycopg.Connection[Any],
-        header: SessionHeader,
-        inherited: int,
-        stored: int,
-    ) -> None:
-        self._store = store
-        self._conn = conn
-        self._header = header
-        self._inherited = inherited
-        self._stored = stored
-        self._buffer: builtins.list[tuple[int, str]] = []
-        self._closed = False
-        self._state = threading.Lock()
-        self._flushing = threading.Lock()
-
-    @property
-    def header(self) -> SessionHeader:
-        """The session header (fixed at create)."""
-        return self._header
-
-    @property
-    def inherited_event_count(self) -> int:
-        """How many leading events were inherited from a seed."""
-        return self._inherited
-
-    @property
-    def event_count(self) -> int:
-        """Events stored plus events queued; the next seq to append."""
-        with self._state:
-            return self._stored + len(self._buffer)
-
-    def append(self, events: Sequence[SessionEvent]) -> None:
-        """Queue whole events (no I/O); durable once :meth:`flush` returns.
-
-        Raises:
-            ValueError: an item is not a ``SessionEvent`` or its seq is not the next one.
-            PersistenceClosed: the handle is closed.
-        """
-        with self._state:
-            if self._closed:
-                raise PersistenceClosed(f"write handle of session {self._header.id!r} is closed")
-            expected = self._stored + len(self._buffer)
-            rows: builtins.list[tuple[int, str]] = []
-            for event in events:
-                if not isinstance(event, SessionEvent):
-                    raise ValueError(f"expected a SessionEvent, not {type(event).__name__}")
-                if event.seq != expected:
-                    raise ValueError(f"event seq {event.seq} is not the next seq {expected}")
-                rows.append((event.seq, _dumps(event.to_json())))
-                expected += 1
-            self._buffer.extend(rows)
-
-    def flush(self) -> None:
-        """Insert every queued event in one transaction; returns when it is committed.
-
-        Raises:
-            PersistenceWriteFailed: the server refused or the connection failed; the events
-                stay queued.
-            PersistenceOwned: the stored log moved on (a stale seq); nothing was written.
-            PersistenceClosed: the handle is closed.
-        """
-        with self._flushing:
-            if self._closed:
-                raise PersistenceClosed(f"write handle of session {self._header.id!r} is closed")
-            self._flush_locked()
-
-    def _flush_locked(self) -> None:
-        with self._state:
-            rows = builtins.list(self._buffer)
-        if not rows:
-            return
-        sid = self._header.id
-        size = sum(len(text.encode("utf-8")) + 1 for _seq, text in rows)
-        try:
-            with self._conn.transaction():
-                with self._conn.cursor() as cur:
-                    with cur.copy(
-                        "COPY sq_events (session_id, seq, event_json) FROM STDIN"
-                    ) as copy:
-                        for seq, text in rows:
-                            copy.write_row((sid, seq, text))
-                updated = self._conn.execute(
-                    "UPDATE sq_sessions SET event_count = event_count + %s, "
-                    "size_bytes = size_bytes + %s WHERE id = %s AND event_count = %s",
-                    (len(rows), size, sid, self._stored),
-                ).rowcount
-                if updated != 1:
-                    raise _StaleSeq
-                self._store._record_change(self._conn, sid)
-        except _StaleSeq:
-            raise PersistenceOwned(
-                f"session {sid!r} changed under its writer: seq {self._stored} is stale"
-            ) from None
-        except psycopg.errors.UniqueViolation:
-            raise PersistenceOwned(
-                f"session {sid!r} changed under its writer: seq {self._stored} is stale"
-            ) from None
-        except psycopg.Error as exc:
-            raise _write_failed(exc, f"appending events to session {sid!r}") from exc
-        with self._state:
-            del self._buffer[: len(rows)]
-            self._stored += len(rows)
-
-    def close(self) -> None:
-        """Flush, then release ownership (the advisory lock) and the connection; idempotent.
-
-        Raises:
-            PersistenceWriteFailed: the final flush failed; the handle stays open and owning.
-        """
-        with self._flushing:
-            if self._closed:
-                return
-            self._flush_locked()
-            with self._state:
-                self._closed = True
-            self._store._release(self._conn, self._header.id)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class _StaleSeq(Exception):
-    pass
-
-
-# --------------------------------------------------------------------------- the store
+__all__ = ["PostgresPersistence"]
 
 
 class PostgresPersistence:
@@ -451,7 +96,7 @@ class PostgresPersistence:
         self._idle: builtins.list[psycopg.Connection[Any]] = []
         self._conn: psycopg.Connection[Any] | None = self._connect(autocommit=False)
         try:
-            self._store_id = _migrate(self._conn)
+            self._store_id = migrate(self._conn)
         except psycopg.Error as exc:
             self._conn.close()
             raise PersistenceError(f"PostgreSQL session store: migration failed: {exc}") from exc
@@ -544,7 +189,7 @@ class PostgresPersistence:
     def _describe(self, row: Sequence[Any]) -> PersistedSession:
         sid, header_json, _inherited, count, size, revision = row
         return PersistedSession(
-            header=_parse_header(str(sid), str(header_json)),
+            header=parse_header(str(sid), str(header_json)),
             revision=f"{self._store_id}:{revision}",
             event_count=int(count),
             size_bytes=int(size),
@@ -565,18 +210,18 @@ class PostgresPersistence:
 
     def stat(self, session_id: str) -> PersistedSession | None:
         """One session's listing entry, or ``None`` when it is not stored."""
-        sid = _check_id(session_id)
+        sid = check_id(session_id)
         rows = self._fetch(f"SELECT {self._SESSION_COLUMNS} FROM sq_sessions WHERE id = %s", (sid,))
         return self._describe(rows[0]) if rows else None
 
-    def open_read(self, session_id: str) -> _PostgresReadHandle:
+    def open_read(self, session_id: str) -> PostgresReadHandle:
         """Open a stored log for reading (a snapshot of the events stored now).
 
         Raises:
             PersistenceNotFound: the id is not stored.
             PersistenceCorrupt: the stored header is invalid.
         """
-        sid = _check_id(session_id)
+        sid = check_id(session_id)
         rows = self._fetch(
             "SELECT header_json, inherited_event_count, event_count FROM sq_sessions WHERE id = %s",
             (sid,),
@@ -584,8 +229,8 @@ class PostgresPersistence:
         if not rows:
             raise PersistenceNotFound(f"session {sid!r} is not stored")
         header_json, inherited, count = rows[0]
-        header = _parse_header(sid, str(header_json))
-        return _PostgresReadHandle(self, header, int(inherited), int(count))
+        header = parse_header(sid, str(header_json))
+        return PostgresReadHandle(self, header, int(inherited), int(count))
 
     def read_documents(self, session_id: str) -> DocumentLog:
         """The searchable documents of one stored log (SPEC ``DocumentSource``).
@@ -713,14 +358,14 @@ class PostgresPersistence:
             conn.close()  # the lock dies with the connection
             return
         with self._lock:
-            if not self._closed and len(self._idle) < _IDLE_CONNECTIONS and not conn.broken:
+            if not self._closed and len(self._idle) < IDLE_CONNECTIONS and not conn.broken:
                 self._idle.append(conn)
                 return
         conn.close()
 
     def create(
         self, header: SessionHeader, *, inherited_event_count: int = 0
-    ) -> _PostgresWriteHandle:
+    ) -> PostgresWriteHandle:
         """Store a new session; its header is committed and listed when this returns.
 
         Raises:
@@ -736,7 +381,7 @@ class PostgresPersistence:
             raise ValueError(f"inherited_event_count must be a non-negative integer: {count!r}")
         if count and not header.is_seeded:
             raise ValueError("inherited_event_count > 0 requires a seeded header (is_seeded)")
-        sid = _check_id(header.id)
+        sid = check_id(header.id)
         if self._closed:
             raise PersistenceClosed("the PostgreSQL session store is closed")
         conn = self._owning_connection(sid)
@@ -745,20 +390,20 @@ class PostgresPersistence:
                 inserted = conn.execute(
                     "INSERT INTO sq_sessions (id, header_json, inherited_event_count, revision) "
                     "VALUES (%s, %s, %s, 0) ON CONFLICT (id) DO NOTHING",
-                    (sid, _dumps(header.to_json()), count),
+                    (sid, dumps(header.to_json()), count),
                 ).rowcount
                 if inserted != 1:
                     raise PersistenceExists(f"session {sid!r} is already stored")
                 self._record_change(conn, sid)
         except psycopg.Error as exc:
             self._release(conn, sid)
-            raise _write_failed(exc, f"creating session {sid!r}") from exc
+            raise write_failed(exc, f"creating session {sid!r}") from exc
         except BaseException:
             self._release(conn, sid)
             raise
-        return _PostgresWriteHandle(store=self, conn=conn, header=header, inherited=count, stored=0)
+        return PostgresWriteHandle(store=self, conn=conn, header=header, inherited=count, stored=0)
 
-    def open_write(self, session_id: str) -> _PostgresWriteHandle:
+    def open_write(self, session_id: str) -> PostgresWriteHandle:
         """Reopen a stored session for appending after its last stored event.
 
         Raises:
@@ -766,7 +411,7 @@ class PostgresPersistence:
             PersistenceOwned: another writer owns the session.
             PersistenceCorrupt: the stored header is invalid.
         """
-        sid = _check_id(session_id)
+        sid = check_id(session_id)
         conn = self._owning_connection(sid)
         try:
             row = conn.execute(
@@ -776,11 +421,11 @@ class PostgresPersistence:
             ).fetchone()
             if row is None:
                 raise PersistenceNotFound(f"session {sid!r} is not stored")
-            header = _parse_header(sid, str(row[0]))
+            header = parse_header(sid, str(row[0]))
         except BaseException:
             self._release(conn, sid)
             raise
-        return _PostgresWriteHandle(
+        return PostgresWriteHandle(
             store=self, conn=conn, header=header, inherited=int(row[1]), stored=int(row[2])
         )
 
@@ -792,7 +437,7 @@ class PostgresPersistence:
             PersistenceOwned: a writer owns the session.
             PersistenceWriteFailed: the server refused the delete.
         """
-        sid = _check_id(session_id)
+        sid = check_id(session_id)
         conn = self._owning_connection(sid)
         try:
             with conn.transaction():
@@ -809,7 +454,7 @@ class PostgresPersistence:
                     (int(row[0]), sid),
                 )
         except psycopg.Error as exc:
-            raise _write_failed(exc, f"deleting session {sid!r}") from exc
+            raise write_failed(exc, f"deleting session {sid!r}") from exc
         finally:
             self._release(conn, sid)
 
