@@ -382,18 +382,36 @@ def test_disabled_closed_and_unreachable_indexes_fail_with_their_codes(postgres_
         PostgresSearch("host=/nonexistent-socket-dir dbname=x", connect_timeout=1)
 
 
-def test_a_deadline_interrupts_a_search_waiting_on_the_server(
+def test_a_deadline_interrupts_a_search_waiting_for_the_first_build(
     pg: PostgresSearch, postgres_dsn: str
 ) -> None:
     corpus = build_corpus({"s": ["word"]}, {})
-    pg.update(corpus)
-    corpus.store.append("s", [user(1, "again")])  # type: ignore[union-attr]
     blocker = psycopg.connect(postgres_dsn)
     try:
         blocker.execute("SELECT pg_advisory_xact_lock(%s)", (schema.INDEX_LOCK,))
         started = time.monotonic()
         with raises_code(ErrorCode.ABORTED):
             pg.search_sessions(corpus, "word", cancel=CancelToken.after(0.2))
+        assert time.monotonic() - started < 5
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert [h.record.header.id for h in pg.search_sessions(corpus, "word").items] == ["s"]
+
+
+def test_a_search_during_another_process_update_answers_from_the_index_as_it_is(
+    pg: PostgresSearch, postgres_dsn: str
+) -> None:
+    corpus = build_corpus({"s": ["word"]}, {})
+    pg.update(corpus)
+    assert corpus.store is not None
+    corpus.store.append("s", [user(1, "again")])
+    blocker = psycopg.connect(postgres_dsn)
+    try:
+        blocker.execute("SELECT pg_advisory_xact_lock(%s)", (schema.INDEX_LOCK,))
+        started = time.monotonic()
+        page = pg.search_sessions(corpus, "again", cancel=CancelToken.after(10))
+        assert page.items == []  # not yet indexed: the update is someone else's to finish
         assert time.monotonic() - started < 5
     finally:
         blocker.rollback()

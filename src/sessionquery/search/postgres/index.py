@@ -275,7 +275,7 @@ class PostgresSearch:
             )
             self._generation = synced.generation
             indexed, removed, docs = synced.indexed, synced.removed, synced.documents
-            self._binding, self._token = persistence, token
+            self._binding, self._token = persistence, None if synced.busy else token
             skipped = False
         elif persistence is None:
             self._binding, self._token = None, None

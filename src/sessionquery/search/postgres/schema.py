@@ -107,12 +107,22 @@ _DROP: Final = (
 )
 
 
+def _is_current(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute("SELECT to_regclass('sqi_migrations') IS NOT NULL").fetchone()
+    if not row or not row[0]:
+        return False
+    applied = {str(r[0]) for r in conn.execute("SELECT name FROM sqi_migrations")}
+    return applied == {name for name, _ in MIGRATIONS}
+
+
 def ensure_schema(conn: psycopg.Connection[Any]) -> None:
     """Create or migrate the index tables (the caller commits).
 
     An index written by a newer version (unknown migrations) is derived data: it is dropped
     and rebuilt rather than refused.
     """
+    if _is_current(conn):
+        return  # the common case takes no lock: a long update elsewhere never delays an open
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK,))
     conn.execute(
         "CREATE TABLE IF NOT EXISTS sqi_migrations (name text PRIMARY KEY, "

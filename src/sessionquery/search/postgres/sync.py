@@ -3,7 +3,9 @@
 Invariants:
 
 * Every update holds the index's transaction-scoped advisory lock, so processes sharing the
-  index take turns and each commits all of its writes or none.
+  index take turns and each commits all of its writes or none. A search that finds the lock
+  taken by another process searches the index as it is (already built) instead of waiting;
+  only the very first build of an index is waited for.
 * ``sqi_state`` records which corpus the tables mirror (``source``) and the store's change
   token they are current with: a process that finds the token it read already recorded does
   nothing; a different source empties the tables first.
@@ -57,6 +59,13 @@ class SyncResult:
     indexed: int = 0
     removed: int = 0
     documents: int = 0
+    busy: bool = False
+    """Another process held the update lock; nothing was synchronised."""
+
+
+def _try_lock(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (schema.INDEX_LOCK,)).fetchone()
+    return bool(row and row[0])
 
 
 def _source_of(persistence: SessionPersistence) -> str:
@@ -112,6 +121,12 @@ def sync_persisted(
     """
     source = _source_of(persistence)
     with conn.transaction():
+        row = conn.execute("SELECT source, token, generation FROM sqi_state").fetchone()
+        assert row is not None
+        if row[0] == _source_of(persistence) and row[1] is not None and not _try_lock(conn):
+            # Another process is updating the index: search what it holds now rather than
+            # wait (the caller does not record the token, so the next search looks again).
+            return SyncResult(generation=int(row[2]), busy=True)
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (schema.INDEX_LOCK,))
         row = conn.execute("SELECT source, token, generation FROM sqi_state").fetchone()
         assert row is not None
