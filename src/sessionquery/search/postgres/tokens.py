@@ -126,15 +126,15 @@ class MatchPlan:
 def match_plan(normalized_query: str, match: SearchMatch) -> MatchPlan | None:
     """The plan for a normalised query, or ``None`` when it has no token (matches nothing).
 
-    ``"phrase"``: the whole query is one phrase. ``"words"``: each whitespace-separated word
-    is a phrase of its own (a word such as ``foo.bar`` stays the phrase ``foo bar``); words
-    without a token are ignored.
+    ``"phrase"``: the whole query is one phrase. ``"words"``: every distinct token of the
+    query is a one-token phrase of its own (``foo.bar baz`` needs ``foo``, ``bar`` and ``baz``
+    anywhere in the event), as the SQLite backend's ``AND`` of tokens.
     """
     if match == "phrase":
         whole = tuple(tokens(normalized_query))
         candidates = [whole] if whole else []
     else:
-        candidates = [tuple(tokens(word)) for word in normalized_query.split(" ")]
+        candidates = [(token,) for token in tokens(normalized_query)]
     phrases = tuple(dict.fromkeys(phrase for phrase in candidates if phrase))
     if not phrases:
         return None
