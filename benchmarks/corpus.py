@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sessionquery.model import Replace, SessionEvent, SessionHeader
+from sessionquery.model import Replace, SessionEvent, SessionHeader, messages
 from sessionquery.persistence import JsonlPersistence
 
 __all__ = ["CorpusManifest", "CorpusSpec", "generate", "main"]
@@ -381,108 +381,74 @@ class _SessionWriter:
                 with_todo = False
         turn = self.turn
         self.turn += 1
-        self._add("turn/start", {"turn": turn})
+        self._add("turn/start", messages.turn_start(turn))
+        text = self._prose(6, 45)
         self._add(
             "user/message",
-            {
-                "id": f"{self.session_id}-u{turn}",
-                "role": "user",
-                "content": [{"type": "text", "text": self._prose(6, 45)}],
-                "source": {"kind": "user"},
-            },
+            messages.user_message(text, id=f"{self.session_id}-u{turn}"),
             surface=True,
         )
         self.documents += 1
         if with_todo:
             todos = [
-                {"content": self._prose(3, 9), "status": rng.choice(("pending", "completed"))}
+                (self._prose(3, 9), rng.choice(("pending", "completed")))
                 for _ in range(rng.randint(1, 4))
             ]
-            self._add("todo/write", {"todos": todos})
+            self._add("todo/write", messages.todo_write(todos))
             self.documents += 1
         for step, calls in enumerate(plan):
             self._step(turn, step, calls)
-        self._add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+        self._add("turn/end", messages.turn_end(turn))
 
     def _step(self, turn: int, step: int, call_count: int) -> None:
         rng = self.rng
-        self._add("step/start", {"turn": turn, "step": step})
-        calls: list[tuple[str, str, str]] = []
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": self._prose(8, 70)}]
-        if rng.random() < 0.2:
-            blocks.insert(0, {"type": "reasoning", "text": self._prose(10, 40)})
+        self._add("step/start", messages.step_start(turn, step))
+        text = self._prose(8, 70)
+        reasoning = self._prose(10, 40) if rng.random() < 0.2 else None
+        calls: list[messages.ToolCallBlock] = []
         for _ in range(call_count):
             self.calls += 1
             name = _TOOLS[min(int(len(_TOOLS) * rng.random() ** 1.5), len(_TOOLS) - 1)]
-            call_id = f"call_{self.calls}"
-            arguments = self._arguments(name)
-            calls.append((call_id, name, arguments))
-            blocks.append(
-                {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
+            calls.append(
+                messages.tool_call_block(f"call_{self.calls}", name, self._arguments(name))
             )
-        message = {"role": "assistant", "content": blocks}
         self._add(
             "assistant/message",
-            {"turn": turn, "step": step, "message": message},
+            messages.assistant_message(
+                text, turn=turn, step=step, tool_calls=calls, reasoning=reasoning
+            ),
             surface=True,
         )
         self.documents += 1
-        for call_id, name, arguments in calls:
-            call_seq = self._add(
-                "tool/call",
-                {
-                    "turn": turn,
-                    "step": step,
-                    "callId": call_id,
-                    "name": name,
-                    "arguments": arguments,
-                },
+        for call in calls:
+            call_seq = self._add("tool/call", messages.tool_call(call, turn=turn, step=step))
+            output, failed = self._tool_output(call["name"])
+            result = messages.tool_result(
+                output,
+                call_id=call["id"],
+                turn=turn,
+                step=step,
+                is_error=failed,
+                error=("ToolError", "TOOL_FAILED") if failed else None,
             )
-            output, failed = self._tool_output(name)
-            result: dict[str, Any] = {
-                "turn": turn,
-                "step": step,
-                "message": {
-                    "role": "user",
-                    "source": {"kind": "tool", "callId": call_id},
-                    "content": [
-                        {
-                            "type": "tool-result",
-                            "toolCallId": call_id,
-                            "isError": failed,
-                            "content": [{"type": "text", "text": output}],
-                        }
-                    ],
-                },
-            }
-            if failed:
-                result["error"] = {"name": "ToolError", "code": "TOOL_FAILED"}
             self._add("tool/result", result, surface=True, sources=[call_seq])
             self.documents += 2
-        self._add("step/end", {"turn": turn, "step": step})
+        self._add("step/end", messages.step_end(turn, step))
 
     def title(self) -> None:
         first = list(self.surface[:2])
-        self._add(
-            "session/title",
-            {
-                "title": self._prose(3, 7).rstrip("."),
-                "messageSeqs": first,
-                "source": {"kind": "generated"},
-            },
-        )
+        self._add("session/title", messages.session_title(self._prose(3, 7).rstrip("."), first))
 
     def compact(self) -> None:
         """Replace the whole surface with a summary that cites every node it removes."""
         removed = list(self.surface)
         self._add(
             "user/message",
-            {
-                "id": f"{self.session_id}-c{self.compactions}",
-                "role": "user",
-                "content": [{"type": "text", "text": "Summary: " + self._prose(20, 80)}],
-                "source": {"kind": "compaction"},
-            },
+            messages.user_message(
+                "Summary: " + self._prose(20, 80),
+                id=f"{self.session_id}-c{self.compactions}",
+                source="compaction",
+            ),
             replace=Replace(removed[0], removed[-1]),
             sources=removed,
         )
@@ -511,11 +477,11 @@ class _SessionWriter:
         while count >= 2:
             turn = self.turn
             self.turn += 1
-            self._add("turn/start", {"turn": turn})
-            self._add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+            self._add("turn/start", messages.turn_start(turn))
+            self._add("turn/end", messages.turn_end(turn))
             count -= 2
         if count:
-            self._add("todo/write", {"todos": [{"content": self._prose(2, 5), "status": "done"}]})
+            self._add("todo/write", messages.todo_write([(self._prose(2, 5), "done")]))
             self.documents += 1
 
 

@@ -459,53 +459,28 @@ def listing(args: dict[str, Any]) -> dict[str, Any]:
 
 def _ten_events(first_seq: int, turn: int, at: int) -> list[Any]:
     from sessionquery import SessionEvent
+    from sessionquery.model import messages
 
     def ev(kind: str, data: Any, surface: bool = False, sources: Any = None) -> Any:
         seq = first_seq + len(events)
         return SessionEvent(kind, seq, at + seq, data, "append" if surface else None, sources)
 
     events: list[Any] = []
-    events.append(ev("turn/start", {"turn": turn}))
-    user: dict[str, Any] = {"id": f"bench-{first_seq}", "role": "user", "source": {"kind": "user"}}
-    user["content"] = [{"type": "text", "text": "please rerun the flaky benchmark zyxwvut"}]
-    events.append(ev("user/message", user, surface=True))
-    events.append(ev("step/start", {"turn": turn, "step": 0}))
-    calls = [{"type": "tool-call", "id": f"b{first_seq}-{i}", "name": "bash"} for i in (0, 1)]
-    for call in calls:
-        call["arguments"] = '{"command": "make bench"}'
-    message = {"role": "assistant", "content": [{"type": "text", "text": "Running it."}, *calls]}
-    events.append(ev("assistant/message", {"turn": turn, "step": 0, "message": message}, True))
+    events.append(ev("turn/start", messages.turn_start(turn)))
+    text = "please rerun the flaky benchmark zyxwvut"
+    events.append(ev("user/message", messages.user_message(text, id=f"bench-{first_seq}"), True))
+    events.append(ev("step/start", messages.step_start(turn, 0)))
+    arguments = '{"command": "make bench"}'
+    calls = [messages.tool_call_block(f"b{first_seq}-{i}", "bash", arguments) for i in (0, 1)]
+    answer = messages.assistant_message("Running it.", turn=turn, step=0, tool_calls=calls)
+    events.append(ev("assistant/message", answer, True))
     for call in calls:
         call_seq = first_seq + len(events)
-        events.append(
-            ev(
-                "tool/call",
-                {
-                    "turn": turn,
-                    "step": 0,
-                    "callId": call["id"],
-                    "name": "bash",
-                    "arguments": call["arguments"],
-                },
-            )
-        )
-        result = {
-            "role": "user",
-            "source": {"kind": "tool", "callId": call["id"]},
-            "content": [
-                {
-                    "type": "tool-result",
-                    "toolCallId": call["id"],
-                    "isError": False,
-                    "content": [{"type": "text", "text": "ok zyxwvut done"}],
-                }
-            ],
-        }
-        events.append(
-            ev("tool/result", {"turn": turn, "step": 0, "message": result}, True, [call_seq])
-        )
-    events.append(ev("step/end", {"turn": turn, "step": 0}))
-    events.append(ev("turn/end", {"turn": turn, "reason": {"kind": "completed"}}))
+        events.append(ev("tool/call", messages.tool_call(call, turn=turn, step=0)))
+        result = messages.tool_result("ok zyxwvut done", call_id=call["id"], turn=turn, step=0)
+        events.append(ev("tool/result", result, True, [call_seq]))
+    events.append(ev("step/end", messages.step_end(turn, 0)))
+    events.append(ev("turn/end", messages.turn_end(turn)))
     return events
 
 

@@ -1,4 +1,8 @@
-"""Shared pytest setup: an isolated environment per test and hypothesis profiles.
+"""Shared pytest setup: an isolated environment per test, hypothesis profiles, and helpers.
+
+``raises_code`` (import it with ``from conftest import raises_code``) asserts that a block
+raises a ``SessionQueryError`` with a given code, as STYLE rule 6 asks: tests branch on
+``exc.code``, never on message text.
 
 Profiles (select with ``HYPOTHESIS_PROFILE``): ``ci`` (the default, modest example counts so
 the suite stays fast) and ``long`` (thorough, for a manual deep run).
@@ -9,12 +13,15 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 
 if TYPE_CHECKING:
     from postgres_support import PostgresServer
@@ -132,3 +139,21 @@ def storage(
         yield Storage("postgres", persistence, tmp_path, dsn)
     finally:
         persistence.close()
+
+
+@contextmanager
+def raises_code(
+    code: ErrorCode | ToolErrorCode, **context: object
+) -> Iterator[pytest.ExceptionInfo[SessionQueryError]]:
+    """Assert that the block raises a ``SessionQueryError`` with ``code``.
+
+    Each keyword is an item the error's ``context`` must hold. The yielded ``ExceptionInfo``
+    lets the test look further at the error after the block.
+    """
+    with pytest.raises(SessionQueryError) as caught:
+        yield caught
+    error = caught.value
+    assert error.code is code, f"expected {code.value}, got {error!r}"
+    for key, value in context.items():
+        assert key in error.context, f"{error!r} has no context item {key!r}"
+        assert error.context[key] == value, f"context {key!r} of {error!r}"

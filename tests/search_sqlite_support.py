@@ -8,7 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.model import Replace, SessionEvent, SessionHeader, interrupted_turn_closers
+from sessionquery.model import (
+    Replace,
+    SessionEvent,
+    SessionHeader,
+    interrupted_turn_closers,
+    messages,
+)
 from sessionquery.persistence.base import PersistedSession
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.cancel import CancelToken, check_cancel
@@ -23,12 +29,7 @@ def user(seq: int, text: str, time: int | None = None) -> SessionEvent:
         type="user/message",
         seq=seq,
         time=1_000 + seq if time is None else time,
-        data={
-            "id": f"u{seq}",
-            "role": "user",
-            "content": [{"type": "text", "text": text}],
-            "source": {"kind": "user"},
-        },
+        data=messages.user_message(text, id=f"u{seq}"),
         surface_op="append",
     )
 
@@ -39,11 +40,7 @@ def assistant(seq: int, text: str, time: int | None = None) -> SessionEvent:
         type="assistant/message",
         seq=seq,
         time=1_000 + seq if time is None else time,
-        data={
-            "turn": 0,
-            "step": 0,
-            "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
-        },
+        data=messages.assistant_message(text, turn=0, step=0),
         surface_op="append",
     )
 
@@ -54,12 +51,7 @@ def summary(seq: int, text: str, start: int, end: int) -> SessionEvent:
         type="user/message",
         seq=seq,
         time=1_000 + seq,
-        data={
-            "id": f"s{seq}",
-            "role": "user",
-            "content": [{"type": "text", "text": text}],
-            "source": {"kind": "compaction"},
-        },
+        data=messages.user_message(text, id=f"s{seq}", source="compaction"),
         surface_op=Replace(start, end),
         source_event_seqs=tuple(range(start, end + 1)),
     )

@@ -30,6 +30,7 @@ from sessionquery.model import (
     SessionEvent,
     SessionHeader,
     SurfaceOp,
+    messages,
 )
 
 __all__ = [
@@ -37,7 +38,6 @@ __all__ = [
     "absolute_paths",
     "json_values",
     "session_ids",
-    "text_block",
     "tool_result_data",
     "valid_events",
     "valid_headers",
@@ -146,34 +146,16 @@ def valid_events(draw: st.DrawFn) -> SessionEvent:
 # Realistic logs
 
 
-def text_block(text: str) -> dict[str, Any]:
-    """A ``text`` content block."""
-    return {"type": "text", "text": text}
-
-
 def tool_result_data(
     turn: int, step: int, call_id: str, output: str, *, is_error: bool = False
 ) -> dict[str, Any]:
-    """The data of a ``tool/result`` event answering ``call_id``."""
-    data: dict[str, Any] = {
-        "turn": turn,
-        "step": step,
-        "message": {
-            "role": "user",
-            "source": {"kind": "tool", "callId": call_id},
-            "content": [
-                {
-                    "type": "tool-result",
-                    "toolCallId": call_id,
-                    "isError": is_error,
-                    "content": [text_block(output)],
-                }
-            ],
-        },
-    }
-    if is_error:
-        data["error"] = {"name": "ToolFailedError", "code": "TOOL_FAILED"}
-    return data
+    """The data of a ``tool/result`` event answering ``call_id`` (failures carry an error)."""
+    error = ("ToolFailedError", "TOOL_FAILED") if is_error else None
+    return dict(
+        messages.tool_result(
+            output, call_id=call_id, turn=turn, step=step, is_error=is_error, error=error
+        )
+    )
 
 
 @dataclass
@@ -238,50 +220,37 @@ class LogBuilder:
     # -- vocabulary -----------------------------------------------------------------------
     def system(self, text: str = "You are a helpful agent.") -> SessionEvent:
         """Append a system message."""
-        data = {
-            "turn": self.turn,
-            "step": self.step,
-            "message": {"role": "system", "content": [text_block(text)]},
-        }
+        data = messages.system_message(text, turn=self.turn, step=self.step)
         return self.add("system/message", data, surface_op="append")
 
     def replace_system_head(self, text: str) -> SessionEvent:
         """Replace the system message at the head of the surface (a prompt update)."""
         head = self.surface[0]
-        data = {
-            "turn": self.turn,
-            "step": self.step,
-            "message": {"role": "system", "content": [text_block(text)]},
-        }
+        data = messages.system_message(text, turn=self.turn, step=self.step)
         return self.add("system/message", data, surface_op=Replace(head, head), sources=[head])
 
     def turn_start(self) -> SessionEvent:
         """Open the next turn."""
         self.turn += 1
         self.step = 0
-        return self.add("turn/start", {"turn": self.turn})
+        return self.add("turn/start", messages.turn_start(self.turn))
 
     def turn_end(self, kind: str = "completed", **extra: Any) -> SessionEvent:
         """Close the current turn with the given reason kind."""
-        return self.add("turn/end", {"turn": self.turn, "reason": {"kind": kind, **extra}})
+        return self.add("turn/end", messages.turn_end(self.turn, kind, **extra))
 
     def step_start(self) -> SessionEvent:
         """Open the next step of the current turn."""
         self.step += 1
-        return self.add("step/start", {"turn": self.turn, "step": self.step})
+        return self.add("step/start", messages.step_start(self.turn, self.step))
 
     def step_end(self) -> SessionEvent:
         """Close the current step."""
-        return self.add("step/end", {"turn": self.turn, "step": self.step})
+        return self.add("step/end", messages.step_end(self.turn, self.step))
 
     def user(self, text: str, *, kind: str = "user") -> SessionEvent:
         """Append a user message."""
-        data = {
-            "id": f"msg-{self.next_seq}",
-            "role": "user",
-            "content": [text_block(text)],
-            "source": {"kind": kind},
-        }
+        data = messages.user_message(text, id=f"msg-{self.next_seq}", source=kind)
         return self.add("user/message", data, surface_op="append")
 
     def new_call_id(self) -> str:
@@ -297,33 +266,20 @@ class LogBuilder:
         reasoning: str | None = None,
     ) -> SessionEvent:
         """Append an assistant message; ``calls`` are ``(call_id, name, arguments)``."""
-        content: list[dict[str, Any]] = []
-        if reasoning is not None:
-            content.append({"type": "reasoning", "text": reasoning})
-        if text is not None:
-            content.append(text_block(text))
-        content.extend(
-            {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
-            for call_id, name, arguments in calls
+        data = messages.assistant_message(
+            text,
+            turn=self.turn,
+            step=self.step,
+            tool_calls=[messages.tool_call_block(*call) for call in calls],
+            reasoning=reasoning,
+            usage={"inputTokens": 10, "outputTokens": 5},
         )
-        data = {
-            "turn": self.turn,
-            "step": self.step,
-            "message": {"role": "assistant", "content": content},
-            "usage": {"inputTokens": 10, "outputTokens": 5},
-        }
         return self.add("assistant/message", data, surface_op="append")
 
     def tool_call(self, call_id: str, name: str, arguments: str) -> SessionEvent:
         """Log that a tool call started."""
-        data = {
-            "turn": self.turn,
-            "step": self.step,
-            "callId": call_id,
-            "name": name,
-            "arguments": arguments,
-        }
-        return self.add("tool/call", data)
+        block = messages.tool_call_block(call_id, name, arguments)
+        return self.add("tool/call", messages.tool_call(block, turn=self.turn, step=self.step))
 
     def tool_result(
         self, call_id: str, output: str, *, is_error: bool = False, call_seq: int | None = None
@@ -339,18 +295,13 @@ class LogBuilder:
     def rewrite_tool_result(self, seq: int, output: str) -> SessionEvent:
         """Replace the tool result at ``seq`` with one whose output text differs."""
         old = json.loads(json.dumps(self.events[seq].data))
-        old["message"]["content"][0]["content"] = [text_block(output)]
+        old["message"]["content"][0]["content"] = [messages.text_block(output)]
         return self.add("tool/result", old, surface_op=Replace(seq, seq), sources=[seq])
 
     def compact(self, lo: int, hi: int, summary: str = "summary") -> SessionEvent:
         """Replace surface positions ``lo..hi`` (inclusive) with a summary user message."""
         removed = self.surface[lo : hi + 1]
-        data = {
-            "id": f"msg-{self.next_seq}",
-            "role": "user",
-            "content": [text_block(summary)],
-            "source": {"kind": "compaction"},
-        }
+        data = messages.user_message(summary, id=f"msg-{self.next_seq}", source="compaction")
         return self.add(
             "user/message",
             data,
@@ -362,12 +313,11 @@ class LogBuilder:
         self, title: str, message_seqs: Sequence[int] = (), kind: str = "fallback"
     ) -> SessionEvent:
         """Log a session title."""
-        data = {"title": title, "messageSeqs": list(message_seqs), "source": {"kind": kind}}
-        return self.add("session/title", data)
+        return self.add("session/title", messages.session_title(title, message_seqs, source=kind))
 
     def todo(self, todos: Sequence[tuple[str, str]]) -> SessionEvent:
         """Log a todo list of ``(status, content)``."""
-        data = {"todos": [{"content": content, "status": status} for status, content in todos]}
+        data = messages.todo_write((content, status) for status, content in todos)
         return self.add("todo/write", data)
 
     def unknown_ignorable(self, data: Any = None, *, with_surface_op: bool = False) -> SessionEvent:

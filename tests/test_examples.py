@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from sessionquery.errors import ErrorCode, SessionQueryError
+from conftest import raises_code
+from sessionquery.errors import ErrorCode
 from sessionquery.examples import (
     BILLING_WORKSPACE,
     DASHBOARD_WORKSPACE,
@@ -87,9 +86,8 @@ def test_ensure_example_store_refuses_a_directory_with_other_data(tmp_path: Path
     root = tmp_path / "sessions"
     root.mkdir()
     (root / "notes.txt").write_text("mine", encoding="utf-8")
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_CONFIG):
         ensure_example_store(root)
-    assert caught.value.code is ErrorCode.INVALID_CONFIG
     assert (root / "notes.txt").read_text(encoding="utf-8") == "mine"
     assert [p.name for p in root.iterdir()] == ["notes.txt"]
 
@@ -101,16 +99,14 @@ def test_ensure_example_store_refuses_a_store_with_foreign_sessions(tmp_path: Pa
     (root / "someone-else.jsonl").write_text(
         text.replace('"id":"dashboard-websocket"', '"id":"someone-else"', 1), encoding="utf-8"
     )
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_CONFIG):
         ensure_example_store(root)
-    assert caught.value.code is ErrorCode.INVALID_CONFIG
     assert (root / "someone-else.jsonl").exists()
 
 
 def test_ensure_example_store_refuses_a_file_in_place_of_the_directory(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     root.write_text("not a directory", encoding="utf-8")
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_CONFIG):
         ensure_example_store(root)
-    assert caught.value.code is ErrorCode.INVALID_CONFIG
     assert root.read_text(encoding="utf-8") == "not a directory"

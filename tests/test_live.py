@@ -29,6 +29,7 @@ from sessionquery.model import (
     SessionHeader,
     SurfaceError,
     fold_surface,
+    messages,
 )
 from sessionquery.persistence import JsonlPersistence, WriteHandle
 
@@ -59,57 +60,35 @@ def make_store(persistence: WritablePersistence | None = None, **kwargs: Any) ->
     return SessionStore(persistence, **kwargs)
 
 
-def user(text: str, message_id: str = "u") -> dict[str, Any]:
-    return {
-        "id": message_id,
-        "role": "user",
-        "content": [{"type": "text", "text": text}],
-        "source": {"kind": "user"},
-    }
+def user(text: str, message_id: str = "u") -> messages.UserMessageData:
+    return messages.user_message(text, id=message_id)
 
 
-def assistant(turn: int, text: str, calls: Sequence[str] = ()) -> dict[str, Any]:
-    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
-    content += [{"type": "tool-call", "id": c, "name": "grep", "arguments": "{}"} for c in calls]
-    return {"turn": turn, "step": 0, "message": {"role": "assistant", "content": content}}
+def assistant(turn: int, text: str, calls: Sequence[str] = ()) -> messages.AssistantMessageData:
+    blocks = [messages.tool_call_block(c, "grep", "{}") for c in calls]
+    return messages.assistant_message(text, turn=turn, step=0, tool_calls=blocks)
 
 
-def tool_result(turn: int, call_id: str, output: str) -> dict[str, Any]:
-    return {
-        "turn": turn,
-        "step": 0,
-        "message": {
-            "role": "user",
-            "source": {"kind": "tool", "callId": call_id},
-            "content": [
-                {
-                    "type": "tool-result",
-                    "toolCallId": call_id,
-                    "isError": False,
-                    "content": [{"type": "text", "text": output}],
-                }
-            ],
-        },
-    }
+def tool_result(turn: int, call_id: str, output: str) -> messages.ToolResultData:
+    return messages.tool_result(output, call_id=call_id, turn=turn, step=0)
 
 
 def record_turn(session: Session, turn: int, text: str = "hello") -> None:
     """One whole turn: user message, a tool round trip, an answer."""
-    session.append("turn/start", {"turn": turn})
+    session.append("turn/start", messages.turn_start(turn))
     session.append("user/message", user(text, f"u{turn}"), surface_op="append")
-    session.append("step/start", {"turn": turn, "step": 0})
+    session.append("step/start", messages.step_start(turn, 0))
     session.append("assistant/message", assistant(turn, "looking", ["c1"]), surface_op="append")
-    call = session.append(
-        "tool/call", {"turn": turn, "step": 0, "callId": "c1", "name": "grep", "arguments": "{}"}
-    )
+    grep = messages.tool_call_block("c1", "grep", "{}")
+    call = session.append("tool/call", messages.tool_call(grep, turn=turn, step=0))
     session.append(
         "tool/result",
         tool_result(turn, "c1", "found it"),
         surface_op="append",
         source_event_seqs=[call.seq],
     )
-    session.append("step/end", {"turn": turn, "step": 0})
-    session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    session.append("step/end", messages.step_end(turn, 0))
+    session.append("turn/end", messages.turn_end(turn))
 
 
 @dataclass
@@ -189,7 +168,7 @@ def test_default_clock_and_id_factory_give_wall_time_and_unique_ids() -> None:
 def test_append_assigns_contiguous_seqs_and_clock_times() -> None:
     store = make_store(clock=FakeClock(10, 20, 30, 40))
     session = store.create("s", created_at=5)
-    first = session.append("turn/start", {"turn": 0})
+    first = session.append("turn/start", messages.turn_start(0))
     second = session.append("user/message", user("hi"), surface_op="append")
     assert (first.seq, first.time) == (0, 10)
     assert (second.seq, second.time) == (1, 20)
@@ -253,7 +232,7 @@ def test_closed_session_id_can_be_created_again_without_persistence() -> None:
 )
 def test_append_with_invalid_json_data_is_refused_and_changes_nothing(bad_data: object) -> None:
     session = make_store().create("s")
-    session.append("turn/start", {"turn": 0})
+    session.append("turn/start", messages.turn_start(0))
     before = state(session)
     with pytest.raises(ValueError):
         session.append("note", bad_data)
@@ -263,7 +242,7 @@ def test_append_with_invalid_json_data_is_refused_and_changes_nothing(bad_data: 
 
 def _surface_session() -> Session:
     session = make_store().create("s")
-    session.append("turn/start", {"turn": 0})  # 0, log-only
+    session.append("turn/start", messages.turn_start(0))  # 0, log-only
     session.append("user/message", user("question"), surface_op="append")  # 1
     session.append("assistant/message", assistant(0, "answer"), surface_op="append")  # 2
     session.append("tool/result", tool_result(0, "c1", "out"), surface_op="append")  # 3
@@ -745,7 +724,7 @@ def test_appends_are_buffered_until_flush() -> None:
     persistence = FakePersistence()
     store = make_store(persistence)
     session = store.create("s")
-    first = session.append("turn/start", {"turn": 0})
+    first = session.append("turn/start", messages.turn_start(0))
     second = session.append("user/message", user("x"), surface_op="append")
     handle = persistence.handles["s"]
     assert (handle.buffer, handle.durable) == ([first, second], [])
@@ -760,7 +739,7 @@ def test_turn_end_append_makes_everything_durable() -> None:
     handle = persistence.handles["s"]
     assert handle.durable == list(session.events)
     assert handle.flushes == 1
-    session.append("turn/start", {"turn": 1})
+    session.append("turn/start", messages.turn_start(1))
     assert len(handle.durable) == 8
 
 
@@ -792,9 +771,9 @@ def test_failed_flush_keeps_events_and_a_later_flush_succeeds() -> None:
     session = store.create("s")
     handle = persistence.handles["s"]
     handle.fail_flushes = 1
-    session.append("turn/start", {"turn": 0})
+    session.append("turn/start", messages.turn_start(0))
     with pytest.raises(OSError):
-        session.append("turn/end", {"turn": 0, "reason": {"kind": "completed"}})
+        session.append("turn/end", messages.turn_end(0))
     # The turn/end is recorded; only its durability barrier failed.
     assert [e.type for e in session.events] == ["turn/start", "turn/end"]
     assert handle.durable == []
@@ -851,7 +830,7 @@ def test_turn_end_append_racing_a_close_returns_its_durable_event() -> None:
     persistence = FakePersistence()
     store = make_store(persistence)
     session = store.create("s")
-    session.append("turn/start", {"turn": 1})
+    session.append("turn/start", messages.turn_start(1))
     real_flush = session.flush
     racing = True
 
@@ -865,7 +844,7 @@ def test_turn_end_append_racing_a_close_returns_its_durable_event() -> None:
         real_flush()
 
     session.flush = close_between_record_and_flush  # type: ignore[method-assign]
-    event = session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    event = session.append("turn/end", messages.turn_end(1))
     assert event.seq == 1 and session.is_closed
     assert persistence.handles["s"].durable == list(session.events)
     real_flush()  # everything is durable: flushing the closed session is a no-op
@@ -996,7 +975,7 @@ def _stored(root: Path, session_id: str) -> tuple[SessionHeader, int, list[Sessi
 def test_jsonl_events_appended_then_flushed_are_readable_from_the_file(tmp_path: Path) -> None:
     store = make_store(JsonlPersistence(tmp_path))
     session = store.create("dir/../odd id", cwd="/w")
-    session.append("turn/start", {"turn": 0})
+    session.append("turn/start", messages.turn_start(0))
     session.append("user/message", user("persist me"), surface_op="append")
     assert _stored(tmp_path, session.id)[2] == []  # written behind: nothing durable yet
     store.flush(session.id)
@@ -1010,7 +989,7 @@ def test_jsonl_turn_end_makes_everything_durable_without_a_flush(tmp_path: Path)
     session = store.create("s")
     record_turn(session, 0)
     assert _stored(tmp_path, "s")[2] == list(session.events)
-    session.append("turn/start", {"turn": 1})
+    session.append("turn/start", messages.turn_start(1))
     assert len(_stored(tmp_path, "s")[2]) == 8
     store.close("s")
     assert _stored(tmp_path, "s")[2] == list(session.events)
@@ -1068,12 +1047,12 @@ def test_jsonl_failed_flush_keeps_events_and_a_later_flush_writes_them(tmp_path:
     store = make_store(persistence)
     session = store.create("s")
     persistence.fail[0] = 1
-    session.append("turn/start", {"turn": 0})
+    session.append("turn/start", messages.turn_start(0))
     with pytest.raises(OSError):
-        session.append("turn/end", {"turn": 0, "reason": {"kind": "completed"}})
+        session.append("turn/end", messages.turn_end(0))
     assert _stored(tmp_path, "s")[2] == []
     assert len(session.events) == 2  # still readable from memory
-    session.append("turn/start", {"turn": 1})
+    session.append("turn/start", messages.turn_start(1))
     store.flush("s")
     assert _stored(tmp_path, "s")[2] == list(session.events)
     persistence.fail[0] = 1

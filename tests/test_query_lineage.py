@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionquery.errors import ErrorCode, SessionQueryError
+from conftest import raises_code
+from sessionquery.errors import ErrorCode
 from sessionquery.model import SessionHeader
 from sessionquery.query.lineage import trace_lineage
 from sessionquery.query.types import LineageNode, SessionRecord
@@ -52,15 +53,13 @@ def test_a_missing_parent_stops_the_walk() -> None:
 @pytest.mark.parametrize("target", ["a", "b", "c"])
 def test_a_cycle_anywhere_above_the_target_raises_invalid_lineage(target: str) -> None:
     records = [record("a", 0, "b"), record("b", 0, "a"), record("c", 0, "a")]
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_LINEAGE):
         trace_lineage(records, target)
-    assert caught.value.code is ErrorCode.INVALID_LINEAGE
 
 
 def test_an_absent_target_raises_session_not_found() -> None:
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.SESSION_NOT_FOUND):
         trace_lineage([record("a")], "b")
-    assert caught.value.code is ErrorCode.SESSION_NOT_FOUND
 
 
 @given(st.lists(st.integers(min_value=0, max_value=30), max_size=30))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given
 
-from sessionquery.errors import ErrorCode, SessionQueryError
+from conftest import raises_code
+from sessionquery.errors import ErrorCode
 from sessionquery.model import SessionEvent, SessionHeader, fold_surface
 from sessionquery.query.prepared import PreparedLog
 from sessionquery.query.tracing import trace_event
@@ -37,12 +37,10 @@ def test_a_rewritten_tool_result_and_a_compaction_form_a_chain() -> None:
 
 def test_event_existence_is_checked_before_the_fold() -> None:
     log = PreparedLog(HEADER, 0, (SessionEvent("user/message", 0, 0, {}),), live=True)
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.EVENT_NOT_FOUND):
         trace_event(log, 3)
-    assert caught.value.code is ErrorCode.EVENT_NOT_FOUND
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_SURFACE):
         trace_event(log, 0)
-    assert caught.value.code is ErrorCode.INVALID_SURFACE
 
 
 @given(valid_logs())

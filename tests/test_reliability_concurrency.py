@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import raises_code
 from reliability.child import Child
 from reliability.corpus import events, header
 from reliability.stats import profile_examples, record
 from sessionquery.errors import ErrorCode, PersistenceOwned, SessionQueryError
 from sessionquery.live import SessionStore
+from sessionquery.model import messages
 from sessionquery.persistence.jsonl import JsonlPersistence
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.service import SessionQuery
@@ -51,17 +53,14 @@ def _run_threads(workers: list[Callable[[], None]]) -> list[BaseException]:
 
 
 def _append_turn(session_append: Callable[..., object], turn: int, word: str) -> None:
-    session_append("turn/start", {"turn": turn})
-    text = [{"type": "text", "text": f"{word} request number {turn}"}]
-    data = {"id": f"m{turn}", "role": "user", "content": text, "source": {"kind": "user"}}
-    session_append("user/message", data, surface_op="append")
-    session_append("step/start", {"turn": turn, "step": 0})
-    message = {"role": "assistant", "content": [{"type": "text", "text": f"{word} reply {turn}"}]}
-    session_append(
-        "assistant/message", {"turn": turn, "step": 0, "message": message}, surface_op="append"
-    )
-    session_append("step/end", {"turn": turn, "step": 0})
-    session_append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    session_append("turn/start", messages.turn_start(turn))
+    text = f"{word} request number {turn}"
+    session_append("user/message", messages.user_message(text, id=f"m{turn}"), surface_op="append")
+    session_append("step/start", messages.step_start(turn, 0))
+    answer = messages.assistant_message(f"{word} reply {turn}", turn=turn, step=0)
+    session_append("assistant/message", answer, surface_op="append")
+    session_append("step/end", messages.step_end(turn, 0))
+    session_append("turn/end", messages.turn_end(turn))
 
 
 def test_live_appends_while_other_threads_search_trace_and_read(tmp_path: Path) -> None:
@@ -224,23 +223,20 @@ def test_a_second_index_owner_is_refused_with_a_clear_error(tmp_path: Path) -> N
     store = JsonlPersistence(root)
     with store.create(header("s")) as handle:
         handle.append(events("s", 0, 6))
-    with SqliteSearch(index), pytest.raises(SessionQueryError) as in_process:
+    with SqliteSearch(index), raises_code(ErrorCode.INDEX_FAILED) as in_process:
         SqliteSearch(index)
-    assert in_process.value.code == ErrorCode.INDEX_FAILED
     assert "already open" in in_process.value.message
     child = Child("crash_indexer.py", str(root), str(index))
     try:
         assert child.read_line() == "open"
         while child.read_line() != "done":
             pass
-        with pytest.raises(SessionQueryError) as other_process:
+        with raises_code(ErrorCode.INDEX_FAILED):
             SqliteSearch(index)
-        assert other_process.value.code == ErrorCode.INDEX_FAILED
         lazy = SqliteSearch(index, open_at="first-search")
         with SessionQuery(persistence=store, search=lazy) as query:
-            with pytest.raises(SessionQueryError) as at_search:
+            with raises_code(ErrorCode.INDEX_FAILED):
                 query.search_sessions("alpha")
-            assert at_search.value.code == ErrorCode.INDEX_FAILED
             assert query.read_event("s", 0).target.seq == 0  # exact reads keep working
     finally:
         child.finish()

@@ -20,7 +20,6 @@ files on every run) and writes only the sessions listed in :data:`EXAMPLE_SESSIO
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -30,7 +29,7 @@ from pathlib import Path
 
 from sessionquery.errors import ErrorCode, PersistenceError, SessionQueryError
 from sessionquery.live import Session, SessionStore
-from sessionquery.model import Replace
+from sessionquery.model import Replace, messages
 from sessionquery.persistence import JsonlPersistence
 
 __all__ = [
@@ -124,96 +123,51 @@ class _Recorder:
         """Append one whole turn; returns the seq of its ``user/message``."""
         number = self.turn
         self.turn += 1
-        self.session.append("turn/start", {"turn": number})
+        self.session.append("turn/start", messages.turn_start(number))
         user_seq = self._surface_append(
-            "user/message",
-            {
-                "id": f"{self.session.id}-u{number}",
-                "role": "user",
-                "content": [{"type": "text", "text": turn.user}],
-                "source": {"kind": "user"},
-            },
+            "user/message", messages.user_message(turn.user, id=f"{self.session.id}-u{number}")
         )
         if turn.todos:
-            todos = [{"content": content, "status": status} for content, status in turn.todos]
-            self.session.append("todo/write", {"todos": todos})
+            self.session.append("todo/write", messages.todo_write(turn.todos))
         for step_number, step in enumerate(turn.steps):
             self._record_step(number, step_number, step)
-        self.session.append("turn/end", {"turn": number, "reason": {"kind": "completed"}})
+        self.session.append("turn/end", messages.turn_end(number))
         return user_seq
 
     def _record_step(self, turn: int, step: int, example: ExampleStep) -> None:
-        self.session.append("step/start", {"turn": turn, "step": step})
-        calls: list[tuple[str, ExampleCall, str]] = []
-        blocks: list[dict[str, object]] = [{"type": "text", "text": example.text}]
+        self.session.append("step/start", messages.step_start(turn, step))
+        blocks: list[messages.ToolCallBlock] = []
         for call in example.calls:
             self.call_count += 1
             call_id = f"call_{self.session.id}_{self.call_count}"
-            arguments = json.dumps(call.arguments, sort_keys=True)
-            calls.append((call_id, call, arguments))
-            blocks.append(
-                {"type": "tool-call", "id": call_id, "name": call.name, "arguments": arguments}
-            )
+            blocks.append(messages.tool_call_block(call_id, call.name, call.arguments))
         self._surface_append(
             "assistant/message",
-            {"turn": turn, "step": step, "message": {"role": "assistant", "content": blocks}},
+            messages.assistant_message(example.text, turn=turn, step=step, tool_calls=blocks),
         )
-        for call_id, call, arguments in calls:
-            self.session.append(
-                "tool/call",
-                {
-                    "turn": turn,
-                    "step": step,
-                    "callId": call_id,
-                    "name": call.name,
-                    "arguments": arguments,
-                },
+        for block, call in zip(blocks, example.calls, strict=True):
+            self.session.append("tool/call", messages.tool_call(block, turn=turn, step=step))
+            result = messages.tool_result(
+                call.output, call_id=block["id"], turn=turn, step=step, is_error=call.is_error
             )
-            self._surface_append("tool/result", _tool_result(turn, step, call_id, call))
-        self.session.append("step/end", {"turn": turn, "step": step})
+            self._surface_append("tool/result", result)
+        self.session.append("step/end", messages.step_end(turn, step))
 
     def title(self, title: str, message_seqs: Sequence[int]) -> None:
         """Name the session, as a title generator would after the first turn."""
-        self.session.append(
-            "session/title",
-            {"title": title, "messageSeqs": list(message_seqs), "source": {"kind": "generated"}},
-        )
+        self.session.append("session/title", messages.session_title(title, message_seqs))
 
     def compact(self, summary: str) -> int:
         """Replace the whole current surface with one summary message; returns its seq."""
         removed = list(self.surface)
         event = self.session.append(
             "user/message",
-            {
-                "id": f"{self.session.id}-compaction",
-                "role": "user",
-                "content": [{"type": "text", "text": summary}],
-                "source": {"kind": "compaction"},
-            },
+            messages.user_message(summary, id=f"{self.session.id}-compaction", source="compaction"),
             surface_op=Replace(removed[0], removed[-1]),
             source_event_seqs=removed,
         )
         self.surface = [event.seq]
         return event.seq
-
-
-def _tool_result(turn: int, step: int, call_id: str, call: ExampleCall) -> dict[str, object]:
-    return {
-        "turn": turn,
-        "step": step,
-        "message": {
-            "role": "user",
-            "source": {"kind": "tool", "callId": call_id},
-            "content": [
-                {
-                    "type": "tool-result",
-                    "toolCallId": call_id,
-                    "isError": call.is_error,
-                    "content": [{"type": "text", "text": call.output}],
-                }
-            ],
-        },
-    }
 
 
 # --- the conversations -------------------------------------------------------------------

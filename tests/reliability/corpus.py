@@ -9,9 +9,7 @@ hits across sessions.
 
 from __future__ import annotations
 
-from typing import Any
-
-from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.model import SessionEvent, SessionHeader, messages
 
 __all__ = ["EVENTS_PER_TURN", "QUERIES", "WORDS", "event_at", "events", "header"]
 
@@ -32,27 +30,20 @@ def event_at(session_id: str, seq: int) -> SessionEvent:
     word = WORDS[turn % len(WORDS)]
     time = _T0 + seq
     if phase == 0:
-        return SessionEvent("turn/start", seq, time, {"turn": turn})
+        return SessionEvent("turn/start", seq, time, messages.turn_start(turn))
     if phase == 1:
         text = f"{word} {WORDS[(turn + 1) % len(WORDS)]} request {turn} for {session_id}"
-        data: dict[str, Any] = {
-            "id": f"m{seq}",
-            "role": "user",
-            "content": [{"type": "text", "text": text}],
-        }
-        return SessionEvent(
-            "user/message", seq, time, {**data, "source": {"kind": "user"}}, "append"
-        )
+        data = messages.user_message(text, id=f"m{seq}")
+        return SessionEvent("user/message", seq, time, data, "append")
     if phase == 2:
-        return SessionEvent("step/start", seq, time, {"turn": turn, "step": 0})
+        return SessionEvent("step/start", seq, time, messages.step_start(turn, 0))
     if phase == 3:
         text = f"reply to turn {turn}: {word} done " + "x" * (seq % 50)
-        message = {"role": "assistant", "content": [{"type": "text", "text": text}]}
-        data = {"turn": turn, "step": 0, "message": message}
-        return SessionEvent("assistant/message", seq, time, data, "append")
+        answer = messages.assistant_message(text, turn=turn, step=0)
+        return SessionEvent("assistant/message", seq, time, answer, "append")
     if phase == 4:
-        return SessionEvent("step/end", seq, time, {"turn": turn, "step": 0})
-    return SessionEvent("turn/end", seq, time, {"turn": turn, "reason": {"kind": "completed"}})
+        return SessionEvent("step/end", seq, time, messages.step_end(turn, 0))
+    return SessionEvent("turn/end", seq, time, messages.turn_end(turn))
 
 
 def events(session_id: str, start: int, stop: int) -> list[SessionEvent]:
