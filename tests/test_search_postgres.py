@@ -173,28 +173,33 @@ def all_pages(
     query=st.lists(
         st.sampled_from([*WORDS, "*", "foo.py", "a a", '"bar']), min_size=1, max_size=3
     ).map(" ".join),
+    match=st.sampled_from(["phrase", "words"]),
 )
 def test_session_and_event_search_answer_exactly_as_sqlite(
     postgres_server: PostgresServer,
     corpus_spec: tuple[dict[str, list[str]], dict[str, list[str]]],
     query: str,
+    match: str,
 ) -> None:
     corpus = build_corpus(*corpus_spec)
     dsn = postgres_server.new_schema()
     try:
         with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
-            assert all_pages(pg, corpus, query) == all_pages(lite, corpus, query)
+            assert all_pages(pg, corpus, query, match=match) == all_pages(
+                lite, corpus, query, match=match
+            )
             filters = {
                 "session_filters": [CwdIn(["/w"])],
                 "event_filters": [TypeIn(["user/message"])],
+                "match": match,
             }
             assert all_pages(pg, corpus, query, **filters) == all_pages(
                 lite, corpus, query, **filters
             )
             for sid in sorted({*corpus_spec[0], *corpus_spec[1]}):
-                assert shape_events(pg.search_events(corpus, sid, query)) == shape_events(
-                    lite.search_events(corpus, sid, query)
-                )
+                pg_page = pg.search_events(corpus, sid, query, match=match)  # type: ignore[arg-type]
+                lite_page = lite.search_events(corpus, sid, query, match=match)  # type: ignore[arg-type]
+                assert shape_events(pg_page) == shape_events(lite_page)
     finally:
         postgres_server.drop_schema(dsn)
 

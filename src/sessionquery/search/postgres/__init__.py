@@ -6,6 +6,5 @@ Needs the ``postgres`` extra (``pip install 'sessionquery[postgres]'``).
 """
 
 from sessionquery.search.postgres.index import PostgresSearch
-from sessionquery.search.postgres.tokens import SearchMatch
 
-__all__ = ["PostgresSearch", "SearchMatch"]
+__all__ = ["PostgresSearch"]

@@ -31,7 +31,7 @@ from sessionquery.errors import (
     SessionQueryError,
 )
 from sessionquery.model import SessionHeader
-from sessionquery.query.backend import Corpus
+from sessionquery.query.backend import Corpus, SearchMatch, validate_match
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.filters import (
     EventFilter,
@@ -59,7 +59,6 @@ from sessionquery.search.postgres.sql import (
 from sessionquery.search.postgres.sync import sync_persisted
 from sessionquery.search.postgres.tokens import (
     MatchPlan,
-    SearchMatch,
     first_match,
     match_plan,
 )
@@ -325,17 +324,18 @@ class PostgresSearch:
         self._check_enabled()
         check_cancel(cancel)
         text = normalize_query(query)
-        mode = _check_match(match)
+        mode = validate_match(match)
         sessions = validate_session_filters(session_filters)
         events = validate_event_filters(event_filters, allow_text=False)
         page_size = validate_limit(limit, self._default_limit, self._max_limit)
         compiled = compile_filters(sessions, events, predicate_limit=SESSION_PREDICATE_LIMIT)
         fingerprint = request_fingerprint(
             "sessions",
-            f"{mode}:{text}",
+            text,
             limit=page_size,
             session_filters=sessions,
             event_filters=events,
+            match=mode,
         )
         position = self._decode(cursor, "sessions", fingerprint)
         plan = match_plan(text, mode)
@@ -396,12 +396,17 @@ class PostgresSearch:
                 f"session-search session id must be a string, not {type(session_id).__name__}",
             )
         text = normalize_query(query)
-        mode = _check_match(match)
+        mode = validate_match(match)
         events = validate_event_filters(filters, allow_text=False)
         page_size = validate_limit(limit, self._default_limit, self._max_limit)
         compiled = compile_filters((), events, predicate_limit=EVENT_PREDICATE_LIMIT)
         fingerprint = request_fingerprint(
-            "events", f"{mode}:{text}", limit=page_size, event_filters=events, session_id=session_id
+            "events",
+            text,
+            limit=page_size,
+            event_filters=events,
+            session_id=session_id,
+            match=mode,
         )
         position = self._decode(cursor, "events", fingerprint)
         plan = match_plan(text, mode)
@@ -523,16 +528,6 @@ def _live_event_hit(hit: LiveHit, snippet: str) -> EventSearchHit:
         time=doc.time,
         surface=hit.surface,
         snippet=snippet,
-    )
-
-
-def _check_match(match: object) -> SearchMatch:
-    if match == "phrase":
-        return "phrase"
-    if match == "words":
-        return "words"
-    raise SessionQueryError(
-        ErrorCode.INVALID_QUERY, f"session-search match must be 'phrase' or 'words', not {match!r}"
     )
 
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
+from sessionquery.query.backend import SearchMatch
 from sessionquery.search.postgres._unicode61_table import FOLDED, SEPARATORS, SILENT
 
 __all__ = [
@@ -36,8 +36,6 @@ __all__ = [
     "token_spans",
     "tokens",
 ]
-
-SearchMatch = Literal["phrase", "words"]
 
 LEXEME_CHARS = 200
 """Tokens are cut to this many characters as tsvector lexemes (PostgreSQL refuses lexemes over
