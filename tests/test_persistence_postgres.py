@@ -22,6 +22,7 @@ from sessionquery.errors import (
     PersistenceExists,
     PersistenceNotFound,
     PersistenceOwned,
+    PersistenceWriteFailed,
 )
 from sessionquery.model import SessionEvent, SessionHeader
 from sessionquery.persistence.base import (
@@ -316,3 +317,25 @@ def test_a_missing_session_reads_as_session_not_found(store: PostgresPersistence
     with pytest.raises(Exception) as caught:
         query.read_session("missing")
     assert getattr(caught.value, "code", None) == ErrorCode.SESSION_NOT_FOUND
+
+
+def test_a_writer_whose_connection_was_dropped_retakes_its_lock_and_loses_nothing(
+    store: PostgresPersistence, postgres_dsn: str
+) -> None:
+    handle = store.create(SessionHeader(id="a", created_at=1))
+    handle.append([user(0, "one")])
+    handle.flush()
+    with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+        killed = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        ).fetchall()
+    assert killed == [(True,)]
+    handle.append([user(1, "two")])
+    with pytest.raises(PersistenceWriteFailed):
+        handle.flush()
+    assert handle.event_count == 2  # still queued
+    handle.flush()
+    handle.close()
+    with store.open_read("a") as reader:
+        assert [e.data["content"][0]["text"] for e in reader.read()] == ["one", "two"]

@@ -163,6 +163,10 @@ class PostgresWriteHandle:
             return
         sid = self._header.id
         size = sum(len(text.encode("utf-8")) + 1 for _seq, text in rows)
+        if self._conn.closed or self._conn.broken:
+            # The server dropped the connection, and the session's lock with it: take the lock
+            # again on a new connection (refused if another writer took over meanwhile).
+            self._conn = self._store._owning_connection(sid)
         try:
             with self._conn.transaction():
                 with self._conn.cursor() as cur:

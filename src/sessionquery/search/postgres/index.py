@@ -278,7 +278,7 @@ class PostgresSearch:
             skipped = False
         elif persistence is None:
             self._binding, self._token = None, None
-        if not self._overlay.unchanged(snapshots):
+        if (snapshots and (indexed or removed)) or not self._overlay.unchanged(snapshots):
             persisted: frozenset[str] = frozenset()
             if persistence is not None:
                 live_ids = [snapshot.header.id for snapshot in snapshots]
