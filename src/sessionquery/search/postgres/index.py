@@ -7,7 +7,9 @@ One instance owns one connection and serialises its work behind one lock. Every 
 3. brings the shared persisted index up to date (:meth:`PostgresSearch.update`): under a
    transaction-scoped advisory lock, so any number of processes share one index; by the
    store's change journal when it has one (only the changed sessions are read), else by
-   comparing revisions with a listing; nothing at all when the change token is unchanged;
+   comparing revisions with a listing; nothing at all when the change token is unchanged,
+   and nothing either while another process is updating an already built index
+   (:mod:`.sync`);
 4. updates this process's live overlay (:mod:`.overlay`) and merges its hits with one ranked
    statement over the persisted documents.
 
