@@ -12,8 +12,9 @@ PostgreSQL store), no-change ``search_sessions`` latency per query class, and th
 after ten events were appended to one session. Every query class is paged to the end on both
 backends and the hits (session, best event, surface, snippet, order) are compared.
 
-The results replace the ``## PostgreSQL backend`` section of the Markdown file (default
-``benchmarks/RESULTS.md``); ``run.py`` runs this module after writing its own sections.
+The section is printed; with ``--output FILE`` it also replaces the ``## PostgreSQL backend``
+section of that Markdown file (e.g. ``benchmarks/RESULTS.md``). ``run.py`` runs this module as
+one of its topics and appends what it prints.
 """
 
 from __future__ import annotations
@@ -302,15 +303,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a tiny corpus")
     parser.add_argument("--dsn", help="an existing, empty PostgreSQL database to use")
-    parser.add_argument("--output", default=str(HERE / "RESULTS.md"), help="Markdown file")
+    parser.add_argument("--output", help="Markdown file whose section to replace")
     args = parser.parse_args(argv)
     spec = QUICK if args.quick else FULL
     reps = 3 if args.quick else 15
     with _server(args.dsn) as dsn:
         results = measure(spec, dsn, reps)
     section = render(spec, results)
-    write_section(Path(args.output), section)
-    print(section)
+    if args.output:
+        write_section(Path(args.output), section)
+    print(section, end="")
     return 0
 
 
