@@ -89,6 +89,12 @@ class PostgresServer:
         params["dbname"] = name
         return make_conninfo("", **params)
 
+    def close(self) -> None:
+        """Drop the shared database of :meth:`new_schema`, if one was made."""
+        if self._shared is not None:
+            self.drop_database(self._shared)
+            self._shared = None
+
     def drop_database(self, dsn: str) -> None:
         """Drop a database made by :meth:`new_database` (its connections are terminated)."""
         name = conninfo_to_dict(dsn)["dbname"]
@@ -133,7 +139,11 @@ def running_server() -> Iterator[PostgresServer]:
     """A server for this test session: the named one, or a fresh throwaway cluster."""
     named = os.environ.get(ENV_DSN)
     if named:
-        yield PostgresServer(named)
+        server = PostgresServer(named)
+        try:
+            yield server
+        finally:
+            server.close()
         return
     bindir = find_bindir()
     user = _as_postgres_user()
