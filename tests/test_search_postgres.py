@@ -481,3 +481,26 @@ def test_the_first_match_is_where_the_first_highlighted_span_starts(
         if tuple(words[i : i + len(phrase)]) == phrase
     ]
     assert first_match(text, plan) == min(starts, default=None)
+
+
+def test_an_interrupted_build_keeps_its_committed_batches_and_the_next_update_continues(
+    pg: PostgresSearch, postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sessionquery.search.postgres import sync
+
+    monkeypatch.setattr(sync, "BATCH_SESSIONS", 4)
+    corpus = build_corpus({f"s{i:02d}": ["batched words"] for i in range(10)}, {})
+    token = CancelToken()
+
+    def progress(done: int, total: int) -> None:
+        if done == 6:
+            token.cancel()
+
+    with raises_code(ErrorCode.ABORTED):
+        pg.update(corpus, cancel=token, progress=progress)
+    with psycopg.connect(postgres_dsn) as conn:
+        row = conn.execute("SELECT count(*), (SELECT token FROM sqi_state) FROM sqi_sessions")
+        assert row.fetchone() == (4, None)  # the first batch, and no token: unfinished
+    update = pg.update(corpus)
+    assert update.persisted_indexed == 6
+    assert len(pg.search_sessions(corpus, "batched", limit=100).items) == 10

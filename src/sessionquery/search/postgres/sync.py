@@ -3,7 +3,9 @@
 Invariants:
 
 * Every update holds the index's transaction-scoped advisory lock, so processes sharing the
-  index take turns and each commits all of its writes or none. A search that finds the lock
+  index take turns; it commits in batches of :data:`BATCH_SESSIONS` sessions, each all or
+  nothing, and records the store's token only with its last batch (an interrupted build
+  keeps its batches; the next update finds their revisions current and continues). A search that finds the lock
   taken by another process searches the index as it is (already built) instead of waiting;
   only the very first build of an index is waited for.
 * ``sqi_state`` records which corpus the tables mirror (``source``) and the store's change
@@ -113,17 +115,24 @@ def sync_persisted(
     cancel: CancelToken | None,
     progress: ProgressCallback | None,
 ) -> SyncResult:
-    """Mirror the persisted sessions into the shared tables, in one transaction.
+    """Mirror the persisted sessions into the shared tables.
+
+    Sessions are (re)indexed in batches of :data:`BATCH_SESSIONS`, each committed on its
+    own: an interrupted build keeps its committed batches, and the next update, which finds
+    their revisions current, continues with the rest. The store's token is recorded only
+    with the last batch.
 
     Raises:
         SessionQueryError: ``PERSISTENCE_FAILED``, ``CORRUPT_SESSION``, ``SOURCE_CONFLICT``,
-            ``ABORTED``; ``psycopg.Error`` from the database (nothing is committed then).
+            ``ABORTED``; ``psycopg.Error`` from the database (the running batch is rolled
+            back).
     """
     source = _source_of(persistence)
+    work = _Batches(conn, corpus, persistence, cancel, progress)
     with conn.transaction():
         row = conn.execute("SELECT source, token, generation FROM sqi_state").fetchone()
         assert row is not None
-        if row[0] == _source_of(persistence) and row[1] is not None and not _try_lock(conn):
+        if row[0] == source and row[1] is not None and not _try_lock(conn):
             # Another process is updating the index: search what it holds now rather than
             # wait (the caller does not record the token, so the next search looks again).
             return SyncResult(generation=int(row[2]), busy=True)
@@ -145,38 +154,85 @@ def sync_persisted(
             token=token,
             cancel=cancel,
         )
-        new_generation = generation + 1
+        if not (wiped or entries or gone):
+            conn.execute("UPDATE sqi_state SET token = %s", (token,))
+            return SyncResult(generation=generation)
+        work.total = len(entries)
         if progress is not None and entries:
             progress(0, len(entries))
-        written = 0
-        vanished: list[str] = list(gone)
-        for done, entry in enumerate(entries, 1):
-            check_cancel(cancel)
+        if gone:
+            conn.execute("DELETE FROM sqi_sessions WHERE id = ANY(%s::text[])", (gone,))
+        work.vanished.extend(gone)
+        generation += 1
+        work.run(entries[:BATCH_SESSIONS], generation)
+        rest = entries[BATCH_SESSIONS:]
+        last = not rest
+        conn.execute(
+            "UPDATE sqi_state SET source = %s, token = %s, generation = %s",
+            (source, token if last else None, generation),
+        )
+    while rest:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (schema.INDEX_LOCK,))
+            row = conn.execute("SELECT source, generation FROM sqi_state").fetchone()
+            assert row is not None
+            if row[0] != source:
+                break  # another corpus took the index over meanwhile: its turn now
+            generation = int(row[1]) + 1
+            work.run(rest[:BATCH_SESSIONS], generation)
+            rest = rest[BATCH_SESSIONS:]
+            conn.execute(
+                "UPDATE sqi_state SET token = %s, generation = %s",
+                (None if rest else token, generation),
+            )
+    return SyncResult(generation, work.indexed, len(work.vanished), work.written)
+
+
+BATCH_SESSIONS = 200
+"""Sessions (re)indexed per committed batch."""
+
+
+class _Batches:
+    """The running totals of one synchronisation across its batches."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        corpus: Corpus,
+        persistence: SessionPersistence,
+        cancel: CancelToken | None,
+        progress: ProgressCallback | None,
+    ) -> None:
+        self.conn, self.corpus, self.persistence = conn, corpus, persistence
+        self.cancel, self.progress = cancel, progress
+        self.total = self.indexed = self.written = 0
+        self.vanished: list[str] = []
+
+    def run(self, batch: list[PersistedSession], generation: int) -> None:
+        """Index ``batch`` in the caller's transaction."""
+        vanished: list[str] = []
+        for entry in batch:
+            check_cancel(self.cancel)
             count = _index_one(
-                conn=conn,
-                corpus=corpus,
-                persistence=persistence,
+                conn=self.conn,
+                corpus=self.corpus,
+                persistence=self.persistence,
                 entry=entry,
-                generation=new_generation,
-                cancel=cancel,
+                generation=generation,
+                cancel=self.cancel,
             )
             if count is None:
                 vanished.append(entry.header.id)
             else:
-                written += count
-            if progress is not None:
-                progress(done, len(entries))
+                self.written += count
+            self.indexed += 1
+            if self.progress is not None:
+                self.progress(self.indexed, self.total)
         if vanished:
-            conn.execute("DELETE FROM sqi_sessions WHERE id = ANY(%s::text[])", (vanished,))
-        if written:
-            _merge_pending(conn)
-        changed = wiped or bool(entries) or bool(vanished)
-        generation = new_generation if changed else generation
-        conn.execute(
-            "UPDATE sqi_state SET source = %s, token = %s, generation = %s",
-            (source, token, generation),
-        )
-    return SyncResult(generation, len(entries), len(vanished), written)
+            self.conn.execute("DELETE FROM sqi_sessions WHERE id = ANY(%s::text[])", (vanished,))
+        self.vanished.extend(vanished)
+        if batch:
+            _merge_pending(self.conn)
 
 
 def _merge_pending(conn: psycopg.Connection[Any]) -> None:
