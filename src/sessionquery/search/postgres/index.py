@@ -14,7 +14,8 @@ One instance owns one connection and serialises its work behind one lock. Every 
    statement over the persisted documents.
 
 While statements run, a watcher thread cancels them on the server as soon as ``cancel``
-expires (``ABORTED`` within a few tens of milliseconds); an interrupted update is rolled back.
+expires (``ABORTED`` within a few tens of milliseconds); the running batch of an
+interrupted update is rolled back (committed batches stay).
 """
 
 from __future__ import annotations
