@@ -504,3 +504,12 @@ def test_an_interrupted_build_keeps_its_committed_batches_and_the_next_update_co
     update = pg.update(corpus)
     assert update.persisted_indexed == 6
     assert len(pg.search_sessions(corpus, "batched", limit=100).items) == 10
+
+
+def test_a_deadline_interrupts_a_long_index_build_promptly(pg: PostgresSearch) -> None:
+    corpus = build_corpus({f"s{i:04d}": ["some words " * 200] * 3 for i in range(1200)}, {})
+    token = CancelToken.after(0.1)
+    with raises_code(ErrorCode.ABORTED):
+        pg.update(corpus, cancel=token)
+    assert token.deadline is not None
+    assert time.monotonic() - token.deadline < 2.0  # generous: catches a build that ran on
