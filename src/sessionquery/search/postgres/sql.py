@@ -30,7 +30,7 @@ from sessionquery.query.filters import (
     TimeBetween,
     TypeIn,
 )
-from sessionquery.search.postgres.tokens import MatchPlan
+from sessionquery.search.postgres.tokens import MatchPlan, lexeme
 
 __all__ = [
     "EVENT_PREDICATE_LIMIT",
@@ -160,9 +160,13 @@ def match_params(plan: MatchPlan) -> dict[str, object]:
 def _match(plan: MatchPlan) -> tuple[str, str]:
     """``(predicate, span count expression)`` over ``d``."""
     names = [f"%(m{i})s" for i in range(len(plan.phrases))]
-    predicate = "(d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL)" + "".join(
-        f" AND strpos(d.norm, {name}) > 0" for name in names
-    )
+    contains = "".join(f" AND strpos(d.norm, {name}) > 0" for name in names)
+    if all(len(p) == 1 and lexeme(p[0]) == p[0] for p in plan.phrases):
+        # whole single tokens: the tsvector holds exactly the document's tokens, so a match
+        # there needs no second look at the text
+        predicate = f"(d.tsv @@ %(tsq)s::tsquery OR (d.tsv IS NULL{contains}))"
+    else:
+        predicate = f"(d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL){contains}"
     if plan.simple:
         count = " + ".join(
             f"(length(d.norm) - length(replace(d.norm, {name}, ''))) / length({name})"
