@@ -20,6 +20,8 @@ __all__ = [
     "DocumentLog",
     "DocumentSource",
     "PersistedSession",
+    "Problem",
+    "ProblemSource",
     "ReadHandle",
     "SessionPersistence",
     "TextDocument",
@@ -139,6 +141,38 @@ class ChangeJournal(Protocol):
         :meth:`ChangeTokenSource.change_token` returned earlier), or ``None`` when the journal
         cannot tell (unknown or too old a token, a change made by hand, a damaged journal): the
         caller then falls back to a full listing. Never an under-approximation."""
+        ...
+
+
+class Problem(Protocol):
+    """One file (or line) a store could not read as expected; reading the rest went on.
+
+    The importers' ``sessionquery.sources.Problem`` and
+    :class:`~sessionquery.persistence.LogProblem` have this shape.
+    """
+
+    @property
+    def path(self) -> str:
+        """The file (or directory) concerned."""
+        ...
+
+    @property
+    def line(self) -> int | None:
+        """The 1-based physical line, or ``None`` for the whole file."""
+        ...
+
+    @property
+    def message(self) -> str:
+        """What is wrong (and what was done about it), without the path."""
+        ...
+
+
+@runtime_checkable
+class ProblemSource(Protocol):
+    """A persistence that reports the files it left out instead of failing on them."""
+
+    def problems(self) -> Sequence[Problem]:
+        """Every current problem, in path (then line) order."""
         ...
 
 
