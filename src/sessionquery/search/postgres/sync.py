@@ -5,9 +5,9 @@ Invariants:
 * Every update holds the index's transaction-scoped advisory lock, so processes sharing the
   index take turns; it commits in batches of :data:`BATCH_SESSIONS` sessions, each all or
   nothing, and records the store's token only with its last batch (an interrupted build
-  keeps its batches; the next update finds their revisions current and continues). A search that finds the lock
-  taken by another process searches the index as it is (already built) instead of waiting;
-  only the very first build of an index is waited for.
+  keeps its batches; the next update finds their revisions current and continues). A search
+  that finds the lock taken by another process searches the index as it is (already built)
+  instead of waiting; only the very first build of an index is waited for.
 * ``sqi_state`` records which corpus the tables mirror (``source``) and the store's change
   token they are current with: a process that finds the token it read already recorded does
   nothing; a different source empties the tables first.
