@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +50,27 @@ def test_an_unreachable_database_is_a_one_line_error(capsys: pytest.CaptureFixtu
     assert status != 0
     assert err.startswith("SESSION_QUERY_PERSISTENCE_FAILED:")
     assert "Traceback" not in err
+
+
+def test_the_config_file_can_name_the_postgres_database(
+    postgres_dsn: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    record(postgres_dsn)
+    config = tmp_path / "config.toml"
+    config.write_text(f"postgres = {json.dumps(postgres_dsn)}\n", encoding="utf-8")
+    monkeypatch.setenv("SESSIONQUERY_CONFIG", str(config))
+    assert main(["search", "flaky login", "--json"]) == 0
+    assert "team-1" in capsys.readouterr().out
+
+
+def test_a_config_file_postgres_value_must_be_a_string(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("postgres = 5\n", encoding="utf-8")
+    monkeypatch.setenv("SESSIONQUERY_CONFIG", str(config))
+    assert main(["list"]) != 0
+    assert capsys.readouterr().err.startswith("SESSION_QUERY_INVALID_CONFIG:")
