@@ -1,7 +1,8 @@
 """Tests for sessionquery.query.service: the twelve read operations over real stores.
 
 Every operation runs over three corpora built from the same logs: live only (a memory-only
-SessionStore), persisted only (JsonlPersistence files under tmp_path) and mixed (one session
+SessionStore), persisted only (JsonlPersistence files under tmp_path, or a PostgreSQL schema:
+the corpora run once per storage backend) and mixed (one session
 live and written behind to the same persistence, the others only persisted).
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import raises_code
+from conftest import Storage, raises_code
 from sessionquery.errors import ErrorCode, PersistenceError, SessionQueryError
 from sessionquery.live import SessionStore
 from sessionquery.model import Replace, SessionEvent, SessionHeader
@@ -134,20 +135,20 @@ def record_live(store: SessionStore, header: SessionHeader, events: Sequence[Ses
 class Corpus:
     """One of the three corpora, with everything that needs closing."""
 
-    def __init__(self, kind: str, root: Path) -> None:
+    def __init__(self, kind: str, root: Path, backend: Storage | None = None) -> None:
         self.kind = kind
-        self.persistence: JsonlPersistence | None = None
+        self.persistence: Any = None
         self.store: SessionStore | None = None
         if kind == "live":
             self.store = SessionStore()
             for name, header in HEADERS.items():
                 record_live(self.store, header, LOGS[name]())
         elif kind == "persisted":
-            self.persistence = JsonlPersistence(root)
+            self.persistence = JsonlPersistence(root) if backend is None else backend.persistence
             for name, header in HEADERS.items():
                 write_persisted(self.persistence, header, LOGS[name]())
         else:
-            self.persistence = JsonlPersistence(root)
+            self.persistence = JsonlPersistence(root) if backend is None else backend.persistence
             self.store = SessionStore(self.persistence)
             record_live(self.store, HEADERS["alpha"], LOGS["alpha"]())
             self.store.flush()
@@ -170,8 +171,8 @@ class Corpus:
 
 
 @pytest.fixture(params=KINDS)
-def corpus(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Corpus]:
-    built = Corpus(request.param, tmp_path / "store")
+def corpus(request: pytest.FixtureRequest, tmp_path: Path, storage: Storage) -> Iterator[Corpus]:
+    built = Corpus(request.param, tmp_path / "store", storage)
     yield built
     built.close()
 

@@ -106,6 +106,14 @@ def _add_sources(parser: argparse.ArgumentParser, prefix: str) -> None:
         help="a Codex sessions directory, e.g. ~/.codex/sessions (repeatable)",
     )
     group.add_argument(
+        "--postgres",
+        dest=f"{prefix}postgres",
+        metavar="DSN",
+        default=suppress,
+        help="a PostgreSQL database used as session store and search index, e.g. "
+        "postgresql://user@host/db (needs the 'postgres' extra)",
+    )
+    group.add_argument(
         "--index",
         dest=f"{prefix}index",
         metavar="PATH",
