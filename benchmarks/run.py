@@ -75,11 +75,7 @@ QUICK: dict[str, Any] = {
 }
 
 
-<<<<<<< HEAD
-TOPICS = ["store.py", "textmatch.py"]
-=======
-TOPICS = ["store.py", "postgres.py"]
->>>>>>> postgres
+TOPICS = ["store.py", "textmatch.py", "postgres.py"]
 """Topic benchmarks (``benchmarks/<topic>.py``, each runnable on its own), run after the main
 suite with ``--quick`` passed through; each prints its own section, appended to the output."""
 
