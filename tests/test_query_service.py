@@ -818,8 +818,9 @@ def test_cancelling_during_title_reads_aborts_the_whole_call(tmp_path: Path) -> 
 
 def test_a_live_token_lets_every_operation_finish(corpus: Corpus) -> None:
     cancel = CancelToken.after(600)
-    for operation in OPERATIONS.values():
-        operation(corpus.query, cancel)
+    for name, operation in OPERATIONS.items():
+        assert operation(corpus.query, cancel) == operation(corpus.query, CancelToken()), name
+    assert not cancel.expired
 
 
 # -- lineage edge cases ----------------------------------------------------------------------

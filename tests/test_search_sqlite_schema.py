@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from search_sqlite_support import FakeCorpus, FakePersistence, header, log
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.search.sqlite.schema import APPLICATION_ID, SCHEMA_VERSION
@@ -142,6 +143,15 @@ def test_a_second_process_opening_the_index_gets_index_failed(tmp_path: Path) ->
     assert free.stdout.strip() == "opened"
 
 
-def test_memory_indexes_are_independent(tmp_path: Path) -> None:
-    with SqliteSearch(":memory:"), SqliteSearch(":memory:"):
-        pass
+def _one_session(session_id: str, text: str) -> FakeCorpus:
+    store = FakePersistence()
+    store.put(header(session_id), log(text))
+    return FakeCorpus(store)
+
+
+def test_memory_indexes_are_independent() -> None:
+    first, second = _one_session("x", "alpha"), _one_session("y", "beta")
+    with SqliteSearch(":memory:") as one, SqliteSearch(":memory:") as two:
+        assert [hit.record.id for hit in one.search_sessions(first, "alpha").items] == ["x"]
+        assert list(two.search_sessions(second, "alpha").items) == []
+        assert one.update(first).persisted_indexed == 0  # the other index left this one alone
