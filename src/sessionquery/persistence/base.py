@@ -20,7 +20,9 @@ __all__ = [
     "DocumentLog",
     "DocumentSource",
     "PersistedSession",
+    "ProblemReporter",
     "ReadHandle",
+    "ReportedProblem",
     "SessionPersistence",
     "TextDocument",
     "WriteHandle",
@@ -188,4 +190,32 @@ class DocumentSource(Protocol):
             PersistenceNotFound: the id is not stored.
             PersistenceCorrupt: the log is damaged or does not fold.
         """
+        ...
+
+
+class ReportedProblem(Protocol):
+    """One thing a source could not read, as :class:`ProblemReporter` reports it."""
+
+    @property
+    def path(self) -> str:
+        """Absolute path of the file (or directory) concerned."""
+        ...
+
+    @property
+    def line(self) -> int | None:
+        """1-based physical line number, or ``None`` for a whole-file problem."""
+        ...
+
+    @property
+    def message(self) -> str:
+        """What is wrong and what the source did about it."""
+        ...
+
+
+@runtime_checkable
+class ProblemReporter(Protocol):
+    """A source that reads what it can and reports what it could not (the importers)."""
+
+    def problems(self) -> Sequence[ReportedProblem]:
+        """Every problem met so far, in the order met; empty when everything was readable."""
         ...
