@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 
 from sessionquery.model import SessionEvent, fold_surface, interrupted_turn_closers
+from sessionquery.model.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT
 from strategies import LogBuilder, valid_logs
 
 
@@ -98,9 +99,7 @@ def test_a_pending_call_whose_tool_call_was_logged_gets_an_outcome_unknown_resul
     assert block["type"] == "tool-result"
     assert block["toolCallId"] == "c0"
     assert block["isError"] is True
-    [text] = block["content"]
-    assert text["type"] == "text"
-    assert "unknown" in text["text"]
+    assert block["content"] == [{"type": "text", "text": OUTCOME_UNKNOWN_TEXT}]
 
 
 def test_a_pending_call_that_was_never_logged_gets_a_not_started_result_without_sources() -> None:
@@ -110,6 +109,9 @@ def test_a_pending_call_that_was_never_logged_gets_a_not_started_result_without_
     assert result.source_event_seqs is None
     assert result.data["error"] == {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
     assert result.data["message"]["content"][0]["isError"] is True
+    assert result.data["message"]["content"][0]["content"] == [
+        {"type": "text", "text": NOT_STARTED_TEXT}
+    ]
 
 
 def test_several_pending_calls_get_results_in_call_order() -> None:
@@ -202,3 +204,47 @@ def test_any_cut_log_plus_its_closers_folds_and_is_then_closed(events: list[Sess
 @given(valid_logs())
 def test_a_complete_realistic_log_needs_no_closers(events: list[SessionEvent]) -> None:
     assert interrupted_turn_closers(events) == []
+
+
+def test_the_closer_texts_are_the_original_systems_sentences_byte_for_byte() -> None:
+    assert OUTCOME_UNKNOWN_TEXT == (
+        "The tool call was interrupted after it was recorded, but no result was durably "
+        "recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: "
+        "retry only if the operation is read-only or idempotent; if it may have side effects, "
+        "first verify external state or ask the user. Do not retry blindly."
+    )
+    assert NOT_STARTED_TEXT == (
+        "The tool call was interrupted before the Harness recorded it as started. "
+        "Retry it if it is still needed."
+    )
+
+
+def test_a_call_id_logged_twice_is_closed_citing_the_later_tool_call() -> None:
+    log, call_seqs = _open_step_with_calls(log_call=(True,))
+    later = log.tool_call("c0", "shell", '{"n":0}')
+    [result] = interrupted_turn_closers(log.events)[:1]
+    assert later.seq > call_seqs["c0"]
+    assert result.source_event_seqs == (later.seq,)
+    assert result.data["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
+
+
+def test_a_call_id_announced_again_in_the_same_step_starts_over_as_not_started() -> None:
+    log, _ = _open_step_with_calls(log_call=(True, True))
+    log.assistant("again", calls=[("c0", "shell", '{"n":0}')])
+    closers = interrupted_turn_closers(log.events)
+    assert kinds(closers) == ["tool/result", "tool/result", "step/end", "turn/end"]
+    first, second = closers[:2]
+    # The announced-again id keeps its place in call order (a map assignment) but its
+    # registration is reset: not started, no source.
+    assert first.data["message"]["source"]["callId"] == "c0"
+    assert first.source_event_seqs is None
+    assert first.data["error"]["code"] == "TOOL_NOT_STARTED"
+    assert second.data["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
+
+
+def test_a_call_id_announced_again_then_logged_again_cites_the_new_tool_call() -> None:
+    log, _ = _open_step_with_calls(log_call=(True,))
+    log.assistant("again", calls=[("c0", "shell", '{"n":0}')])
+    relogged = log.tool_call("c0", "shell", '{"n":0}')
+    [result] = interrupted_turn_closers(log.events)[:1]
+    assert result.source_event_seqs == (relogged.seq,)

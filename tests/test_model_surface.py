@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from sessionquery.model import (
     KNOWN_EVENT_TYPES,
+    SURFACE_CLASSES,
     SURFACE_ELIGIBLE_TYPES,
     Replace,
     SessionEvent,
@@ -605,3 +606,14 @@ def test_the_shared_valid_logs_strategy_produces_every_realistic_feature() -> No
 
     collect()
     assert seen == set(_LOG_FEATURES)
+
+
+def test_the_surface_classes_are_one_closed_list_shared_by_filters_schemas_and_cli() -> None:
+    from sessionquery.cli._parser import SURFACES
+    from sessionquery.query.filters import SURFACE_VALUES
+    from sessionquery.tools.schemas import input_schema
+
+    assert SURFACE_CLASSES == ("current", "shadowed", "log-only")
+    assert SURFACE_VALUES == SURFACES == SURFACE_CLASSES
+    schema = input_schema("session_event_search")["properties"]["surfaces"]
+    assert tuple(schema["items"]["enum"]) == SURFACE_CLASSES

@@ -69,11 +69,11 @@ def test_the_snapshot_is_immutable() -> None:
 
 @pytest.mark.parametrize(
     "data",
-    [{"messageSeqs": []}, {"title": ""}, {"title": "   "}, {"title": 5}, None, ["t"]],
-    ids=["missing", "empty", "blank", "not-text", "null-data", "list-data"],
+    [{"messageSeqs": []}, {"title": 5}, {"title": None}, None, ["t"]],
+    ids=["missing", "not-text", "null-title", "null-data", "list-data"],
 )
-def test_a_malformed_last_title_event_leaves_the_previous_title(data: object) -> None:
-    # Decision: a title event without usable text is not a title; the previous one stands.
+def test_a_last_title_event_without_title_text_leaves_the_previous_title(data: object) -> None:
+    # Decision: an event without a title string carries no title at all; the previous stands.
     log = LogBuilder()
     earlier = log.title("Good title")
     log.add("session/title", data)
@@ -81,6 +81,60 @@ def test_a_malformed_last_title_event_leaves_the_previous_title(data: object) ->
     assert snapshot is not None
     assert snapshot.title == "Good title"
     assert snapshot.event_seq == earlier.seq
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\t\n"])
+def test_the_last_title_event_wins_even_when_its_title_is_blank(blank: str) -> None:
+    log = LogBuilder()
+    log.title("Good title")
+    last = log.add("session/title", {"title": blank, "messageSeqs": [], "source": {"kind": "user"}})
+    snapshot = fold_title(log.events)
+    assert snapshot == TitleSnapshot(
+        title=blank,
+        message_seqs=(),
+        source={"kind": "user"},
+        event_seq=last.seq,
+        updated_at=last.time,
+    )
+
+
+def test_the_folded_source_keeps_only_the_known_source_fields() -> None:
+    source = {
+        "kind": "provider",
+        "provider": "p",
+        "model": {"provider": "p", "model": "m", "temperature": 0.2},
+        "prompt": "secret prompt",
+        "tokens": 12,
+    }
+    event = SessionEvent("session/title", 0, 7, {"title": "T", "messageSeqs": [], "source": source})
+    snapshot = fold_title([event])
+    assert snapshot is not None
+    assert snapshot.source == {
+        "kind": "provider",
+        "provider": "p",
+        "model": {"provider": "p", "model": "m"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("source", "folded"),
+    [
+        ({"kind": "user", "by": "someone"}, {"kind": "user"}),
+        ({"kind": "claude-summary", "leafUuid": "u"}, {"kind": "claude-summary"}),
+        (
+            {"kind": "provider", "provider": "p", "model": "m"},
+            {"kind": "provider", "provider": "p", "model": "m"},
+        ),
+        ({"note": "no kind"}, {}),
+        (None, None),
+        ("fallback", "fallback"),
+    ],
+)
+def test_a_source_of_any_shape_folds_to_its_known_fields(source: object, folded: object) -> None:
+    event = SessionEvent("session/title", 0, 7, {"title": "T", "messageSeqs": [], "source": source})
+    snapshot = fold_title([event])
+    assert snapshot is not None
+    assert snapshot.source == folded
 
 
 def test_non_integer_message_seqs_are_dropped() -> None:

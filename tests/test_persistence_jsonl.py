@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -322,8 +323,9 @@ def test_a_file_renamed_to_another_ids_name_is_reported_corrupt(tmp_path: Path) 
     os.rename(store.path_of("one"), store.path_of("two"))
     with pytest.raises(PersistenceCorrupt):
         store.open_read("two")
-    with pytest.raises(PersistenceCorrupt):
-        store.list()
+    assert store.list() == []
+    [problem] = store.problems()
+    assert (problem.path, problem.line) == (store.path_of("two"), 1)
 
 
 # --------------------------------------------------------------------------- damage
@@ -423,8 +425,9 @@ def test_unsupported_format_version_is_refused_before_shape_checks(
     _write_raw(_file(store), {**_raw_header(version=version), "future": True}, [])
     with pytest.raises(PersistenceCorrupt, match="unsupported format version"):
         store.open_read("s1")
-    with pytest.raises(PersistenceCorrupt, match="unsupported format version"):
-        store.list()
+    assert store.list() == []
+    [problem] = store.problems()
+    assert "unsupported format version" in problem.message
 
 
 @pytest.mark.parametrize(
@@ -447,7 +450,7 @@ def test_invalid_headers_are_corrupt_at_line_one(
     assert str(caught.value).startswith(f"{path} line 1: ")
 
 
-def test_list_ignores_foreign_entries_and_fails_loudly_on_a_garbage_header(
+def test_list_ignores_foreign_entries_and_reports_a_garbage_header_as_a_problem(
     store: JsonlPersistence,
 ) -> None:
     root = Path(store.root)
@@ -459,8 +462,10 @@ def test_list_ignores_foreign_entries_and_fails_loudly_on_a_garbage_header(
     assert [s.header.id for s in store.list()] == ["good"]
     garbage = root / "garbage.jsonl"
     garbage.write_text("this is not json\n")
-    with pytest.raises(PersistenceCorrupt, match=str(garbage)):
-        store.list()
+    assert [s.header.id for s in store.list()] == ["good"]  # one bad file hides nothing
+    [problem] = store.problems()
+    assert (problem.path, problem.line, problem.fatal) == (str(garbage), 1, True)
+    assert str(garbage) in problem.message
     assert [p.path for p in store.verify()] == [str(garbage)]
 
 
@@ -792,3 +797,79 @@ def test_list_reuses_cached_headers_of_unchanged_files(tmp_path: Path) -> None:
 def test_persistence_errors_share_one_base(tmp_path: Path) -> None:
     for error in (PersistenceExists, PersistenceWriteFailed, PersistenceOwned):
         assert issubclass(error, PersistenceError)
+
+
+# --------------------------------------------------------------------------- hostile files
+
+
+def test_a_fifo_named_like_a_session_never_hangs_any_call(tmp_path: Path) -> None:
+    # In a child with a deadline: on failure the call would block forever in open().
+    store = _store_with(tmp_path, 1, "good")
+    os.mkfifo(store.path_of("pipe"))
+    code = """
+        import sys
+        from sessionquery import SessionQuery
+        from sessionquery.errors import PersistenceCorrupt, SessionQueryError
+        from sessionquery.persistence import JsonlPersistence
+        store = JsonlPersistence(sys.argv[1])
+        print([s.header.id for s in store.list()])
+        print([(p.line, "FIFO" in p.message) for p in store.problems()])
+        print([(p.line, "FIFO" in p.message) for p in store.verify()])
+        for call in (store.stat, store.open_read, store.open_write):
+            try:
+                call("pipe")
+            except PersistenceCorrupt as exc:
+                print(type(exc).__name__, exc.line)
+        try:
+            SessionQuery(None, store).read_session("pipe")
+        except SessionQueryError as exc:
+            print(exc.code.value)
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), store.root],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "['good']",
+        "[(None, True)]",
+        "[(None, True)]",
+        "PersistenceCorrupt None",
+        "PersistenceCorrupt None",
+        "PersistenceCorrupt None",
+        "SESSION_QUERY_CORRUPT_SESSION",
+    ]
+
+
+def test_a_symlink_named_like_a_session_is_a_problem_not_a_session(tmp_path: Path) -> None:
+    store = _store_with(tmp_path, 1, "good")
+    outside = tmp_path / "outside.jsonl"
+    outside.write_bytes(_file(store, "good").read_bytes())
+    os.symlink(outside, store.path_of("link"))
+    assert [s.header.id for s in store.list()] == ["good"]
+    [problem] = store.problems()
+    assert problem.path == store.path_of("link")
+    assert "symbolic link" in problem.message
+    with pytest.raises(PersistenceCorrupt):
+        store.open_read("link")
+
+
+def test_a_huge_garbage_header_is_listed_as_a_problem_in_linear_time(tmp_path: Path) -> None:
+    store = _store_with(tmp_path, 1, "good")
+    with open(store.path_of("huge"), "wb") as file:
+        file.write(b'{"type":"session","cwd":"' + b"x" * (64 << 20) + b'"\n')
+    started = time.monotonic()
+    assert [s.header.id for s in store.list()] == ["good"]
+    [problem] = store.problems()
+    assert time.monotonic() - started < 20  # a hang guard: the quadratic read took minutes
+    assert (problem.path, problem.line) == (store.path_of("huge"), 1)
+
+
+def test_verify_takes_the_line_from_the_error_itself(store: JsonlPersistence) -> None:
+    _write_raw(_file(store), _raw_header(), [_raw_event(0), b"not json", _raw_event(2)])
+    [problem] = store.verify()
+    assert (problem.line, problem.fatal) == (3, True)
+    assert problem.message.startswith(f"{_file(store)} line 3:")

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.model.textmatch import is_blank
 from sessionquery.query.filters import (
     AvailabilityIn,
     CreatedBetween,
@@ -121,10 +122,36 @@ def test_text_contains_is_literal_case_insensitive_and_whitespace_flexible() -> 
 def test_text_contains_finds_any_literal_piece_of_the_text(
     needle: str, prefix: str, suffix: str
 ) -> None:
-    if not needle.split():
+    if is_blank(needle):
         return
     clause = TextContains(needle)
     assert clause.matches(prefix + needle + suffix)
+
+
+def test_text_contains_folds_case_like_javascript_without_special_casing() -> None:
+    assert not event([TextContains("istanbul")], text="İstanbul")
+    assert not event([TextContains("İstanbul")], text="istanbul")
+    assert event([TextContains("İSTANBUL")], text="İstanbul")
+    assert event([TextContains("\u212a")], text="k")  # KELVIN SIGN folds to k
+    assert event([TextContains("ΣΊΣΥΦΟΣ")], text="σίσυφος")  # final sigma is sigma
+    assert not event([TextContains("strasse")], text="Straße")  # no full folding
+    assert event([TextContains("ẞ")], text="ß")  # the simple folding of capital sharp s
+
+
+def test_text_contains_uses_ecmascript_whitespace_for_trimming_splitting_and_blanks() -> None:
+    # U+FEFF is whitespace: trimmed from the filter, and it joins words like a space.
+    assert event([TextContains("\ufefffailing\ufefftest\ufeff")], text="failing test")
+    assert event([TextContains("failing test")], text="failing\ufefftest")
+    with pytest.raises(SessionQueryError) as caught:
+        TextContains("\ufeff \u3000")
+    assert caught.value.code is ErrorCode.INVALID_FILTER
+    # U+001C-U+001F and U+0085 are not whitespace: a filter of them alone is text, and it
+    # matches only those code points, never a space.
+    for code_point in ("\x1c", "\x1d", "\x1e", "\x1f", "\x85"):
+        clause = TextContains(code_point)
+        assert event([clause], text=f"a{code_point}b")
+        assert not event([TextContains(f"a{code_point}b")], text="a b")
+        assert not event([TextContains("a b")], text=f"a{code_point}b")
 
 
 def test_validate_rejects_non_lists_and_foreign_clauses() -> None:

@@ -920,6 +920,7 @@ def test_searches_are_delegated_to_the_backend_with_the_corpus() -> None:
             "limit": 3,
             "cursor": "c",
             "cancel": cancel,
+            "match": "phrase",
         }
         assert events[1] == (query.corpus, "alpha", "q")
         assert events[2] == {
@@ -927,9 +928,28 @@ def test_searches_are_delegated_to_the_backend_with_the_corpus() -> None:
             "limit": 2,
             "cursor": None,
             "cancel": cancel,
+            "match": "phrase",
         }
         query.close()
     assert backend.closed == 1
+
+
+def test_the_match_mode_is_passed_to_the_backend_and_an_unknown_one_is_refused() -> None:
+    backend = _FakeSearch()
+    with SessionQuery(search=backend) as query:
+        query.search_sessions("test flaky", match="words")
+        query.search_events("alpha", "test flaky", match="words")
+        sessions, events = backend.calls
+        assert sessions[2]["match"] == "words" and events[2]["match"] == "words"
+        for bad in ("Words", "any", None, 1):
+            with pytest.raises(SessionQueryError) as caught:
+                query.search_sessions("q", match=bad)  # type: ignore[arg-type]
+            assert caught.value.code is ErrorCode.INVALID_QUERY
+            assert "'phrase' or 'words'" in caught.value.message
+            with pytest.raises(SessionQueryError) as caught:
+                query.search_events("alpha", "q", match=bad)  # type: ignore[arg-type]
+            assert caught.value.code is ErrorCode.INVALID_QUERY
+        assert len(backend.calls) == 2  # refused before the backend is asked
 
 
 def test_an_empty_log_reads_with_no_captured_seq(persistence: JsonlPersistence) -> None:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from search_sqlite_support import FakeCorpus, FakePersistence, header, log
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.query.filters import (
     AvailabilityIn,
@@ -18,6 +21,7 @@ from sessionquery.query.filters import (
     SessionFilter,
     TypeIn,
 )
+from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.search.sqlite.query import (
     EVENT_PREDICATE_LIMIT,
     SESSION_PREDICATE_LIMIT,
@@ -25,11 +29,20 @@ from sessionquery.search.sqlite.query import (
     normalize_query,
     quote_phrase,
     validate_limit,
+    words_expression,
 )
 
 
 def test_queries_are_trimmed_and_whitespace_collapsed() -> None:
     assert normalize_query("  failed \t\n  test  ") == "failed test"
+
+
+def test_query_whitespace_is_the_ecmascript_set() -> None:
+    assert normalize_query("\ufefffailed\ufeff\u3000test") == "failed test"
+    assert normalize_query("a\x1c\x85b") == "a\x1c\x85b"
+    with pytest.raises(SessionQueryError) as caught:
+        normalize_query("\ufeff")
+    assert caught.value.code is ErrorCode.INVALID_QUERY
 
 
 @pytest.mark.parametrize("query", ["", "   \n\t", "a\x00b", None, 5, b"bytes"])
@@ -114,3 +127,85 @@ def test_limits_outside_one_to_max_are_invalid(limit: object) -> None:
 def test_a_missing_limit_means_the_default() -> None:
     assert validate_limit(None, 20, 100) == 20
     assert validate_limit(100, 20, 100) == 100
+
+
+# -- match="words" ---------------------------------------------------------------------------
+
+
+def _words_corpus() -> FakeCorpus:
+    store = FakePersistence()
+    store.put(header("a", created_at=1), log("the flaky test failed again", "unrelated"))
+    store.put(header("b", created_at=2), log("a test that is flaky, flaky, flaky", "test"))
+    store.put(header("c", created_at=3), log("flaky network only"))
+    return FakeCorpus(store)
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[SqliteSearch]:
+    search = SqliteSearch(tmp_path / "index.db")
+    yield search
+    search.close()
+
+
+def test_words_expression_joins_each_distinct_token_as_its_own_phrase() -> None:
+    assert words_expression(["test", "flaky", "test"]) == '"test" AND "flaky"'
+    assert words_expression([]) == '""'
+
+
+def test_words_mode_finds_every_word_in_any_order_where_the_phrase_finds_nothing(
+    index: SqliteSearch,
+) -> None:
+    corpus = _words_corpus()
+    assert index.search_sessions(corpus, "test flaky").items == []
+    page = index.search_sessions(corpus, "test flaky", match="words")
+    # "b" has four spans (test + three flaky), "a" two: more spans rank first.
+    assert [hit.record.id for hit in page.items] == ["b", "a"]
+    assert page.items[1].best_match.snippet == "the flaky test failed again"
+    events = index.search_events(corpus, "b", "TEST, flaky!", match="words")
+    assert [hit.seq for hit in events.items] == [0]
+
+
+def test_words_mode_snippet_is_cut_around_the_first_match_of_any_word(tmp_path: Path) -> None:
+    store = FakePersistence()
+    text = "filler " * 60 + "the test was flaky " + "tail " * 60
+    store.put(header("a"), log(text))
+    with SqliteSearch(tmp_path / "i.db", snippet_chars=40) as search:
+        page = search.search_sessions(FakeCorpus(store), "flaky test", match="words")
+    snippet = page.items[0].best_match.snippet
+    assert snippet.startswith("…") and "test was flaky" in snippet and len(snippet) <= 40
+
+
+def test_words_mode_with_one_word_equals_phrase_mode(index: SqliteSearch) -> None:
+    corpus = _words_corpus()
+    phrase = index.search_sessions(corpus, "flaky")
+    words = index.search_sessions(corpus, "Flaky flaky", match="words")
+    assert words.items == phrase.items and len(words.items) == 3
+
+
+def test_a_query_without_any_word_matches_nothing_in_words_mode(index: SqliteSearch) -> None:
+    assert index.search_sessions(_words_corpus(), "-- ,, !!", match="words").items == []
+
+
+def test_cursors_are_bound_to_the_match_mode(index: SqliteSearch) -> None:
+    corpus = _words_corpus()
+    first = index.search_sessions(corpus, "flaky", limit=1, match="words")
+    assert first.next_cursor is not None
+    with pytest.raises(SessionQueryError) as caught:
+        index.search_sessions(corpus, "flaky", limit=1, cursor=first.next_cursor)
+    assert caught.value.code is ErrorCode.INVALID_CURSOR
+    second = index.search_sessions(
+        corpus, "flaky", limit=1, cursor=first.next_cursor, match="words"
+    )
+    assert second.items and second.items[0].record.id != first.items[0].record.id
+
+
+@pytest.mark.parametrize("bad", ["WORDS", "", None, 3])
+def test_an_unknown_match_mode_is_an_invalid_query(index: SqliteSearch, bad: object) -> None:
+    corpus = _words_corpus()
+    for call in (
+        lambda: index.search_sessions(corpus, "flaky", match=bad),  # type: ignore[arg-type]
+        lambda: index.search_events(corpus, "a", "flaky", match=bad),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(SessionQueryError) as caught:
+            call()
+        assert caught.value.code is ErrorCode.INVALID_QUERY

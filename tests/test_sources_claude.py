@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from sessionquery.model import (
 from sessionquery.persistence.base import SessionPersistence
 from sessionquery.sources import ClaudeCodeSource
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+CORPUS = Path(__file__).resolve().parent / "data" / "real"
 
 # Every Claude Code transcript of the corpus, by folder (the rest are Codex or dsh logs).
 CLAUDE_FILES = {
@@ -126,7 +127,7 @@ PHRASES = {
 
 @pytest.fixture
 def projects(tmp_path: Path) -> Path:
-    """A projects tree whose transcripts are symlinks to the real corpus files (read in place)."""
+    """A projects tree holding copies of the vendored real transcripts."""
     assert CORPUS.is_dir(), f"the shared corpus is missing: {CORPUS}"
     root = tmp_path / "projects"
     for folder, names in CLAUDE_FILES.items():
@@ -135,8 +136,38 @@ def projects(tmp_path: Path) -> Path:
         for name in names:
             source = CORPUS / folder / name
             assert source.is_file(), source
-            (project / name).symlink_to(source)
+            shutil.copyfile(source, project / name)
     return root
+
+
+DERIVED_TITLES = {
+    "cfa1e878-62b5-4e40-b281-bbf9b250d766": "Hey",
+    "2d984148-cddb-4605-aac1-13e720fe613c": (
+        "Can you add the first two initials of actual user who is logged into the NavUser"
+    ),
+    "06381696-0074-49f8-863e-6ad4fac507f9": (
+        "Let's explore scrolling, scroll to bottom, scrolling when new messages are…"
+    ),
+    f"{VIEWER_PARENT}/agent-test-hash-123": "Run the test suite",
+    "1af7fc5e-8455-4414-9ccd-011d40f70b2a": None,  # only a slash command: nothing to derive
+}
+
+
+def test_sessions_without_a_stated_title_get_one_from_their_first_real_prompt(
+    projects: Path,
+) -> None:
+    source = ClaudeCodeSource(projects)
+    for session_id, title in DERIVED_TITLES.items():
+        snapshot = fold_title(_events(source, session_id))
+        assert (snapshot.title if snapshot else None) == title, session_id
+        if snapshot is not None:
+            assert snapshot.source == {"kind": "derived", "from": "first-user-prompt"}
+            assert len(snapshot.title) <= 80
+            (prompt_seq,) = snapshot.message_seqs
+            assert _events(source, session_id)[prompt_seq].type == "user/message"
+    stated = fold_title(_events(source, SIDECHAIN_HEAVY))
+    assert stated is not None
+    assert stated.source == {"kind": "claude-summary"}
 
 
 def _events(source: ClaudeCodeSource, session_id: str) -> list[SessionEvent]:
@@ -171,7 +202,8 @@ def test_every_real_transcript_imports_with_expected_ids_cwds_parents_and_titles
         events = _events(source, session_id)
         assert listing[session_id].event_count == len(events)
         snapshot = fold_title(events)
-        assert (snapshot.title if snapshot else None) == title, session_id
+        stated = snapshot if snapshot and snapshot.source.get("kind") != "derived" else None
+        assert (stated.title if stated else None) == title, session_id
 
 
 def test_every_imported_log_folds_with_and_without_crash_tail_closers(projects: Path) -> None:
@@ -246,11 +278,7 @@ def test_split_assistant_lines_merge_into_one_message_with_all_their_lines(
 ) -> None:
     source = ClaudeCodeSource(projects)
     events = _events(source, f"{SIDECHAIN_HEAVY}/sidechain-60dade70-20bb-4edb-9dad-9f08267e0cc2")
-    merged = [
-        e
-        for e in events
-        if e.type == "assistant/message" and "lines" in e.data["origin"]
-    ]
+    merged = [e for e in events if e.type == "assistant/message" and "lines" in e.data["origin"]]
     assert merged
     lines = merged[0].data["origin"]["lines"]
     assert len(lines) >= 2 and lines == sorted(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from sessionquery.model import (
 )
 from sessionquery.sources import CodexSource
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+CORPUS = Path(__file__).resolve().parent / "data" / "real"
 SPECTORA = "/Users/jnarowski/Dev/spectora/src/spectora-labs-monorepo-v2"
 
 # real file (relative to the corpus) -> (session id, cwd, tool calls)
@@ -54,7 +55,7 @@ SMALL = "019fc8be-3658-7ca3-9e29-000000000000"
 
 @pytest.fixture
 def sessions(tmp_path: Path) -> Path:
-    """A sessions tree (date folders) whose rollouts are symlinks to the real corpus files."""
+    """A sessions tree (date folders) holding copies of the vendored real rollouts."""
     assert CORPUS.is_dir(), f"the shared corpus is missing: {CORPUS}"
     root = tmp_path / "sessions" / "2025" / "09" / "25"
     root.mkdir(parents=True)
@@ -62,7 +63,7 @@ def sessions(tmp_path: Path) -> Path:
         source = CORPUS / rel
         assert source.is_file(), source
         name = source.name if source.name.startswith("rollout-") else "rollout-small.jsonl"
-        (root / name).symlink_to(source)
+        shutil.copyfile(source, root / name)
     return tmp_path / "sessions"
 
 
@@ -91,11 +92,7 @@ def test_every_real_rollout_imports_with_id_cwd_and_paired_tool_calls(sessions: 
         events = _events(source, session_id)
         call_ids = [e.data["callId"] for e in events if e.type == "tool/call"]
         assert len(call_ids) == calls
-        results = [
-            e.data["message"]["source"]["callId"]
-            for e in events
-            if e.type == "tool/result"
-        ]
+        results = [e.data["message"]["source"]["callId"] for e in events if e.type == "tool/result"]
         assert set(results) <= set(call_ids)
         fold_surface(events)
         fold_surface(events + interrupted_turn_closers(events))
@@ -105,11 +102,7 @@ def test_every_real_rollout_imports_with_id_cwd_and_paired_tool_calls(sessions: 
 
 def test_turn_aborted_lines_end_turns_as_aborted(sessions: Path) -> None:
     events = _events(CodexSource(sessions), BIG)
-    aborted = [
-        e
-        for e in events
-        if e.type == "turn/end" and e.data["reason"]["kind"] == "aborted"
-    ]
+    aborted = [e for e in events if e.type == "turn/end" and e.data["reason"]["kind"] == "aborted"]
     assert len(aborted) == 4
     assert interrupted_turn_closers(events) == []
 
@@ -117,9 +110,7 @@ def test_turn_aborted_lines_end_turns_as_aborted(sessions: Path) -> None:
 def test_injected_preamble_is_kept_but_not_searchable(sessions: Path) -> None:
     events = _events(CodexSource(sessions), BIG)
     injected = [
-        e
-        for e in events
-        if e.type == "user/message" and e.data["source"]["kind"] == "injected"
+        e for e in events if e.type == "user/message" and e.data["source"]["kind"] == "injected"
     ]
     assert injected
     assert all(extract_event_text(e) == "" for e in injected)

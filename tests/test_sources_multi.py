@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from sessionquery.errors import PersistenceNotFound
 from sessionquery.query.service import SessionQuery
 from sessionquery.sources import ClaudeCodeSource, CodexSource, MultiSource
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+CORPUS = Path(__file__).resolve().parent / "data" / "real"
 
 
 def _claude(root: Path, name: str, session_id: str, text: str, **extra: object) -> None:
@@ -91,7 +92,7 @@ def test_query_service_reads_and_traces_the_real_corpus_through_the_importers(
     claude = tmp_path / "claude" / "-demo"
     claude.mkdir(parents=True)
     for path in (CORPUS / "claude-code-viewer").glob("*.jsonl"):
-        (claude / path.name).symlink_to(path)
+        shutil.copyfile(path, claude / path.name)
     multi = MultiSource([ClaudeCodeSource(tmp_path / "claude"), CodexSource(CORPUS / "agentcmd")])
     query = SessionQuery(persistence=multi)
     records = query.list_sessions()

@@ -23,7 +23,7 @@ from sessionquery.query.service import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.sources import ClaudeCodeSource, CodexSource, MultiSource
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+CORPUS = Path(__file__).resolve().parent / "data" / "real"
 
 VIEWER = "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"
 HEAVY = "fe5e1c67-53e7-4862-81ae-d0e013e3270b"
@@ -165,7 +165,7 @@ def _tree_name(rel: str) -> str:
 
 
 def _build_trees(root: Path) -> tuple[Path, Path]:
-    """Claude projects and Codex sessions trees of symlinks to every real file."""
+    """Claude projects and Codex sessions trees holding copies of every real file."""
     assert CORPUS.is_dir(), f"the shared corpus is missing: {CORPUS}"
     claude, codex = root / "claude", root / "codex"
     for rel in [*CLAUDE_PHRASES, TITLE_ONLY_FILE, *CODEX_PHRASES]:
@@ -173,7 +173,7 @@ def _build_trees(root: Path) -> tuple[Path, Path]:
         assert source.is_file(), source
         link = (codex if _is_codex(rel) else claude) / _tree_name(rel)
         link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(source)
+        shutil.copyfile(source, link)
     return claude, codex
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.sources import ClaudeCodeSource, CodexSource, MultiSource
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolResult
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+CORPUS = Path(__file__).resolve().parent / "data" / "real"
 
 DEMO = "/path/to/Demo"
 VIEWER = "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"
@@ -69,13 +70,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_World]:
     viewer_files = sorted((CORPUS / "claude-code-viewer").glob("*.jsonl"))
     assert len(viewer_files) == 4
     for path in viewer_files:
-        (claude / path.name).symlink_to(path)
+        shutil.copyfile(path, claude / path.name)
     codex = root / "codex" / "2025" / "09" / "24"
     codex.mkdir(parents=True)
     small = CORPUS / "agent-sessions" / "codex" / "small.jsonl"
     assert small.is_file() and (CORPUS / "agentcmd" / ROLLOUT).is_file()
-    (codex / "rollout-small.jsonl").symlink_to(small)
-    (codex / ROLLOUT).symlink_to(CORPUS / "agentcmd" / ROLLOUT)
+    shutil.copyfile(small, codex / "rollout-small.jsonl")
+    shutil.copyfile(CORPUS / "agentcmd" / ROLLOUT, codex / ROLLOUT)
     multi = MultiSource([ClaudeCodeSource(root / "claude"), CodexSource(root / "codex")])
     query = SessionQuery(persistence=multi, search=SqliteSearch(root / "index.sqlite3"))
     try:

@@ -16,6 +16,7 @@ from sessionquery.tools.access import (
     UNAUTHORIZED_MESSAGE,
     ToolCaller,
     is_authorized,
+    is_visible,
     no_current_step,
     project_lineage,
     unauthorized,
@@ -159,3 +160,20 @@ def test_deep_lineage_projects_without_recursion_limits() -> None:
     lineage = project_lineage(_trace([], [node]), ToolCaller("t", "/w"))
     assert len(lineage.descendants) == 3000
     assert lineage.descendants[-1][0] == 2999
+
+
+_CWDS = st.sampled_from([None, "/a", "/a/", "/b"])
+
+
+@given(st.sampled_from(["me", "x"]), _CWDS, st.sampled_from([None, "me"]), _CWDS)
+def test_is_authorized_is_the_one_workspace_rule_applied_to_a_header(
+    session_id: str, cwd: str | None, caller_id: str | None, caller_cwd: str | None
+) -> None:
+    caller = ToolCaller(caller_id, caller_cwd)
+    expected = (
+        (cwd == caller_cwd)
+        if session_id == caller_id
+        else (caller_cwd is not None and cwd == caller_cwd)
+    )
+    assert is_visible(session_id, cwd, caller) is expected
+    assert is_authorized(_header(session_id, cwd), caller) is expected

@@ -10,6 +10,8 @@ import pytest
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 from sessionquery.query.cancel import CancelToken
 from sessionquery.tools.boundary import (
+    BUSY_MESSAGE,
+    INDEX_BUILDING_MESSAGE,
     SANITIZED_MESSAGES,
     SEARCH_TIMEOUT_MESSAGE,
     TOOL_FAILED_MESSAGE,
@@ -53,6 +55,45 @@ def test_unauthorized_stays_unauthorized_with_the_fixed_message() -> None:
 def test_every_error_code_except_deployment_ones_has_a_sanitized_message() -> None:
     missing = set(ErrorCode) - set(SANITIZED_MESSAGES)
     assert missing == {ErrorCode.INVALID_CONFIG, ErrorCode.SOURCE_CONFLICT}
+
+
+def test_busy_is_a_retryable_fixed_try_again_sentence() -> None:
+    safe = sanitize(SessionQueryError(ErrorCode.BUSY, SECRET, context={"path": SECRET}))
+    assert (safe.code, safe.message) == (ErrorCode.BUSY, BUSY_MESSAGE)
+    assert safe.message.endswith("try again shortly")
+    assert safe.retryable
+    assert dict(safe.context) == {}
+
+
+def test_index_building_says_how_far_the_build_is_and_to_try_again() -> None:
+    context = {"sessions_indexed": 120, "sessions_total": 4000, "path": SECRET}
+    safe = sanitize(SessionQueryError(ErrorCode.INDEX_BUILDING, SECRET, context=context))
+    assert safe.code is ErrorCode.INDEX_BUILDING
+    assert safe.message == (
+        "the history index is still being built: 120 of 4000 sessions; try again shortly"
+    )
+    assert dict(safe.context) == {"sessions_indexed": 120, "sessions_total": 4000}
+    assert safe.retryable
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        {},
+        {"sessions_indexed": 5},
+        {"sessions_indexed": "5", "sessions_total": "9"},
+        {"sessions_indexed": True, "sessions_total": 9},
+        {"sessions_indexed": 10, "sessions_total": 9},
+        {"sessions_indexed": -1, "sessions_total": 9},
+        {"sessions_indexed": SECRET, "sessions_total": SECRET},
+    ],
+)
+def test_index_building_without_sane_counts_is_the_fixed_sentence(
+    context: dict[str, object],
+) -> None:
+    safe = sanitize(SessionQueryError(ErrorCode.INDEX_BUILDING, SECRET, context=context))
+    assert (safe.code, safe.message) == (ErrorCode.INDEX_BUILDING, INDEX_BUILDING_MESSAGE)
+    assert "alice" not in str(safe)
 
 
 def test_boundary_logs_the_full_diagnostic_and_raises_a_cause_free_error(

@@ -14,6 +14,7 @@ import pytest
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 from sessionquery.model import SessionHeader, TitleSnapshot
+from sessionquery.query.backend import SearchMatch
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import (
     CwdIn,
@@ -35,6 +36,7 @@ from sessionquery.query.types import (
     SessionSearchPage,
     TitleResult,
 )
+from sessionquery.tools import SessionQueryTools
 from sessionquery.tools.access import ToolCaller
 from sessionquery.tools.arguments import parse_event_search, parse_session_search, parse_trace
 from sessionquery.tools.boundary import ServiceBoundary
@@ -127,6 +129,7 @@ class FakeQuery:
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
     ) -> SessionSearchPage:
         self.calls.append(("search_sessions", (tuple(session_filters), cursor, limit)))
         return self.session_pages[cursor]
@@ -140,6 +143,7 @@ class FakeQuery:
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
     ) -> EventSearchPage:
         self.calls.append(("search_events", (session_id, tuple(filters), cursor)))
         return self.event_pages[cursor]
@@ -293,3 +297,77 @@ def test_a_session_repeated_across_pages_is_listed_once() -> None:
     }
     text = _ops(fake).session_search(parse_session_search({"query": "q"}))
     assert "Session search results (2):" in text
+
+
+def test_a_search_hit_whose_session_moved_workspace_is_dropped_not_an_error() -> None:
+    fake = FakeQuery(_records())
+    r = fake.records
+    fake.session_pages = {None: SessionSearchPage([_hit(r["a"]), _hit(r["b"])], None)}
+    fake.title_headers["a"] = SessionHeader(id="a", created_at=1000, cwd="/elsewhere")
+    text = _ops(fake).session_search(parse_session_search({"query": "q"}))
+    assert "Session search results (1):" in text
+    assert "Session b " in text
+    assert "Session a " not in text and "elsewhere" not in text
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        SessionQueryError(ErrorCode.SESSION_NOT_FOUND, "/secret/a.jsonl is gone"),
+        SessionQueryError(ToolErrorCode.UNAUTHORIZED, "outside"),
+    ],
+)
+def test_a_search_hit_whose_session_is_gone_or_hidden_is_dropped(error: SessionQueryError) -> None:
+    fake = FakeQuery(_records())
+    r = fake.records
+    fake.session_pages = {None: SessionSearchPage([_hit(r["a"]), _hit(r["b"])], None)}
+    fake.title_errors["a"] = error
+    text = _ops(fake).session_search(parse_session_search({"query": "q"}))
+    assert "Session search results (1):" in text
+    assert "Session a " not in text and "secret" not in text
+
+
+def test_a_search_whose_every_hit_was_dropped_says_no_matches() -> None:
+    fake = FakeQuery(_records())
+    fake.session_pages = {None: SessionSearchPage([_hit(fake.records["a"])], None)}
+    fake.title_headers["a"] = SessionHeader(id="a", created_at=1000, cwd="/elsewhere")
+    text = _ops(fake).session_search(parse_session_search({"query": "q"}))
+    assert text == "No prior session matches found."
+
+
+def test_a_search_hit_with_a_corrupt_title_stays_with_the_title_unavailable() -> None:
+    fake = FakeQuery(_records())
+    fake.session_pages = {None: SessionSearchPage([_hit(fake.records["a"])], None)}
+    fake.title_errors["a"] = SessionQueryError(ErrorCode.CORRUPT_SESSION, "/secret/a.jsonl")
+    text = _ops(fake).session_search(parse_session_search({"query": "q"}))
+    assert "untitled (title unavailable: SESSION_QUERY_CORRUPT_SESSION)" in text
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [
+        (
+            SessionQueryError(
+                ErrorCode.INDEX_BUILDING,
+                "/secret/index.sqlite building",
+                context={"sessions_indexed": 3, "sessions_total": 7},
+            ),
+            "the history index is still being built: 3 of 7 sessions; try again shortly",
+        ),
+        (
+            SessionQueryError(ErrorCode.BUSY, "/secret/store kept changing"),
+            "session history is busy with other writers; try again shortly",
+        ),
+    ],
+)
+def test_retryable_search_failures_tell_the_model_to_try_again(
+    error: SessionQueryError, message: str
+) -> None:
+    class Busy(FakeQuery):
+        def search_sessions(self, query: str, **_: Any) -> SessionSearchPage:
+            raise error
+
+    tools = SessionQueryTools(Busy(_records()))
+    result = tools.call("session_search", {"query": "q"}, CALLER)
+    assert (result.is_error, result.code) == (True, error.code.value)
+    assert result.text == f"{error.code.value}: {message}"

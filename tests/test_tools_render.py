@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from sessionquery.model import Replace, SessionEvent, SessionHeader
+from sessionquery.model import Replace, SessionEvent, SessionHeader, TitleSnapshot
 from sessionquery.query.types import (
     EventRecord,
     EventSearchHit,
@@ -18,6 +18,7 @@ from sessionquery.tools.render import (
     NO_EVENT_MATCHES,
     NO_SESSION_MATCHES,
     availability_text,
+    display_title,
     format_time,
     render_event_read,
     render_event_search,
@@ -208,3 +209,13 @@ def test_event_read_keeps_key_order_and_non_ascii_of_the_stored_event() -> None:
 def test_a_time_past_the_year_9999_renders_as_its_raw_number_instead_of_failing() -> None:
     assert format_time(253_402_300_799_999) == "9999-12-31T23:59:59.999Z"
     assert format_time(2**53 - 1) == f"epoch-ms {2**53 - 1}"
+
+
+def test_a_missing_or_blank_title_is_shown_as_untitled() -> None:
+    def snapshot(title: str) -> TitleSnapshot:
+        return TitleSnapshot(title, (), {"kind": "user"}, 3, T0)
+
+    assert display_title(None) == "untitled"
+    assert display_title(snapshot("")) == "untitled"
+    assert display_title(snapshot(" \n\ufeff")) == "untitled"
+    assert display_title(snapshot("Fix the parser")) == "Fix the parser"

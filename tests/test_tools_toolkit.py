@@ -245,6 +245,12 @@ GOLDEN_CALLS: list[tuple[str, str, dict[str, Any]]] = [
         {"query": "login test", "parent_session_ids": ["alpha-root", "beta-secret", "alpha-root"]},
     ),
     ("session_search_none", "session_search", {"query": "no such words anywhere"}),
+    ("session_search_words_fallback", "session_search", {"query": "suite login"}),
+    (
+        "session_event_search_words_fallback",
+        "session_event_search",
+        {"session_id": "alpha-root", "query": "suite, run"},
+    ),
     (
         "session_event_search",
         "session_event_search",
@@ -310,6 +316,27 @@ def test_capped_event_search_ends_with_the_cap_sentence(world: _World) -> None:
     )
     assert "Event search results (1):" in text
     assert text.endswith("Narrow the query or add filters to find the others.")
+
+
+def test_a_phrase_that_finds_nothing_is_answered_with_its_words_under_one_line(
+    world: _World,
+) -> None:
+    line = "The exact phrase was not found; these results contain all of its words, in any order."
+    words = _ok(world.call("session_search", {"query": "suite login"}))
+    assert words.startswith(line + "\nSession search results (")
+    phrase = _ok(world.call("session_search", {"query": "login test"}))
+    assert line not in phrase and phrase.startswith("Session search results (")
+    events = _ok(
+        world.call("session_event_search", {"session_id": "alpha-root", "query": "suite run"})
+    )
+    assert f"\n\n{line}\nEvent search results (" in events
+    # One word, or words that never occur together: no fallback, the usual empty answer.
+    assert _ok(world.call("session_search", {"query": "nosuchword"})) == (
+        "No prior session matches found."
+    )
+    assert _ok(world.call("session_search", {"query": "login nosuchword"})) == (
+        "No prior session matches found."
+    )
 
 
 # --- authorization matrix --------------------------------------------------------------------
@@ -523,6 +550,42 @@ def test_json_text_arguments_work_like_a_mapping(world: _World) -> None:
     as_text = world.tools.call("session_trace", '{"session_id": "alpha-root"}', world.caller)
     assert as_text == world.call("session_trace", {"session_id": "alpha-root"})
     assert world.tools.call("session_trace", None, world.caller) == world.call("session_trace", {})
+
+
+@pytest.mark.parametrize("depth", [1000, 50_000])
+def test_json_text_nested_a_thousand_levels_is_an_argument_error_not_a_failure(
+    world: _World, depth: int
+) -> None:
+    text = '{"query": "x", "event_types": ' + "[" * depth + "]" * depth + "}"
+    result = world.tools.call("session_search", text, world.caller)
+    _err(result, ToolErrorCode.INVALID_ARGUMENTS)
+    assert "nested" in result.text
+
+
+def test_a_timestamp_with_thousands_of_fraction_digits_is_a_filter_error_not_a_failure(
+    world: _World,
+) -> None:
+    stamp = "2025-01-31T09:30:00." + "5" * 4301 + "Z"
+    for arguments in (
+        {"query": "x", "time_to": stamp},
+        json.dumps({"query": "x", "time_to": stamp}),
+    ):
+        result = world.tools.call("session_event_search", arguments, world.caller)
+        _err(result, ErrorCode.INVALID_FILTER)
+        assert "time_to" in result.text
+
+
+def test_a_hit_whose_file_was_replaced_from_another_workspace_is_dropped(world: _World) -> None:
+    before = _ok(world.call("session_search", {"query": "login"}))
+    assert "Session alpha-sub " in before
+    path = Path(world.persistence.path_of("alpha-sub"))
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace(f'"cwd":"{ALPHA}"', '"cwd":"/work/elsewhere"', 1), "utf-8")
+    assert path.read_text(encoding="utf-8") != text
+    after = _ok(world.call("session_search", {"query": "login"}))
+    assert "alpha-sub" not in after
+    assert "elsewhere" not in after
+    assert "Session alpha-root " in after
 
 
 def test_caller_without_a_session_must_name_the_target(world: _World) -> None:

@@ -137,7 +137,16 @@ class PersistenceCorrupt(PersistenceError):
     """A stored log is damaged, invalid or of an unsupported format version.
 
     The message names the file and the 1-based physical line (the header is line 1).
+
+    Attributes:
+        path: the damaged file, when known.
+        line: the 1-based physical line (header = 1), or ``None`` for the whole file.
     """
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
 
 
 class PersistenceOwned(PersistenceError):

@@ -16,10 +16,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reliability.corpus import events
-from sessionquery.persistence import jsonl
+from sessionquery.persistence import _files
 from sessionquery.persistence.jsonl import JsonlPersistence
 
-_real_write_all = jsonl._write_all
+_real_write_all = _files.write_all
 
 
 def _paused_write_all(fd: int, data: bytes, offset: int) -> None:
@@ -39,7 +39,7 @@ def main() -> None:
     handle = store.open_write(session_id)
     count = handle.event_count
     handle.append(events(session_id, count, count + 6))
-    jsonl._write_all = _paused_write_all
+    _files.write_all = _paused_write_all
     handle.flush()
 
 

@@ -16,10 +16,11 @@ from datetime import UTC, datetime, timedelta
 from typing import NoReturn
 
 from sessionquery.config import Config
+from sessionquery.model import SURFACE_CLASSES
 
 __all__ = ["SETUP", "Command", "Parser", "UsageError", "build_parser", "version_text"]
 
-SURFACES = ("current", "shadowed", "log-only")
+SURFACES = SURFACE_CLASSES
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 

@@ -17,6 +17,7 @@ from sessionquery.model.jsonvalue import (
 from sessionquery.model.repair import interrupted_turn_closers
 from sessionquery.model.surface import (
     KNOWN_EVENT_TYPES,
+    SURFACE_CLASSES,
     SURFACE_ELIGIBLE_TYPES,
     SurfaceClass,
     SurfaceError,
@@ -30,6 +31,7 @@ from sessionquery.model.title import TitleSnapshot, fold_title
 __all__ = [
     "FORMAT_VERSION",
     "KNOWN_EVENT_TYPES",
+    "SURFACE_CLASSES",
     "SURFACE_ELIGIBLE_TYPES",
     "FrozenDict",
     "FrozenList",

@@ -13,17 +13,23 @@ from typing import Any
 
 from sessionquery.model.event import SessionEvent
 
-__all__ = ["interrupted_turn_closers"]
+__all__ = ["NOT_STARTED_TEXT", "OUTCOME_UNKNOWN_TEXT", "interrupted_turn_closers"]
 
-_OUTCOME_UNKNOWN_TEXT = (
-    "The session ended while this tool call was running, so its outcome is unknown. "
-    "Check the current state before relying on it, and repeat the call only if it is "
-    "safe to run twice (read-only or idempotent)."
+# The original system's sentences, byte for byte: the model sees them, search indexes them and
+# text filters match them, so a history must read the same in both systems.
+OUTCOME_UNKNOWN_TEXT = (
+    "The tool call was interrupted after it was recorded, but no result was durably recorded. "
+    "Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if "
+    "the operation is read-only or idempotent; if it may have side effects, first verify "
+    "external state or ask the user. Do not retry blindly."
 )
-_NOT_STARTED_TEXT = (
-    "The session ended before this tool call was recorded as started; it did not run. "
-    "Make the call again if it is still needed."
+"""The text of the closer of a call whose ``tool/call`` was logged (``TOOL_OUTCOME_UNKNOWN``)."""
+
+NOT_STARTED_TEXT = (
+    "The tool call was interrupted before the Harness recorded it as started. "
+    "Retry it if it is still needed."
 )
+"""The text of the closer of a call that was never logged as started (``TOOL_NOT_STARTED``)."""
 
 
 @dataclass(slots=True)
@@ -60,11 +66,13 @@ def interrupted_turn_closers(events: Sequence[SessionEvent]) -> list[SessionEven
         elif kind == "assistant/message":
             for block in _content(data.get("message")):
                 if block.get("type") == "tool-call" and isinstance(block.get("id"), str):
-                    pending.setdefault(block["id"], _Pending(step=data.get("step")))
+                    # A map assignment: an announced-again id keeps its place in call order
+                    # but starts over (not started, this message's step).
+                    pending[block["id"]] = _Pending(step=data.get("step"))
         elif kind == "tool/call":
             entry = pending.get(data.get("callId"))
-            if entry is not None and entry.call_seq is None:
-                entry.call_seq = event.seq
+            if entry is not None:
+                entry.call_seq = event.seq  # the last logged call is the one to cite
         elif kind == "tool/result":
             source = _dict(_dict(data.get("message")).get("source"))
             pending.pop(source.get("callId"), None)  # type: ignore[arg-type]
@@ -93,7 +101,7 @@ def _interrupted_result(
         if started
         else {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
     )
-    text = _OUTCOME_UNKNOWN_TEXT if started else _NOT_STARTED_TEXT
+    text = OUTCOME_UNKNOWN_TEXT if started else NOT_STARTED_TEXT
     message = {
         "id": f"interrupted-tool-result-{call_id}-{seq}",
         "role": "user",

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from sessionquery.model.event import Replace, SessionEvent
 from sessionquery.model.jsonvalue import thaw
 
 __all__ = [
     "KNOWN_EVENT_TYPES",
+    "SURFACE_CLASSES",
     "SURFACE_ELIGIBLE_TYPES",
     "SurfaceClass",
     "SurfaceError",
@@ -39,6 +40,10 @@ __all__ = [
 ]
 
 SurfaceClass = Literal["current", "shadowed", "log-only"]
+
+SURFACE_CLASSES: tuple[SurfaceClass, ...] = get_args(SurfaceClass)
+"""Every surface class, in the order the documentation lists them: the one list that
+filters, tool schemas and the CLI offer."""
 
 SURFACE_ELIGIBLE_TYPES = frozenset(
     {"user/message", "assistant/message", "tool/result", "system/message"}

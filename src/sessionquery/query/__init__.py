@@ -1,6 +1,6 @@
 """The query service: live-first reads, filters, tracing and the search seam (SPEC §6)."""
 
-from sessionquery.query.backend import Corpus, LiveSnapshot, SearchBackend
+from sessionquery.query.backend import Corpus, LiveSnapshot, SearchBackend, SearchMatch
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import (
     AvailabilityIn,
@@ -55,6 +55,7 @@ __all__ = [
     "LiveSnapshot",
     "ParentIn",
     "SearchBackend",
+    "SearchMatch",
     "SeqBetween",
     "SessionFilter",
     "SessionLog",

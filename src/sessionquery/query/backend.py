@@ -9,15 +9,45 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
+from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionEvent, SessionHeader
 from sessionquery.persistence.base import PersistedSession, SessionPersistence
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import EventFilter, SessionFilter
 from sessionquery.query.types import EventSearchPage, SessionLog, SessionSearchPage
 
-__all__ = ["Corpus", "LiveSnapshot", "SearchBackend"]
+__all__ = [
+    "SEARCH_MATCHES",
+    "Corpus",
+    "LiveSnapshot",
+    "SearchBackend",
+    "SearchMatch",
+    "validate_match",
+]
+
+SearchMatch = Literal["phrase", "words"]
+"""How a search query matches an event (SPEC §13.3): ``"phrase"`` (the default) is the query
+as one literal phrase (SPEC §7); ``"words"`` is every word of the query somewhere in the
+event, in any order."""
+
+SEARCH_MATCHES: tuple[SearchMatch, ...] = ("phrase", "words")
+"""The accepted ``match`` values; anything else is ``INVALID_QUERY``."""
+
+
+def validate_match(match: object) -> SearchMatch:
+    """``match`` if it is one of :data:`SEARCH_MATCHES`.
+
+    Raises:
+        SessionQueryError: ``INVALID_QUERY`` naming the accepted values.
+    """
+    if isinstance(match, str) and match in SEARCH_MATCHES:
+        return "words" if match == "words" else "phrase"
+    raise SessionQueryError(
+        ErrorCode.INVALID_QUERY,
+        f"session-search match must be 'phrase' or 'words', not {match!r}",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +104,9 @@ class SearchBackend(Protocol):
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
     ) -> SessionSearchPage:
-        """Sessions matching ``query``, each with its best event (SPEC §7)."""
+        """Sessions matching ``query``, each with its best event (SPEC §7, §13.3)."""
         ...
 
     def search_events(
@@ -88,8 +119,9 @@ class SearchBackend(Protocol):
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
     ) -> EventSearchPage:
-        """Events of one session matching ``query`` (SPEC §7)."""
+        """Events of one session matching ``query`` (SPEC §7, §13.3)."""
         ...
 
     def close(self) -> None:

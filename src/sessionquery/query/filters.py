@@ -12,10 +12,12 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.model import SurfaceClass
+from sessionquery.model import SURFACE_CLASSES, SurfaceClass
+from sessionquery.model.textmatch import WHITESPACE_RUN, fold_case, split_words
+from sessionquery.query.types import Availability
 
 __all__ = [
     "AVAILABILITY_VALUES",
@@ -38,8 +40,10 @@ __all__ = [
     "validate_session_filters",
 ]
 
-AVAILABILITY_VALUES = ("live", "persisted")
-SURFACE_VALUES: tuple[SurfaceClass, ...] = ("current", "shadowed", "log-only")
+AVAILABILITY_VALUES: tuple[Availability, ...] = get_args(Availability)
+"""Every availability flag (``"live"``, ``"persisted"``)."""
+SURFACE_VALUES: tuple[SurfaceClass, ...] = SURFACE_CLASSES
+"""Every surface class (the model's :data:`~sessionquery.model.SURFACE_CLASSES`)."""
 
 
 def _invalid(message: str) -> SessionQueryError:
@@ -190,7 +194,12 @@ class SurfaceIn(_ListClause):
 class TextContains:
     """Events whose semantic text contains ``text``: literal, case-insensitive, and any run
     of whitespace in ``text`` matches any run of whitespace in the event. Scan only; search
-    backends reject it."""
+    backends reject it.
+
+    Whitespace and case folding are the original system's (JavaScript's ``\\s`` and its
+    simple case folding; see :mod:`sessionquery.model.textmatch`): ``"istanbul"`` does not
+    match ``"İstanbul"``, and U+FEFF is whitespace while U+0085 is not.
+    """
 
     text: str
     kind: ClassVar[str] = "text"
@@ -199,15 +208,16 @@ class TextContains:
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
             raise _invalid(f"session text filter must be a string, not {self.text!r}")
-        parts = self.text.split()
+        parts = split_words(self.text)
         if not parts:
             raise _invalid("session text filter must contain non-whitespace text")
-        pattern = re.compile(r"\s+".join(map(re.escape, parts)), re.IGNORECASE)
-        object.__setattr__(self, "pattern", pattern)
+        # Both sides are case-folded code point for code point, so the pattern is literal.
+        literal = WHITESPACE_RUN.join(re.escape(fold_case(part)) for part in parts)
+        object.__setattr__(self, "pattern", re.compile(literal))
 
     def matches(self, text: str) -> bool:
         """Whether ``text`` contains the filter text."""
-        return self.pattern.search(text) is not None
+        return self.pattern.search(fold_case(text)) is not None
 
 
 SessionFilter = IdIn | CwdIn | CreatedBetween | ParentIn | AvailabilityIn

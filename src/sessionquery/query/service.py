@@ -24,7 +24,7 @@ from typing import Self
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import validate_session_id
 from sessionquery.persistence.base import SessionPersistence
-from sessionquery.query.backend import Corpus, SearchBackend
+from sessionquery.query.backend import Corpus, SearchBackend, SearchMatch, validate_match
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.corpus import LiveStore, ServiceCorpus
@@ -353,8 +353,12 @@ class SessionQuery:
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
     ) -> SessionSearchPage:
         """Sessions matching ``query``, each with its best event (delegated to the backend).
+
+        ``match="phrase"`` (default) finds the query as one literal phrase; ``match="words"``
+        finds events containing every word of the query in any order (SPEC §13.3).
 
         Raises:
             SessionQueryError: ``SEARCH_DISABLED`` without a backend; otherwise whatever the
@@ -362,6 +366,7 @@ class SessionQuery:
                 ``INVALID_CURSOR``, ``STALE_CURSOR``, ``INDEX_FAILED``, ``ABORTED``...).
         """
         backend = self._backend()
+        match = validate_match(match)
         return backend.search_sessions(
             self._corpus,
             query,
@@ -370,6 +375,7 @@ class SessionQuery:
             limit=limit,
             cursor=cursor,
             cancel=cancel,
+            match=match,
         )
 
     def search_events(
@@ -381,13 +387,16 @@ class SessionQuery:
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
     ) -> EventSearchPage:
-        """Events of one session matching ``query`` (delegated to the backend).
+        """Events of one session matching ``query`` (delegated to the backend; ``match`` as
+        in :meth:`search_sessions`).
 
         Raises:
             SessionQueryError: as :meth:`search_sessions`, plus ``SESSION_NOT_FOUND``.
         """
         backend = self._backend()
+        match = validate_match(match)
         return backend.search_events(
             self._corpus,
             session_id,
@@ -396,6 +405,7 @@ class SessionQuery:
             limit=limit,
             cursor=cursor,
             cancel=cancel,
+            match=match,
         )
 
     # -- helpers -------------------------------------------------------------------------

@@ -19,25 +19,26 @@ compaction replaces the whole current surface; every other line is an ignorable 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from sessionquery.model import SessionHeader
+from sessionquery.model.jsonvalue import freeze_json
+from sessionquery.sources._builder import LogBuilder
+from sessionquery.sources._catalog import FileCatalog, ParsedFile, ParsedSession
 from sessionquery.sources._common import (
-    FileCatalog,
-    Line,
-    LogBuilder,
-    ParsedFile,
-    ParsedSession,
     Problem,
+    as_dict,
+    as_list,
     checked_id,
+    derived_id,
     dumps,
-    is_absolute_path,
     iso_to_ms,
-    jsonl_files,
-    readable_lines,
+    usable_cwd,
 )
+from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
+from sessionquery.sources._lines import Line, parse_lines
 
 __all__ = ["ClaudeCodeSource"]
 
@@ -79,14 +80,33 @@ class ClaudeCodeSource(FileCatalog):
     Args:
         projects_dir: a ``~/.claude/projects``-style directory (project folders holding
             ``<uuid>.jsonl`` transcripts); transcripts directly inside it are read too.
+        metadata_cache: a SQLite file that keeps what each transcript yields between runs
+            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
+        max_file_bytes: transcripts larger than this are reported and not read (256 MiB).
+        follow_outside_links: follow symbolic links that lead outside ``projects_dir``.
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
+            an importer cache (it is left untouched).
+        ValueError: ``max_file_bytes`` is not a positive integer.
     """
 
-    def __init__(self, projects_dir: str | os.PathLike[str]) -> None:
-        super().__init__(projects_dir, parse_claude_file)
-
-    def candidates(self) -> list[Path]:
-        """Every ``*.jsonl`` file under the projects directory."""
-        return jsonl_files(self.root, lambda _path: True)
+    def __init__(
+        self,
+        projects_dir: str | os.PathLike[str],
+        *,
+        metadata_cache: str | os.PathLike[str] | None = None,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        follow_outside_links: bool = False,
+    ) -> None:
+        super().__init__(
+            projects_dir,
+            parse_claude_file,
+            lambda _name: True,
+            metadata_cache=metadata_cache,
+            max_file_bytes=max_file_bytes,
+            follow_outside_links=follow_outside_links,
+        )
 
 
 # --------------------------------------------------------------------------- file level
@@ -96,30 +116,34 @@ def _is_agent_file(path: Path) -> bool:
     return path.name.startswith("agent-") or path.parent.name == "subagents"
 
 
-def parse_claude_file(path: Path, rel: str) -> ParsedFile:
-    """Parse one transcript into its sessions and problems (never raises for bad lines)."""
-    lines, problems = readable_lines(path, "empty transcript; no session imported")
+def parse_claude_file(path: Path, rel: str, data: bytes, mtime_ms: int) -> ParsedFile:
+    """Parse one transcript's bytes into its sessions and problems (never raises for bad
+    lines)."""
+    lines, problems = parse_lines(path, data, "empty transcript; no session imported")
     if not lines:
         return ParsedFile((), tuple(problems))
-    fallback_time = int(path.stat().st_mtime * 1000)
     file_id = _first(lines, "sessionId", checked_id)
     if file_id is None:
         problems.append(Problem(str(path), None, "no sessionId; id derived from the file name"))
     stem = path.name[: -len(".jsonl")]
     if _is_agent_file(path):
-        parent = path.parent.parent.name if path.parent.name == "subagents" else file_id
+        folder = path.parent.parent.name if path.parent.name == "subagents" else None
+        parent = derived_id(folder) if folder else file_id
         agent = _first(lines, "agentId", checked_id) or stem.removeprefix("agent-")
-        own_id = f"{parent}/agent-{agent}" if parent else stem
-        main = _session(own_id, lines, rel, path, problems, fallback_time, parent=parent)
+        own_id = derived_id(f"{parent}/agent-{agent}" if parent else stem)
+        main = _session(own_id, lines, rel, path, problems, mtime_ms, parent=parent)
         return ParsedFile((main,), tuple(problems))
-    own_id = file_id or stem
+    own_id = file_id or derived_id(stem)
     main_lines, sidechains = _split_sidechains(lines)
-    first_time = _first_time(lines) or fallback_time
+    first_time = _first_time(lines) or mtime_ms
     main = _session(own_id, main_lines, rel, path, problems, first_time, preferred=own_id == stem)
     sessions = [main]
     for root, chain in sidechains.items():
-        child_id = f"{own_id}/sidechain-{root}"
-        sessions.append(_session(child_id, chain, rel, path, problems, first_time, parent=own_id))
+        suffix = f"sidechain-{root}"
+        child = _session(
+            derived_id(f"{own_id}/{suffix}"), chain, rel, path, problems, first_time, parent=own_id
+        )
+        sessions.append(replace(child, suffix=suffix))
     return ParsedFile(tuple(sessions), tuple(problems))
 
 
@@ -180,8 +204,9 @@ def _session(  # noqa: PLR0917 - private helper, all arguments are required cont
     preferred: bool = False,
 ) -> ParsedSession:
     cwd = _first(lines, "cwd", lambda v: v if isinstance(v, str) and v else None)
-    if cwd is not None and not is_absolute_path(cwd):
-        problems.append(Problem(str(path), None, f"cwd {cwd!r} is not absolute; cwd is None"))
+    if cwd is not None and usable_cwd(cwd) is None:
+        message = f"cwd {cwd!r} is not absolute, or not valid text; cwd is None"
+        problems.append(Problem(str(path), None, message))
         cwd = None
     elif cwd is None and parent is None:
         problems.append(Problem(str(path), None, "no cwd on any line; cwd is None"))
@@ -196,7 +221,8 @@ def _session(  # noqa: PLR0917 - private helper, all arguments are required cont
     )
     stream = _Stream(LogBuilder(file=rel, last_time=created), path, problems)
     stream.convert(lines)
-    return ParsedSession(header, tuple(stream.builder.events), preferred)
+    builder = stream.builder
+    return ParsedSession(header, tuple(builder.events), tuple(builder.surface), preferred)
 
 
 # --------------------------------------------------------------------------- line level
@@ -300,7 +326,9 @@ class _Stream:
             self.builder.user_message(message_id, _user_blocks(rest), "user", line.number, time)
         else:
             self.builder.open_turn(line.number, time, explicit=False)
-            self.builder.user_message(message_id, _user_blocks(rest), "user", line.number, time)
+            blocks = _user_blocks(rest)
+            seq = self.builder.user_message(message_id, blocks, "user", line.number, time)
+            self.builder.derive_title(seq, blocks, line.number, time)
 
     def assistant(self, line: Line, record: dict[str, Any], time: int | None) -> None:
         self.flush_boundary()
@@ -328,7 +356,7 @@ class _Stream:
         last = _dict(_dict(group[-1].record).get("message"))
         extra: dict[str, Any] = {}
         if isinstance(last.get("usage"), dict):
-            extra["usage"] = last["usage"]
+            extra["usage"] = _storable(last["usage"])
         numbers = [part.number for part in group]
         self.builder.assistant_message(
             content, numbers if len(numbers) > 1 else line.number, time, extra
@@ -343,12 +371,16 @@ class _Stream:
         self.builder.emit("session/title", data, line.number, time)
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+_dict, _list = as_dict, as_list
 
 
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]
+def _storable(value: object) -> object:
+    """``value`` when the event model can store it, else a note saying it was dropped."""
+    try:
+        freeze_json(value)
+    except (ValueError, RecursionError):
+        return {"dropped": "not storable as lossless JSON"}
+    return value
 
 
 def _user_blocks(blocks: list[Any]) -> list[Any]:

@@ -28,20 +28,20 @@ from pathlib import Path
 from typing import Any
 
 from sessionquery.model import SessionHeader
+from sessionquery.sources._builder import LogBuilder
+from sessionquery.sources._catalog import FileCatalog, ParsedFile, ParsedSession
 from sessionquery.sources._common import (
-    FileCatalog,
-    Line,
-    LogBuilder,
-    ParsedFile,
-    ParsedSession,
     Problem,
+    as_dict,
+    as_list,
     checked_id,
+    derived_id,
     dumps,
-    is_absolute_path,
     iso_to_ms,
-    jsonl_files,
-    readable_lines,
+    usable_cwd,
 )
+from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
+from sessionquery.sources._lines import Line, parse_lines
 
 __all__ = ["CodexSource"]
 
@@ -81,22 +81,41 @@ class CodexSource(FileCatalog):
     Args:
         sessions_dir: a ``~/.codex/sessions``-style directory; ``rollout-*.jsonl`` files are
             found at any depth (``YYYY/MM/DD`` folders or flat).
+        metadata_cache: a SQLite file that keeps what each rollout yields between runs
+            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
+        max_file_bytes: rollouts larger than this are reported and not read (256 MiB).
+        follow_outside_links: follow symbolic links that lead outside ``sessions_dir``.
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
+            an importer cache (it is left untouched).
+        ValueError: ``max_file_bytes`` is not a positive integer.
     """
 
-    def __init__(self, sessions_dir: str | os.PathLike[str]) -> None:
-        super().__init__(sessions_dir, parse_codex_file)
+    def __init__(
+        self,
+        sessions_dir: str | os.PathLike[str],
+        *,
+        metadata_cache: str | os.PathLike[str] | None = None,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        follow_outside_links: bool = False,
+    ) -> None:
+        super().__init__(
+            sessions_dir,
+            parse_codex_file,
+            lambda name: name.startswith("rollout-"),
+            metadata_cache=metadata_cache,
+            max_file_bytes=max_file_bytes,
+            follow_outside_links=follow_outside_links,
+        )
 
-    def candidates(self) -> list[Path]:
-        """Every ``rollout-*.jsonl`` file under the sessions directory."""
-        return jsonl_files(self.root, lambda path: path.name.startswith("rollout-"))
 
-
-def parse_codex_file(path: Path, rel: str) -> ParsedFile:
-    """Parse one rollout into its session and problems (never raises for bad lines)."""
-    lines, problems = readable_lines(path, "empty rollout; no session imported")
+def parse_codex_file(path: Path, rel: str, data: bytes, mtime_ms: int) -> ParsedFile:
+    """Parse one rollout's bytes into its session and problems (never raises for bad lines)."""
+    lines, problems = parse_lines(path, data, "empty rollout; no session imported")
     if not lines:
         return ParsedFile((), tuple(problems))
-    header = _header(path, lines, problems)
+    header = _header(path, lines, problems, mtime_ms)
     builder = LogBuilder(file=rel, last_time=header.created_at)
     meta_seen = False
     for line in lines:
@@ -112,10 +131,11 @@ def parse_codex_file(path: Path, rel: str) -> ParsedFile:
             problems.append(Problem(str(path), line.number, message))
         _convert(builder, line, record)
     builder.finish(lines[-1].number)
-    return ParsedFile((ParsedSession(header, tuple(builder.events), True),), tuple(problems))
+    session = ParsedSession(header, tuple(builder.events), tuple(builder.surface), True)
+    return ParsedFile((session,), tuple(problems))
 
 
-def _header(path: Path, lines: list[Line], problems: list[Problem]) -> SessionHeader:
+def _header(path: Path, lines: list[Line], problems: list[Problem], mtime_ms: int) -> SessionHeader:
     meta: dict[str, Any] | None = None
     for line in lines:
         assert line.record is not None
@@ -125,7 +145,7 @@ def _header(path: Path, lines: list[Line], problems: list[Problem]) -> SessionHe
             break
     stem = path.name[: -len(".jsonl")]
     match = _UUID_TAIL.search(stem)
-    fallback_id = match.group(1) if match else stem
+    fallback_id = match.group(1) if match else derived_id(stem)
     if meta is None:
         problems.append(Problem(str(path), None, "no session_meta; id derived from the file name"))
         meta, stamp = {}, None
@@ -134,11 +154,12 @@ def _header(path: Path, lines: list[Line], problems: list[Problem]) -> SessionHe
     if created is None:
         created = next(
             (t for t in (iso_to_ms(_dict(ln.record).get("timestamp")) for ln in lines) if t),
-            int(path.stat().st_mtime * 1000),
+            mtime_ms,
         )
     cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
-    if cwd is not None and not is_absolute_path(cwd):
-        problems.append(Problem(str(path), None, f"cwd {cwd!r} is not absolute; cwd is None"))
+    if cwd is not None and usable_cwd(cwd) is None:
+        message = f"cwd {cwd!r} is not absolute, or not valid text; cwd is None"
+        problems.append(Problem(str(path), None, message))
         cwd = None
     elif cwd is None:
         problems.append(Problem(str(path), None, "no cwd in session_meta; cwd is None"))
@@ -209,7 +230,8 @@ def _response_item(builder: LogBuilder, line: Line, item: dict[str, Any], time: 
         else:
             if not (builder.turn_open and builder.turn_explicit):
                 builder.open_turn(number, time, explicit=False)
-            builder.user_message(message_id, blocks, "user", number, time)
+            seq = builder.user_message(message_id, blocks, "user", number, time)
+            builder.derive_title(seq, blocks, number, time)
         return True
     if kind == "reasoning":
         parts = [_dict(p).get("text") for p in _list(item.get("summary"))]
@@ -262,12 +284,7 @@ def _event_msg(builder: LogBuilder, line: Line, event: dict[str, Any], time: int
     return False
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]
+_dict, _list = as_dict, as_list
 
 
 def _message_blocks(content: object) -> list[dict[str, Any]]:

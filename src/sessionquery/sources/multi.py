@@ -2,8 +2,12 @@
 
 Rule: an id that occurs in exactly one source keeps its id; an id that occurs in two or more
 sources is written ``<label>:<id>`` in **every** source that has it (so no source "wins" by
-order). A ``parent_session`` naming a renamed id of the same source is rewritten with it.
-Ids are therefore stable across runs as long as the set of colliding ids does not change.
+order). An id that itself starts with ``<label>:`` for any label of the corpus is always
+written ``<its label>:<id>``, so a literal id can never equal a prefixed one: public ids are
+unique by construction (labels hold no ``:``). A prefixed id longer than 512 characters is cut
+and ends with a digest of the full form. A ``parent_session`` naming a renamed id of the same
+source is rewritten with it. Ids are stable across runs as long as the set of colliding ids
+does not change.
 """
 
 from __future__ import annotations
@@ -17,8 +21,15 @@ from typing import Any, Self
 
 from sessionquery.errors import PersistenceNotFound
 from sessionquery.model import SessionEvent, SessionHeader
-from sessionquery.persistence.base import PersistedSession, ReadHandle, SessionPersistence
-from sessionquery.sources._common import Problem
+from sessionquery.persistence.base import (
+    DocumentLog,
+    DocumentSource,
+    PersistedSession,
+    ReadHandle,
+    SessionPersistence,
+)
+from sessionquery.sources._common import Problem, derived_id
+from sessionquery.sources._documents import documents_of
 from sessionquery.sources.claude import ClaudeCodeSource
 from sessionquery.sources.codex import CodexSource
 
@@ -75,7 +86,7 @@ class MultiSource:
             and ``source<N>`` (0-based position) otherwise.
 
     Raises:
-        ValueError: two sources share a label.
+        ValueError: two sources share a label, or a label is empty or holds ``:``.
     """
 
     def __init__(
@@ -90,9 +101,16 @@ class MultiSource:
         labels = [label for label, _ in pairs]
         if len(set(labels)) != len(labels):
             raise ValueError(f"source labels must be unique, got {labels}")
+        for label in labels:
+            if not isinstance(label, str) or not label or ":" in label:
+                raise ValueError(
+                    f"a source label must be a non-empty string without ':', not {label!r}"
+                )
+        self._prefixes = tuple(f"{label}:" for label in labels)
         self._sources: Sequence[tuple[str, SessionPersistence]] = tuple(pairs)
         self._lock = threading.Lock()
         self._routes: dict[str, tuple[int, str]] = {}
+        self._owners: dict[str, set[int]] = {}
 
     @property
     def labels(self) -> list[str]:
@@ -108,24 +126,28 @@ class MultiSource:
         out: list[PersistedSession] = []
         routes: dict[str, tuple[int, str]] = {}
         for index, listing in enumerate(per_source):
-            label = self._sources[index][0]
-
-            def public(own: str, label: str = label) -> str:
-                return f"{label}:{own}" if len(owners.get(own, ())) > 1 else own
-
             for entry in listing:
-                header = entry.header
-                parent = header.parent_session
-                renamed = replace(
-                    header,
-                    id=public(header.id),
-                    parent_session=public(parent) if parent is not None else None,
-                )
-                routes[renamed.id] = (index, header.id)
+                renamed = self._renamed(entry.header, index, owners)
+                routes[renamed.id] = (index, entry.header.id)
                 out.append(replace(entry, header=renamed))
         with self._lock:
-            self._routes = routes
+            self._routes, self._owners = routes, owners
         return out
+
+    def _public(self, own: str, index: int, owners: dict[str, set[int]]) -> str:
+        if len(owners.get(own, ())) > 1 or own.startswith(self._prefixes):
+            return derived_id(f"{self._sources[index][0]}:{own}")
+        return own
+
+    def _renamed(
+        self, header: SessionHeader, index: int, owners: dict[str, set[int]]
+    ) -> SessionHeader:
+        parent = header.parent_session
+        return replace(
+            header,
+            id=self._public(header.id, index, owners),
+            parent_session=self._public(parent, index, owners) if parent is not None else None,
+        )
 
     def list(self) -> list[PersistedSession]:
         """Every session of every source, with collision-free ids."""
@@ -153,6 +175,31 @@ class MultiSource:
         index, own = route
         inner = self._sources[index][1].open_read(own)
         return _RenamedHandle(inner, entry.header)
+
+    def read_documents(self, session_id: str) -> DocumentLog:
+        """The searchable documents of one session, from its source's own fast path when it
+        has one (else from a full read), with the header renamed as :meth:`list` names it.
+
+        Raises:
+            PersistenceNotFound: no source has that id.
+            PersistenceCorrupt: as raised by the owning source.
+        """
+        with self._lock:
+            route, owners = self._routes.get(session_id), self._owners
+        if route is None:
+            self._listing()
+            with self._lock:
+                route, owners = self._routes.get(session_id), self._owners
+        if route is None:
+            raise PersistenceNotFound(f"session {session_id!r} is in none of {self.labels}")
+        index, own = route
+        source = self._sources[index][1]
+        log = (
+            source.read_documents(own)
+            if isinstance(source, DocumentSource)
+            else documents_of(source, own)
+        )
+        return replace(log, header=self._renamed(log.header, index, owners))
 
     def problems(self) -> builtins.list[Problem]:
         """The problems of every source that reports them, in source order."""

@@ -31,6 +31,7 @@ __all__ = [
     "ToolCaller",
     "VisibleLineage",
     "is_authorized",
+    "is_visible",
     "no_current_step",
     "project_lineage",
     "unauthorized",
@@ -102,11 +103,19 @@ class ToolCaller:
         return cls(session_id=session.id, cwd=session.header.cwd, current_step_seq=current)
 
 
+def is_visible(session_id: str, cwd: str | None, caller: ToolCaller) -> bool:
+    """Whether ``caller`` may see the session ``session_id`` recorded with ``cwd``.
+
+    The workspace rule of this module, and its only statement: every check calls it.
+    """
+    if session_id == caller.session_id:
+        return cwd == caller.cwd
+    return caller.cwd is not None and cwd == caller.cwd
+
+
 def is_authorized(header: SessionHeader, caller: ToolCaller) -> bool:
-    """Whether ``caller`` may see the session with this header (the module's rule)."""
-    if header.id == caller.session_id:
-        return header.cwd == caller.cwd
-    return caller.cwd is not None and header.cwd == caller.cwd
+    """Whether ``caller`` may see the session with this header (see :func:`is_visible`)."""
+    return is_visible(header.id, header.cwd, caller)
 
 
 def unauthorized() -> SessionQueryError:

@@ -1,34 +1,33 @@
-"""Checking and normalising the arguments a model passes to the five tools.
+"""Normalising a model's tool arguments into the service's requests (reference contract §6.5).
 
-Invariants:
+Arguments are first checked against the tool's JSON Schema by
+:mod:`sessionquery.tools.validation`; this module then applies the semantic checks and turns
+them into filters. Invariants:
 
-* arguments are checked against the tool's JSON Schema **without coercion**: a string is
-  never an integer, a boolean is never an integer, ``1.5`` and ``1.0`` are not integers,
-  ``null`` is not a value of any property; unknown properties are rejected and required ones
-  must be present;
-* schema violations raise ``SessionQueryError(SESSION_QUERY_TOOL_INVALID_ARGUMENTS)``; the
-  semantic checks of the reference contract §6.5 keep its codes (``INVALID_QUERY`` for the
-  query, ``INVALID_FILTER`` for arrays, seq values and timestamps); every message names the
-  argument and says what is wrong, and none of them is ever sanitised;
-* timestamps are ISO 8601 with a ``T`` and a mandatory ``Z`` or ``±HH:MM`` offset and turn
-  into inclusive epoch-millisecond bounds: digits below the millisecond move a lower bound up
-  to the next millisecond and leave an upper bound on its millisecond, so the bounds never
-  admit an event outside the exact instant range. A range whose exact instants are ordered but
-  whose millisecond bounds cross (both inside one millisecond) matches nothing.
+* the semantic checks keep the reference contract's codes (``INVALID_QUERY`` for the query,
+  ``INVALID_FILTER`` for arrays, seq values and timestamps); every message names the argument
+  and says what is wrong, and none of them is ever sanitised;
+* the query is trimmed and whitespace-collapsed with the original's whitespace set
+  (:mod:`sessionquery.model.textmatch`);
+* timestamps are ISO 8601 with a ``T`` and a mandatory ``Z`` or ``±HH:MM`` offset, at most
+  :data:`MAX_TIMESTAMP_CHARS` characters, parsed exactly by
+  :func:`sessionquery.model.timestamp.parse_iso_timestamp` and turned into inclusive
+  epoch-millisecond bounds: digits below the millisecond move a lower bound up to the next
+  millisecond and leave an upper bound on its millisecond, so the bounds never admit an
+  event outside the exact instant range. A range whose exact instants are ordered but whose
+  millisecond bounds cross (both inside one millisecond) matches nothing.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from fractions import Fraction
 from typing import Any
 
-from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
+from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import validate_session_id
+from sessionquery.model.textmatch import collapse_whitespace
+from sessionquery.model.timestamp import Instant, TimestampError, parse_iso_timestamp
 from sessionquery.query.filters import (
     AvailabilityIn,
     CreatedBetween,
@@ -46,19 +45,17 @@ from sessionquery.tools.schemas import (
     EVENT_TRACE,
     SESSION_SEARCH,
     SESSION_TRACE,
-    input_schema,
 )
+from sessionquery.tools.validation import MAX_INTEGER_DIGITS, args_error, check_arguments
 
 __all__ = [
     "MAX_SAFE_INTEGER",
+    "MAX_TIMESTAMP_CHARS",
     "EventReadArgs",
     "EventSearchArgs",
     "EventTraceArgs",
     "SessionSearchArgs",
-    "TimeBound",
     "TraceArgs",
-    "check_arguments",
-    "parse_arguments",
     "parse_event_read",
     "parse_event_search",
     "parse_event_trace",
@@ -70,190 +67,34 @@ __all__ = [
 MAX_SAFE_INTEGER = 2**53 - 1
 """The largest seq the tools accept (the JSON-safe integer range)."""
 
-_TIMESTAMP = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})",
-    re.ASCII,  # ISO 8601 digits are 0-9; Python's \d would also take other scripts' digits
-)
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_JSON_TYPE_NAMES = {
-    str: "string",
-    int: "integer",
-    float: "number",
-    bool: "boolean",
-    list: "array",
-    dict: "object",
-    type(None): "null",
-}
-
-
-def _args_error(message: str) -> SessionQueryError:
-    return SessionQueryError(ToolErrorCode.INVALID_ARGUMENTS, message)
+MAX_TIMESTAMP_CHARS = 64
+"""The longest timestamp text accepted (``2025-01-31T09:30:00.123456789+01:00`` has 35)."""
 
 
 def _filter_error(message: str) -> SessionQueryError:
     return SessionQueryError(ErrorCode.INVALID_FILTER, message)
 
 
-def _json_type(value: object) -> str:
-    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
-
-
-# --- schema check ---------------------------------------------------------------------------
-
-
-def parse_arguments(raw: object) -> dict[str, Any]:
-    """Turn a tool call's raw arguments (a mapping or a JSON text) into a plain dict.
+def parse_timestamp(name: str, text: str) -> Instant:
+    """Parse the timestamp argument ``name`` into an exact instant.
 
     Raises:
-        SessionQueryError: ``SESSION_QUERY_TOOL_INVALID_ARGUMENTS`` when the text is not JSON
-            or the value is not an object.
+        SessionQueryError: ``INVALID_FILTER`` naming ``name`` when the text is too long, has
+            the wrong shape or names an impossible date, time or offset.
     """
-    if isinstance(raw, str):
-        text = raw.strip() or "{}"
-        try:
-            raw = json.loads(text, parse_constant=_reject_constant)
-        except ValueError:
-            raise _args_error(
-                "arguments must be a JSON object; the text is not valid JSON"
-            ) from None
-    if not isinstance(raw, Mapping):
-        raise _args_error(f"arguments must be a JSON object, not {_json_type(raw)}")
-    arguments: dict[str, Any] = {}
-    for key, value in raw.items():
-        if not isinstance(key, str):
-            raise _args_error(f"argument names must be strings, not {key!r}")
-        arguments[key] = value
-    return arguments
-
-
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-def check_arguments(tool: str, arguments: Mapping[str, Any]) -> None:
-    """Check ``arguments`` against the JSON Schema of ``tool`` without coercing anything.
-
-    Raises:
-        SessionQueryError: ``SESSION_QUERY_TOOL_INVALID_ARGUMENTS`` naming the first unknown,
-            missing or wrongly typed argument.
-    """
-    schema = input_schema(tool)
-    properties: dict[str, Any] = schema["properties"]
-    for name in arguments:
-        if name not in properties:
-            accepted = ", ".join(properties) or "no arguments"
-            raise _args_error(f"unknown argument {name!r}; {tool} accepts: {accepted}")
-    for name in schema.get("required", []):
-        if name not in arguments:
-            raise _args_error(f"{name} is required")
-    for name, value in arguments.items():
-        _check_value(name, value, properties[name])
-
-
-def _check_value(name: str, value: object, schema: Mapping[str, Any]) -> None:
-    expected = schema["type"]
-    if value is None:
-        raise _args_error(f"{name} must be {_article(expected)}; omit it instead of sending null")
-    if not _has_type(value, expected):
-        raise _args_error(f"{name} must be {_article(expected)}, not {_describe(value)}")
-    if expected == "array":
-        assert isinstance(value, list)
-        items: Mapping[str, Any] = schema["items"]
-        for index, item in enumerate(value):
-            if not _has_type(item, items["type"]):
-                raise _args_error(
-                    f"{name}[{index}] must be {_article(items['type'])}, not {_describe(item)}"
-                )
-            allowed = items.get("enum")
-            if allowed is not None and item not in allowed:
-                raise _args_error(
-                    f"{name}[{index}] must be one of {', '.join(allowed)}, not {item!r}"
-                )
-
-
-def _has_type(value: object, expected: str) -> bool:
-    if expected == "integer":
-        return type(value) is int
-    if expected == "boolean":
-        return type(value) is bool
-    if expected == "string":
-        return isinstance(value, str)
-    if expected == "array":
-        return isinstance(value, list)
-    return False  # pragma: no cover - the schemas use only the four types above
-
-
-def _article(json_type: str) -> str:
-    return f"an {json_type}" if json_type[0] in "aeiou" else f"a {json_type}"
-
-
-def _describe(value: object) -> str:
-    kind = _json_type(value)
-    if isinstance(value, bool | int | float):
-        return f"{kind} {json.dumps(value)}"
-    return kind
-
-
-# --- semantic normalisation -----------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TimeBound:
-    """A parsed timestamp: the exact instant and its inclusive millisecond bounds.
-
-    Attributes:
-        exact: the instant in epoch milliseconds, exactly (sub-millisecond digits kept).
-        lower_ms: the millisecond bound when used as a range start.
-        upper_ms: the millisecond bound when used as a range end.
-    """
-
-    exact: Fraction
-    lower_ms: int
-    upper_ms: int
-
-
-def parse_timestamp(name: str, text: str) -> TimeBound:
-    """Parse an ISO 8601 timestamp with a mandatory offset into millisecond bounds.
-
-    Raises:
-        SessionQueryError: ``INVALID_FILTER`` naming ``name`` when the text has the wrong
-            shape or an impossible date, time or offset.
-    """
-    match = _TIMESTAMP.fullmatch(text)
-    if match is None:
+    if len(text) > MAX_TIMESTAMP_CHARS:
         raise _filter_error(
-            f"{name} must be an ISO 8601 timestamp with Z or a numeric offset, "
-            f"e.g. 2025-01-31T09:30:00Z or 2025-01-31T10:30:00.250+01:00"
+            f"{name} must be an ISO 8601 timestamp of at most {MAX_TIMESTAMP_CHARS} characters"
         )
-    year, month, day, hour, minute = (int(match.group(i)) for i in range(1, 6))
-    second = int(match.group(6) or 0)
-    fraction = match.group(7) or ""
-    offset = match.group(8)
     try:
-        if second > 59:
-            raise ValueError("leap seconds are not accepted")
-        offset_minutes = _offset_minutes(offset)
-        local = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
-    except ValueError:
+        return parse_iso_timestamp(text)
+    except TimestampError as exc:
+        if exc.wrong_shape:
+            raise _filter_error(
+                f"{name} must be an ISO 8601 timestamp with Z or a numeric offset, "
+                f"e.g. 2025-01-31T09:30:00Z or 2025-01-31T10:30:00.250+01:00"
+            ) from None
         raise _filter_error(f"{name} must be a valid ISO 8601 timestamp, not {text!r}") from None
-    delta = local - _EPOCH - timedelta(minutes=offset_minutes)
-    whole_ms = (delta.days * 86_400 + delta.seconds) * 1000
-    exact = Fraction(whole_ms) + (
-        Fraction(int(fraction), 10 ** len(fraction)) * 1000 if fraction else 0
-    )
-    floor_ms = int(exact // 1)
-    has_sub_ms = exact != floor_ms
-    return TimeBound(exact=exact, lower_ms=floor_ms + has_sub_ms, upper_ms=floor_ms)
-
-
-def _offset_minutes(offset: str) -> int:
-    if offset == "Z":
-        return 0
-    hours, minutes = int(offset[1:3]), int(offset[4:6])
-    if hours > 23 or minutes > 59:
-        raise ValueError("offset out of range")
-    total = hours * 60 + minutes
-    return -total if offset[0] == "-" else total
 
 
 def _time_range(
@@ -263,13 +104,13 @@ def _time_range(
     start = parse_timestamp(name_from, arguments[name_from]) if name_from in arguments else None
     end = parse_timestamp(name_to, arguments[name_to]) if name_to in arguments else None
     if start is not None and end is not None:
-        if start.exact > end.exact:
+        if start > end:
             raise _filter_error(f"{name_from} must be earlier than or equal to {name_to}")
-        if start.lower_ms > end.upper_ms:
-            return start.lower_ms, end.upper_ms, True
+        if start.ceil_ms > end.floor_ms:
+            return start.ceil_ms, end.floor_ms, True
     return (
-        None if start is None else start.lower_ms,
-        None if end is None else end.upper_ms,
+        None if start is None else start.ceil_ms,
+        None if end is None else end.floor_ms,
         False,
     )
 
@@ -280,7 +121,12 @@ def _seq(name: str, arguments: Mapping[str, Any]) -> int | None:
         return None
     assert type(value) is int
     if value < 0 or value > MAX_SAFE_INTEGER:
-        raise _filter_error(f"{name} must be a non-negative safe integer, not {value}")
+        shown = (
+            str(value)
+            if abs(value) < 10**MAX_INTEGER_DIGITS
+            else f"an integer of more than {MAX_INTEGER_DIGITS} digits"
+        )
+        raise _filter_error(f"{name} must be a non-negative safe integer, not {shown}")
     return value
 
 
@@ -306,7 +152,7 @@ def _session_id(name: str, value: object) -> str:
     try:
         return validate_session_id(value, name)
     except ValueError as exc:
-        raise _args_error(str(exc)) from None
+        raise args_error(str(exc)) from None
 
 
 def _ids(name: str, arguments: Mapping[str, Any]) -> tuple[str, ...] | None:
@@ -325,7 +171,7 @@ def _query(arguments: Mapping[str, Any]) -> str:
     raw: str = arguments["query"]
     if "\x00" in raw:
         raise SessionQueryError(ErrorCode.INVALID_QUERY, "query must not contain NUL characters")
-    query = " ".join(raw.split())
+    query = collapse_whitespace(raw)
     if not query:
         raise SessionQueryError(ErrorCode.INVALID_QUERY, "query must contain non-whitespace text")
     return query

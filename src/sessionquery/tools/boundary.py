@@ -9,6 +9,9 @@ Every service call a tool makes goes through :meth:`ServiceBoundary.run`. Invari
   sentence chosen by code alone (:data:`SANITIZED_MESSAGES`): no path, SQL, stack, foreign id
   or service wording can reach the model; ``INVALID_CONFIG``, ``SOURCE_CONFLICT``, foreign
   exceptions and failures while classifying become ``SESSION_QUERY_TOOL_FAILED``;
+* the two retryable codes tell the model to try again: ``BUSY`` with a fixed sentence,
+  ``INDEX_BUILDING`` with the build's progress (``N of M sessions``), the only detail that
+  ever crosses, and only as two non-negative integers taken from the error's ``context``;
 * the full diagnostic (message, cause chain, stack) goes to this module's logger only;
 * a search deadline set by the tools (not by the caller) that expires is reported as a
   timeout the model can act on (code ``SESSION_QUERY_ABORTED``).
@@ -26,6 +29,8 @@ from sessionquery.query.cancel import CancelToken
 from sessionquery.tools.access import unauthorized
 
 __all__ = [
+    "BUSY_MESSAGE",
+    "INDEX_BUILDING_MESSAGE",
     "SANITIZED_MESSAGES",
     "SEARCH_TIMEOUT_MESSAGE",
     "TOOL_FAILED_MESSAGE",
@@ -45,6 +50,10 @@ SEARCH_TIMEOUT_MESSAGE = (
     "session search ran out of time; narrow the query or add filters and try again"
 )
 
+BUSY_MESSAGE = "session history is busy with other writers; try again shortly"
+INDEX_BUILDING_MESSAGE = "the history index is still being built; try again shortly"
+"""The ``INDEX_BUILDING`` sentence when the error carries no usable progress numbers."""
+
 SANITIZED_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.ABORTED: "session query was cancelled",
     ErrorCode.CORRUPT_SESSION: "session event history is corrupt",
@@ -61,6 +70,8 @@ SANITIZED_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.SEARCH_DISABLED: "session search is disabled in this deployment",
     ErrorCode.SESSION_NOT_FOUND: "session was not found",
     ErrorCode.STALE_CURSOR: "session history changed while paging; retry the complete search call",
+    ErrorCode.BUSY: BUSY_MESSAGE,
+    ErrorCode.INDEX_BUILDING: INDEX_BUILDING_MESSAGE,
 }
 """Fixed model-facing messages by code. ``INVALID_CONFIG`` and ``SOURCE_CONFLICT`` are absent
 on purpose: they describe the deployment, not the request, and become the generic failure."""
@@ -100,9 +111,25 @@ def sanitize(exc: BaseException) -> SessionQueryError:
     if isinstance(exc, SessionQueryError):
         if exc.code is ToolErrorCode.UNAUTHORIZED:
             return unauthorized()
+        if exc.code is ErrorCode.INDEX_BUILDING:
+            return _index_building(exc)
         if isinstance(exc.code, ErrorCode) and exc.code in SANITIZED_MESSAGES:
             return SessionQueryError(exc.code, SANITIZED_MESSAGES[exc.code])
     return tool_failed()
+
+
+def _index_building(exc: SessionQueryError) -> SessionQueryError:
+    """``INDEX_BUILDING`` with its progress, when the context holds two sane counts."""
+    indexed = exc.context.get("sessions_indexed")
+    total = exc.context.get("sessions_total")
+    if type(indexed) is int and type(total) is int and 0 <= indexed <= total:
+        return SessionQueryError(
+            ErrorCode.INDEX_BUILDING,
+            f"the history index is still being built: {indexed} of {total} sessions; "
+            "try again shortly",
+            context={"sessions_indexed": indexed, "sessions_total": total},
+        )
+    return SessionQueryError(ErrorCode.INDEX_BUILDING, INDEX_BUILDING_MESSAGE)
 
 
 def is_caller_cancellation(exc: BaseException, cancel: CancelToken | None) -> bool:

@@ -14,11 +14,13 @@ caller's own session nor a session outside the caller's workspace.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Protocol, TypeVar
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
+from sessionquery.query.backend import SearchMatch
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import (
     CwdIn,
@@ -44,6 +46,7 @@ from sessionquery.tools.access import (
     NO_WORKSPACE_SEARCH_MESSAGE,
     ToolCaller,
     is_authorized,
+    is_visible,
     no_current_step,
     project_lineage,
     unauthorized,
@@ -62,6 +65,9 @@ __all__ = ["Operations", "QueryService"]
 logger = logging.getLogger(__name__)
 
 H = TypeVar("H")
+
+# Title-read outcomes that mean the session is no longer there for this caller.
+_GONE_CODES = frozenset({ToolErrorCode.UNAUTHORIZED, ErrorCode.SESSION_NOT_FOUND})
 
 
 class QueryService(Protocol):
@@ -110,6 +116,7 @@ class QueryService(Protocol):
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
     ) -> SessionSearchPage:
         """One page of session hits."""
         ...
@@ -123,6 +130,7 @@ class QueryService(Protocol):
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
     ) -> EventSearchPage:
         """One page of event hits."""
         ...
@@ -166,7 +174,6 @@ class Operations:
         filters.append(CwdIn((cwd,)))
         if args.empty:
             return render.NO_SESSION_MATCHES
-        fetch = partial(self._session_page, args.query, tuple(filters), args.event_filters)
         seen: set[str] = set()
 
         def accept(hit: SessionSearchHit) -> bool:
@@ -176,15 +183,29 @@ class Operations:
             seen.add(hit.record.id)
             return True
 
+        fallback = False
+        fetch = partial(self._session_page, args.query, tuple(filters), args.event_filters)
         hits, capped = self._collect(fetch, accept)
+        if not hits and _several_words(args.query):
+            words = partial(
+                self._session_page, args.query, tuple(filters), args.event_filters, match="words"
+            )
+            hits, capped = self._collect(words, accept)
+            fallback = bool(hits)
+        # A hit whose session changed since it was indexed (deleted, or replaced by one from
+        # another workspace) is dropped here: one stale hit never fails the whole answer.
+        titles = self._titles([hit.record.id for hit in hits], drop_hidden=True)
+        hits = [hit for hit in hits if hit.record.id in titles]
+        fallback = fallback and bool(hits)
         visible_parents = self._authorized_ids(
             [p for hit in hits if (p := hit.record.header.parent_session) is not None]
         )
-        titles = self._titles([hit.record.id for hit in hits])
         rows = [
             (hit, titles[hit.record.id], self._parent_text(hit, visible_parents)) for hit in hits
         ]
-        return render.render_session_search(rows, capped=capped, cap=self._max)
+        return render.render_session_search(
+            rows, capped=capped, cap=self._max, words_fallback=fallback
+        )
 
     def session_event_search(self, args: EventSearchArgs) -> str:
         """``session_event_search``: one session's events matching the query."""
@@ -208,7 +229,14 @@ class Operations:
         filters.extend(args.other_filters)
         fetch = partial(self._event_page, target, args.query, tuple(filters))
         hits, capped = self._collect(fetch, lambda _hit: True)
-        return render.render_event_search(target, title, hits, capped=capped, cap=self._max)
+        fallback = False
+        if not hits and _several_words(args.query):
+            words = partial(self._event_page, target, args.query, tuple(filters), match="words")
+            hits, capped = self._collect(words, lambda _hit: True)
+            fallback = bool(hits)
+        return render.render_event_search(
+            target, title, hits, capped=capped, cap=self._max, words_fallback=fallback
+        )
 
     def session_trace(self, args: TraceArgs) -> str:
         """``session_trace``: the visible lineage around one session."""
@@ -270,14 +298,7 @@ class Operations:
         self._post_check(record.id, record.header.cwd, target)
 
     def _post_check(self, seen_id: str, seen_cwd: str | None, target: str) -> None:
-        caller = self._caller
-        if seen_id != target:
-            raise unauthorized()
-        if seen_id == caller.session_id:
-            allowed = seen_cwd == caller.cwd
-        else:
-            allowed = caller.cwd is not None and seen_cwd == caller.cwd
-        if not allowed:
+        if seen_id != target or not is_visible(seen_id, seen_cwd, self._caller):
             raise unauthorized()
 
     def _authorized_ids(self, ids: Iterable[str]) -> set[str]:
@@ -310,8 +331,12 @@ class Operations:
 
     # --- titles -----------------------------------------------------------------------------
 
-    def _titles(self, ids: Sequence[str]) -> dict[str, str]:
-        """Display titles for ``ids`` from one ``read_title_snapshots`` call."""
+    def _titles(self, ids: Sequence[str], *, drop_hidden: bool = False) -> dict[str, str]:
+        """Display titles for ``ids`` from one ``read_title_snapshots`` call.
+
+        A session that no longer passes the workspace check (its header moved workspace, or
+        it is gone) fails the whole call, or with ``drop_hidden`` is left out of the result.
+        """
         unique = list(dict.fromkeys(ids))
         if not unique:
             return {}
@@ -320,19 +345,27 @@ class Operations:
         )
         titles = dict.fromkeys(unique, render.UNTITLED)
         for result in results:
-            if result.session_id not in titles:
+            session_id = result.session_id
+            if session_id not in titles:
                 continue
             if result.error is None and result.header is not None:
-                self._post_check(result.header.id, result.header.cwd, result.session_id)
-                titles[result.session_id] = (
-                    render.UNTITLED if result.title is None else result.title.title
-                )
+                header = result.header
+                if drop_hidden and (
+                    header.id != session_id or not is_authorized(header, self._caller)
+                ):
+                    del titles[session_id]
+                    continue
+                self._post_check(header.id, header.cwd, session_id)
+                titles[session_id] = render.display_title(result.title)
                 continue
             safe = sanitize(result.error) if result.error is not None else sanitize(ValueError())
             logger.warning("session title read failed: %r", result.error)
+            if drop_hidden and safe.code in _GONE_CODES:
+                del titles[session_id]
+                continue
             if safe.code is ToolErrorCode.UNAUTHORIZED:
                 raise safe
-            titles[result.session_id] = render.title_unavailable(safe.code.value)
+            titles[session_id] = render.title_unavailable(safe.code.value)
         return titles
 
     # --- searching --------------------------------------------------------------------------
@@ -343,26 +376,49 @@ class Operations:
         session_filters: tuple[SessionFilter, ...],
         event_filters: tuple[EventFilter, ...],
         cursor: str | None,
+        *,
+        match: SearchMatch = "phrase",
     ) -> tuple[Sequence[SessionSearchHit], str | None]:
-        page = self._boundary.run(
-            lambda token: self._query.search_sessions(
+        def call(token: CancelToken | None) -> SessionSearchPage:
+            if match == "phrase":  # no ``match``: phrase is every service's default
+                return self._query.search_sessions(
+                    query,
+                    session_filters=session_filters,
+                    event_filters=event_filters,
+                    cursor=cursor,
+                    cancel=token,
+                )
+            return self._query.search_sessions(
                 query,
                 session_filters=session_filters,
                 event_filters=event_filters,
                 cursor=cursor,
                 cancel=token,
+                match=match,
             )
-        )
+
+        page = self._boundary.run(call)
         return page.items, page.next_cursor
 
     def _event_page(
-        self, target: str, query: str, filters: tuple[EventFilter, ...], cursor: str | None
+        self,
+        target: str,
+        query: str,
+        filters: tuple[EventFilter, ...],
+        cursor: str | None,
+        *,
+        match: SearchMatch = "phrase",
     ) -> tuple[Sequence[EventSearchHit], str | None]:
-        page = self._boundary.run(
-            lambda token: self._query.search_events(
-                target, query, filters=filters, cursor=cursor, cancel=token
+        def call(token: CancelToken | None) -> EventSearchPage:
+            if match == "phrase":
+                return self._query.search_events(
+                    target, query, filters=filters, cursor=cursor, cancel=token
+                )
+            return self._query.search_events(
+                target, query, filters=filters, cursor=cursor, cancel=token, match=match
             )
-        )
+
+        page = self._boundary.run(call)
         self._post_check(page.session.id, page.session.cwd, target)
         return page.items, page.next_cursor
 
@@ -395,3 +451,12 @@ class Operations:
                 )
             cursors.add(next_cursor)
             cursor = next_cursor
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _several_words(query: str) -> bool:
+    """Whether ``query`` has two or more words (runs of letters and digits), so that a
+    phrase search finding nothing is retried as ``match="words"`` (SPEC §13.3)."""
+    return len(_WORD.findall(query)) >= 2

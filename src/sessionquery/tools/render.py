@@ -19,7 +19,8 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
-from sessionquery.model import SessionEvent, extract_event_text
+from sessionquery.model import SessionEvent, TitleSnapshot, extract_event_text
+from sessionquery.model.textmatch import is_blank
 from sessionquery.query.types import (
     EventRecord,
     EventSearchHit,
@@ -37,7 +38,9 @@ __all__ = [
     "OUTSIDE_PARENT_MARKER",
     "SUBTREE_MARKER",
     "UNTITLED",
+    "WORDS_FALLBACK_LINE",
     "availability_text",
+    "display_title",
     "event_cap_sentence",
     "format_time",
     "one_line",
@@ -53,6 +56,10 @@ __all__ = [
 UNTITLED = "untitled"
 NO_SESSION_MATCHES = "No prior session matches found."
 NO_EVENT_MATCHES = "No prior event matches found."
+WORDS_FALLBACK_LINE = (
+    "The exact phrase was not found; these results contain all of its words, in any order."
+)
+"""Heads search results answered with ``match="words"`` after the phrase found nothing."""
 OUTSIDE_PARENT_MARKER = "[outside workspace]"
 ANCESTOR_BOUNDARY_MARKER = "[outside workspace boundary]"
 SUBTREE_MARKER = "[outside workspace subtree]"
@@ -78,6 +85,14 @@ def format_time(epoch_ms: int) -> str:
 def one_line(text: str) -> str:
     """``text`` with every run of whitespace (newlines included) turned into one space."""
     return " ".join(text.split())
+
+
+def display_title(snapshot: TitleSnapshot | None) -> str:
+    """The title shown for a session: its title, or ``untitled`` when it has none or the
+    last title event set a blank one."""
+    if snapshot is None or is_blank(snapshot.title):
+        return UNTITLED
+    return snapshot.title
 
 
 def title_unavailable(code: str) -> str:
@@ -120,7 +135,11 @@ def _seqs(seqs: Sequence[int]) -> str:
 
 
 def render_session_search(
-    hits: Sequence[tuple[SessionSearchHit, str, str]], *, capped: bool, cap: int
+    hits: Sequence[tuple[SessionSearchHit, str, str]],
+    *,
+    capped: bool,
+    cap: int,
+    words_fallback: bool = False,
 ) -> str:
     """Render ``session_search`` results.
 
@@ -129,10 +148,13 @@ def render_session_search(
             parent id or :data:`OUTSIDE_PARENT_MARKER`.
         capped: whether more hits existed beyond ``cap``.
         cap: the configured result cap.
+        words_fallback: the hits contain the query's words, not its exact phrase; the
+            results are headed by :data:`WORDS_FALLBACK_LINE`.
     """
     if not hits:
         return NO_SESSION_MATCHES
-    lines = [f"Session search results ({len(hits)}):"]
+    lines = [WORDS_FALLBACK_LINE] if words_fallback else []
+    lines.append(f"Session search results ({len(hits)}):")
     for number, (hit, title, parent) in enumerate(hits, start=1):
         record, best = hit.record, hit.best_match
         lines += [
@@ -150,13 +172,22 @@ def render_session_search(
 
 
 def render_event_search(
-    session_id: str, title: str, hits: Sequence[EventSearchHit], *, capped: bool, cap: int
+    session_id: str,
+    title: str,
+    hits: Sequence[EventSearchHit],
+    *,
+    capped: bool,
+    cap: int,
+    words_fallback: bool = False,
 ) -> str:
-    """Render ``session_event_search`` results for one session."""
+    """Render ``session_event_search`` results for one session (``words_fallback`` as in
+    :func:`render_session_search`)."""
     lines = [_heading(session_id, title), ""]
     if not hits:
         lines.append(NO_EVENT_MATCHES)
         return "\n".join(lines)
+    if words_fallback:
+        lines.append(WORDS_FALLBACK_LINE)
     lines.append(f"Event search results ({len(hits)}):")
     for number, hit in enumerate(hits, start=1):
         lines += [f"{number}. {_event_line(hit)}", f"{_INDENT}Snippet: {one_line(hit.snippet)}"]

@@ -16,6 +16,8 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from sessionquery.query.filters import AVAILABILITY_VALUES, SURFACE_VALUES
+
 __all__ = [
     "EVENT_READ",
     "EVENT_SEARCH",
@@ -47,8 +49,8 @@ PROMPT_SECTION = (
 )
 """The fixed guidance an agent adds to its system prompt while the tools are mounted."""
 
-_SURFACES = ["current", "shadowed", "log-only"]
-_AVAILABILITY = ["live", "persisted"]
+_SURFACES: list[str] = list(SURFACE_VALUES)
+_AVAILABILITY: list[str] = list(AVAILABILITY_VALUES)
 _ISO = "ISO 8601 timestamp with a T and Z or a numeric offset, e.g. 2025-01-31T09:30:00Z"
 
 

@@ -45,6 +45,7 @@ from sessionquery.tools.schemas import (
     ToolDefinition,
     build_definitions,
 )
+from sessionquery.tools.validation import parse_arguments
 
 __all__ = ["MAX_SEARCH_TIMEOUT_MS", "SessionQueryTools", "ToolResult"]
 
@@ -203,7 +204,7 @@ class SessionQueryTools:
                 f"unknown tool {name!r}; available tools: {', '.join(TOOL_NAMES)}",
             )
         try:
-            raw = args.parse_arguments({} if arguments is None else arguments)
+            raw = parse_arguments({} if arguments is None else arguments)
             if name in SEARCH_TOOLS:
                 text = self._run_search(handler, raw, caller, cancel)
             else:

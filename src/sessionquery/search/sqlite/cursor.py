@@ -11,8 +11,9 @@ Invariants:
   mistaken for a valid one.
 * A well-formed cursor whose generation differs from the current one is ``STALE_CURSOR``
   (checked by the caller after reconciliation, see :meth:`CursorCodec.decode`).
-* The fingerprint covers the normalised query, the canonical filters, the limit and (event
-  scope) the session id, so a cursor is only valid for the identical normalised request.
+* The fingerprint covers the normalised query, the match mode, the canonical filters, the
+  limit and (event scope) the session id, so a cursor is only valid for the identical
+  normalised request.
 """
 
 from __future__ import annotations
@@ -91,9 +92,15 @@ def request_fingerprint(
     session_filters: Sequence[SessionFilter] = (),
     event_filters: Sequence[EventFilter] = (),
     session_id: str | None = None,
+    match: str = "phrase",
 ) -> str:
-    """A short digest of the normalised request (clause order and value order ignored)."""
+    """A short digest of the normalised request (clause order and value order ignored).
+
+    The match mode is part of the request: a ``"words"`` cursor never continues a
+    ``"phrase"`` search of the same text, nor the reverse.
+    """
     request = {
+        "match": match,
         "scope": scope,
         "query": query,
         "limit": limit,

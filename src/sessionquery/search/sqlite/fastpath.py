@@ -50,6 +50,7 @@ from sessionquery.search.sqlite.snippet import sanitize_text
 
 __all__ = [
     "ensure_vocabularies",
+    "query_tokens",
     "session_search_sql",
     "single_token",
     "worthwhile",
@@ -93,11 +94,11 @@ def worthwhile(filters: CompiledFilters) -> bool:
     return not filters.session_predicates and not filters.event_predicates
 
 
-def single_token(conn: sqlite3.Connection, normalized: str) -> str | None:
-    """The one token ``normalized`` has for ``unicode61``, or ``None`` if it has 0 or 2+.
+def query_tokens(conn: sqlite3.Connection, normalized: str) -> list[str]:
+    """The tokens of ``normalized`` for ``unicode61``, in query order (repeats kept).
 
     The text is sanitised exactly as :func:`~sessionquery.search.sqlite.query.quote_phrase`
-    sanitises it, so the token is the one the ``MATCH`` phrase looks up.
+    sanitises it, so the tokens are the ones the ``MATCH`` phrase looks up.
     """
     ensure_vocabularies(conn)
     # The scratch table holds one row at most: a search interrupted before its cleanup (an
@@ -107,13 +108,17 @@ def single_token(conn: sqlite3.Connection, normalized: str) -> str | None:
         (sanitize_text(normalized),),
     )
     try:
-        rows = conn.execute(f"SELECT term FROM temp.{_TOKENS_VOCAB} LIMIT 2").fetchall()
+        rows = conn.execute(f"SELECT term FROM temp.{_TOKENS_VOCAB} ORDER BY offset").fetchall()
     finally:
         with contextlib.suppress(sqlite3.Error):
             conn.execute(f"DELETE FROM temp.{_TOKENS}")
-    if len(rows) != 1:
-        return None
-    return str(rows[0][0])
+    return [str(term) for (term,) in rows]
+
+
+def single_token(conn: sqlite3.Connection, normalized: str) -> str | None:
+    """The one token ``normalized`` has for ``unicode61``, or ``None`` if it has 0 or 2+."""
+    tokens = query_tokens(conn, normalized)
+    return tokens[0] if len(tokens) == 1 else None
 
 
 _COUNTS = "(SELECT doc, count(*) AS mc FROM temp.{vocab} WHERE term = :term GROUP BY doc)"

@@ -29,7 +29,7 @@ from typing import Final, Literal, Self
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionHeader
-from sessionquery.query.backend import Corpus
+from sessionquery.query.backend import Corpus, SearchMatch, validate_match
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.filters import (
     EventFilter,
@@ -59,6 +59,7 @@ from sessionquery.search.sqlite.query import (
     quote_phrase,
     session_search_sql,
     validate_limit,
+    words_expression,
 )
 from sessionquery.search.sqlite.reconcile import (
     IndexState,
@@ -291,8 +292,10 @@ class SqliteSearch:
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
     ) -> SessionSearchPage:
-        """Sessions whose events contain ``query`` as a phrase, each with its best event.
+        """Sessions whose events contain ``query`` as a phrase (``match="words"``: every word
+        of it, any order), each with its best event.
 
         Raises:
             SessionQueryError: ``SEARCH_DISABLED``, ``INVALID_QUERY``, ``INVALID_FILTER``,
@@ -302,12 +305,18 @@ class SqliteSearch:
         self._check_enabled()
         check_cancel(cancel)
         text = normalize_query(query)
+        mode = validate_match(match)
         sessions = validate_session_filters(session_filters)
         events = validate_event_filters(event_filters, allow_text=False)
         page_size = validate_limit(limit, self._default_limit, self._max_limit)
         compiled = compile_filters(sessions, events, predicate_limit=SESSION_PREDICATE_LIMIT)
         fingerprint = request_fingerprint(
-            "sessions", text, limit=page_size, session_filters=sessions, event_filters=events
+            "sessions",
+            text,
+            limit=page_size,
+            session_filters=sessions,
+            event_filters=events,
+            match=mode,
         )
         position = self._decode(cursor, "sessions", fingerprint)
         with self._connection(cancel) as conn:
@@ -315,7 +324,7 @@ class SqliteSearch:
             generation = str(self._state.generation)
             offset = self._offset(position, generation)
             sql = session_search_sql(compiled, include_persisted=corpus.persistence is not None)
-            phrase = quote_phrase(text)
+            phrase = self._expression(conn, text, mode)
             params = {
                 **compiled.params,
                 "q": phrase,
@@ -323,7 +332,7 @@ class SqliteSearch:
                 "lim": page_size + 1,
                 "off": offset,
             }
-            term = self._single_token(conn, text, compiled)
+            term = self._single_token(conn, text, mode, compiled)
             if term is not None:  # same rows, counted from the index (see .fastpath)
                 sql = fastpath.session_search_sql(
                     compiled, include_persisted=corpus.persistence is not None
@@ -348,8 +357,10 @@ class SqliteSearch:
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
     ) -> EventSearchPage:
-        """Events of one session containing ``query`` as a phrase, best first.
+        """Events of one session containing ``query`` as a phrase (``match="words"``: every
+        word of it, any order), best first.
 
         Raises:
             SessionQueryError: as :meth:`search_sessions`, plus ``SESSION_NOT_FOUND`` when the
@@ -363,18 +374,24 @@ class SqliteSearch:
                 f"session-search session id must be a string, not {type(session_id).__name__}",
             )
         text = normalize_query(query)
+        mode = validate_match(match)
         events = validate_event_filters(filters, allow_text=False)
         page_size = validate_limit(limit, self._default_limit, self._max_limit)
         compiled = compile_filters((), events, predicate_limit=EVENT_PREDICATE_LIMIT)
         fingerprint = request_fingerprint(
-            "events", text, limit=page_size, event_filters=events, session_id=session_id
+            "events",
+            text,
+            limit=page_size,
+            event_filters=events,
+            session_id=session_id,
+            match=mode,
         )
         position = self._decode(cursor, "events", fingerprint)
         with self._connection(cancel) as conn:
             reconcile(conn, self._state, corpus, cancel)
             live, key, header, generation = self._target(conn, corpus, session_id)
             offset = self._offset(position, generation)
-            phrase = quote_phrase(text)
+            phrase = self._expression(conn, text, mode)
             params = {
                 **compiled.params,
                 "q": phrase,
@@ -441,14 +458,28 @@ class SqliteSearch:
             self._headers[header_json] = header
         return header
 
+    @staticmethod
+    def _expression(conn: sqlite3.Connection, text: str, match: SearchMatch) -> str:
+        """The FTS5 MATCH expression of the normalised query in the given mode."""
+        if match == "phrase":
+            return quote_phrase(text)
+        return words_expression(fastpath.query_tokens(conn, text))
+
     def _single_token(
-        self, conn: sqlite3.Connection, text: str, filters: CompiledFilters
+        self, conn: sqlite3.Connection, text: str, match: SearchMatch, filters: CompiledFilters
     ) -> str | None:
-        """The query's only token when the fast path is on and applies, else ``None``."""
+        """The query's only token when the fast path is on and applies, else ``None``.
+
+        In ``"words"`` mode a query whose words are all one token (``test Test``) counts as
+        single-token: its spans are that token's instances, as for the phrase ``test``.
+        """
         mode = self._single_token_fast_path
         if mode == "off" or (mode == "unfiltered" and not fastpath.worthwhile(filters)):
             return None
-        return fastpath.single_token(conn, text)
+        tokens = fastpath.query_tokens(conn, text)
+        if match == "words":
+            tokens = list(dict.fromkeys(tokens))
+        return tokens[0] if len(tokens) == 1 else None
 
     def _snippet(self, conn: sqlite3.Connection, phrase: str, live: bool, rid: int) -> str:
         row = conn.execute(

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.model.textmatch import collapse_whitespace
 from sessionquery.query.filters import (
     CreatedBetween,
     CwdIn,
@@ -50,6 +51,7 @@ __all__ = [
     "quote_phrase",
     "session_search_sql",
     "validate_limit",
+    "words_expression",
 ]
 
 MAX_QUERY_BYTES = 1 << 20
@@ -97,7 +99,7 @@ def normalize_query(query: object) -> str:
         raise _invalid_query(f"session-search query must be a string, not {type(query).__name__}")
     if "\x00" in query:
         raise _invalid_query("session-search query must not contain NUL characters")
-    normalized = " ".join(query.split())
+    normalized = collapse_whitespace(query)  # the original's (JavaScript's) whitespace
     if not normalized:
         raise _invalid_query("session-search query must contain non-whitespace text")
     if len(normalized) > MAX_QUERY_BYTES // 4 and (
@@ -110,6 +112,19 @@ def normalize_query(query: object) -> str:
 def quote_phrase(normalized: str) -> str:
     """The FTS5 MATCH expression for ``normalized``: exactly one literal phrase."""
     return '"' + sanitize_text(normalized).replace('"', '""') + '"'
+
+
+def words_expression(tokens: Sequence[str]) -> str:
+    """The FTS5 MATCH expression for ``match="words"``: every distinct token, any order.
+
+    ``tokens`` come from the index's own tokenizer (so they hold letters and digits only);
+    each is one quoted single-token phrase and they are joined with ``AND``. Without any
+    token the expression is the empty phrase, which matches nothing (as in phrase mode).
+    """
+    distinct = list(dict.fromkeys(tokens))
+    if not distinct:
+        return '""'
+    return " AND ".join('"' + token.replace('"', '""') + '"' for token in distinct)
 
 
 def validate_limit(limit: object, default: int, maximum: int) -> int:

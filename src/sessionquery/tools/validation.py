@@ -1,0 +1,198 @@
+"""Checking a model's raw tool arguments against the tools' JSON Schemas, without coercion.
+
+Invariants:
+
+* raw arguments are a mapping or a JSON text; a text is parsed only after a linear-time
+  check that bounds its nesting (:data:`MAX_JSON_DEPTH`) and the digits of its integers
+  (:data:`MAX_INTEGER_DIGITS`), so no input can exhaust the interpreter's recursion or hit
+  Python's limit on long digit strings: every failure is a typed argument error;
+* arguments are checked against the tool's schema **without coercion**: a string is never an
+  integer, a boolean is never an integer, ``1.5`` and ``1.0`` are not integers, ``null`` is
+  not a value of any property; unknown properties are rejected and required ones must be
+  present;
+* every violation raises ``SessionQueryError(SESSION_QUERY_TOOL_INVALID_ARGUMENTS)`` with a
+  message that names the argument and says what is wrong; it is never sanitised, and it never
+  quotes more than a short, bounded piece of the input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from sessionquery.errors import SessionQueryError, ToolErrorCode
+from sessionquery.tools.schemas import input_schema
+
+__all__ = [
+    "MAX_INTEGER_DIGITS",
+    "MAX_JSON_DEPTH",
+    "args_error",
+    "check_arguments",
+    "describe_value",
+    "parse_arguments",
+]
+
+MAX_JSON_DEPTH = 64
+"""The deepest nesting of arrays and objects a JSON-text argument may have (the schemas
+need two levels)."""
+
+MAX_INTEGER_DIGITS = 32
+"""The most digits an integer in a JSON-text argument may have (safe integers have 16)."""
+
+# A JSON string literal: brackets inside one are text, not nesting.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+_JSON_TYPE_NAMES = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
+
+
+class _LongInteger(ValueError):
+    """An integer literal with more than :data:`MAX_INTEGER_DIGITS` digits."""
+
+
+def args_error(message: str) -> SessionQueryError:
+    """The typed error for a schema violation."""
+    return SessionQueryError(ToolErrorCode.INVALID_ARGUMENTS, message)
+
+
+def _json_type(value: object) -> str:
+    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def parse_arguments(raw: object) -> dict[str, Any]:
+    """Turn a tool call's raw arguments (a mapping or a JSON text) into a plain dict.
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_TOOL_INVALID_ARGUMENTS`` when the text is not JSON,
+            is nested too deeply, holds an over-long integer, or the value is not an object.
+    """
+    if isinstance(raw, str):
+        raw = _loads(raw.strip() or "{}")
+    if not isinstance(raw, Mapping):
+        raise args_error(f"arguments must be a JSON object, not {_json_type(raw)}")
+    arguments: dict[str, Any] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            raise args_error(f"argument names must be strings, not {_json_type(key)}")
+        arguments[key] = value
+    return arguments
+
+
+def _loads(text: str) -> object:
+    if _nesting_depth(text) > MAX_JSON_DEPTH:
+        raise args_error(
+            f"arguments must be a JSON object nested at most {MAX_JSON_DEPTH} levels deep"
+        )
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_int=_bounded_int)
+    except _LongInteger:
+        raise args_error(
+            f"argument numbers must have at most {MAX_INTEGER_DIGITS} digits"
+        ) from None
+    except (ValueError, RecursionError):
+        raise args_error("arguments must be a JSON object; the text is not valid JSON") from None
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest bracket nesting of a JSON text, outside string literals (linear time)."""
+    depth = deepest = 0
+    for match in _BRACKETS.finditer(_JSON_STRING.sub("", text)):
+        if match.group() in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _bounded_int(literal: str) -> int:
+    if len(literal.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise _LongInteger(literal[:8])
+    return int(literal)
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def check_arguments(tool: str, arguments: Mapping[str, Any]) -> None:
+    """Check ``arguments`` against the JSON Schema of ``tool`` without coercing anything.
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_TOOL_INVALID_ARGUMENTS`` naming the first unknown,
+            missing or wrongly typed argument.
+    """
+    schema = input_schema(tool)
+    properties: dict[str, Any] = schema["properties"]
+    for name in arguments:
+        if name not in properties:
+            accepted = ", ".join(properties) or "no arguments"
+            raise args_error(f"unknown argument {_short(name)!r}; {tool} accepts: {accepted}")
+    for name in schema.get("required", []):
+        if name not in arguments:
+            raise args_error(f"{name} is required")
+    for name, value in arguments.items():
+        _check_value(name, value, properties[name])
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _check_value(name: str, value: object, schema: Mapping[str, Any]) -> None:
+    expected = schema["type"]
+    if value is None:
+        raise args_error(f"{name} must be {_article(expected)}; omit it instead of sending null")
+    if not _has_type(value, expected):
+        raise args_error(f"{name} must be {_article(expected)}, not {describe_value(value)}")
+    if expected == "array":
+        assert isinstance(value, list)
+        items: Mapping[str, Any] = schema["items"]
+        for index, item in enumerate(value):
+            if not _has_type(item, items["type"]):
+                raise args_error(
+                    f"{name}[{index}] must be {_article(items['type'])}, not {describe_value(item)}"
+                )
+            allowed = items.get("enum")
+            if allowed is not None and item not in allowed:
+                raise args_error(
+                    f"{name}[{index}] must be one of {', '.join(allowed)}, not {_short(item)!r}"
+                )
+
+
+def _has_type(value: object, expected: str) -> bool:
+    if expected == "integer":
+        return type(value) is int
+    if expected == "boolean":
+        return type(value) is bool
+    if expected == "string":
+        return isinstance(value, str)
+    if expected == "array":
+        return isinstance(value, list)
+    return False  # pragma: no cover - the schemas use only the four types above
+
+
+def _article(json_type: str) -> str:
+    return f"an {json_type}" if json_type[0] in "aeiou" else f"a {json_type}"
+
+
+def describe_value(value: object) -> str:
+    """A short description of a JSON value for an error message: its JSON type, and the
+    value itself for a boolean or a number of reasonable size."""
+    kind = _json_type(value)
+    if isinstance(value, bool | float):
+        return f"{kind} {json.dumps(value)}"
+    if isinstance(value, int):
+        if abs(value) >= 10**MAX_INTEGER_DIGITS:
+            return f"{kind} of more than {MAX_INTEGER_DIGITS} digits"
+        return f"{kind} {value}"
+    return kind

@@ -1,0 +1,230 @@
+"""The importers' metadata cache: only new or changed transcripts are read, never a stale one."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.sources import ClaudeCodeSource, CodexSource, _catalog
+from sessionquery.sources._cache import APPLICATION_ID
+from sessionquery.sources._files import read_regular
+
+
+def _user(session: str, text: str, uuid: str) -> str:
+    return json.dumps(
+        {
+            "type": "user",
+            "sessionId": session,
+            "cwd": "/work",
+            "timestamp": "2025-01-01T00:00:00Z",
+            "uuid": uuid,
+            "message": {"role": "user", "content": text},
+        }
+    )
+
+
+def _transcript(root: Path, session: str, texts: list[str]) -> Path:
+    path = root / "-work" / f"{session}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [_user(session, text, f"u{i}") for i, text in enumerate(texts)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+class ReadCounter:
+    """Counts transcript reads (the real reading still happens)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.paths: list[str] = []
+        real = read_regular
+
+        def counting(path: Path, max_bytes: int) -> tuple[bytes, object]:
+            self.paths.append(path.name)
+            return real(path, max_bytes)
+
+        monkeypatch.setattr(_catalog, "read_regular", counting)
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> ReadCounter:
+    return ReadCounter(monkeypatch)
+
+
+def _titles(source: ClaudeCodeSource) -> dict[str, int | None]:
+    return {entry.header.id: entry.event_count for entry in source.list()}
+
+
+def test_a_new_source_on_the_same_cache_file_lists_without_reading_a_transcript(
+    tmp_path: Path, reads: ReadCounter
+) -> None:
+    root, cache = tmp_path / "projects", tmp_path / "cache.sqlite3"
+    for index in range(5):
+        _transcript(root, f"s-{index}", ["fix the flaky test", "and the other one"])
+    first = ClaudeCodeSource(root, metadata_cache=cache).list()
+    assert len(reads.paths) == 5
+    reads.paths.clear()
+    again = ClaudeCodeSource(root, metadata_cache=cache).list()
+    assert reads.paths == []
+    assert again == first
+
+
+def test_only_the_changed_transcript_is_read_again(tmp_path: Path, reads: ReadCounter) -> None:
+    root, cache = tmp_path / "projects", tmp_path / "cache.sqlite3"
+    _transcript(root, "s-0", ["one"])
+    path = _transcript(root, "s-1", ["one"])
+    source = ClaudeCodeSource(root, metadata_cache=cache)
+    before = {e.header.id: e.revision for e in source.list()}
+    reads.paths.clear()
+    with path.open("a") as handle:
+        handle.write(_user("s-1", "two", "u9") + "\n")
+    after = {e.header.id: e.revision for e in ClaudeCodeSource(root, metadata_cache=cache).list()}
+    assert reads.paths == ["s-1.jsonl"]
+    assert after["s-0"] == before["s-0"]
+    assert after["s-1"] != before["s-1"]
+
+
+def test_a_rewrite_with_the_same_size_and_mtime_is_still_noticed(tmp_path: Path) -> None:
+    root, cache = tmp_path / "projects", tmp_path / "cache.sqlite3"
+    path = _transcript(root, "s-0", ["alpha"])
+    source = ClaudeCodeSource(root, metadata_cache=cache)
+    (entry,) = source.list()
+    stat = path.stat()
+    path.write_text(path.read_text().replace("alpha", "omega"))  # same size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same mtime
+    assert path.stat().st_size == stat.st_size
+    for fresh in (source, ClaudeCodeSource(root, metadata_cache=cache)):
+        (changed,) = fresh.list()
+        assert changed.revision != entry.revision
+        with fresh.open_read("s-0") as handle:
+            events = handle.read()
+        texts = [e.data["content"][0]["text"] for e in events if e.type == "user/message"]
+        assert texts == ["omega"]
+
+
+def test_a_file_replaced_by_rename_with_equal_size_and_mtime_is_noticed(tmp_path: Path) -> None:
+    root, cache = tmp_path / "projects", tmp_path / "cache.sqlite3"
+    path = _transcript(root, "s-0", ["alpha", "beta"])
+    (entry,) = ClaudeCodeSource(root, metadata_cache=cache).list()
+    stat = path.stat()
+    spare = tmp_path / "spare.jsonl"
+    spare.write_text(path.read_text().replace("beta", "gamm"))
+    os.utime(spare, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    os.replace(spare, path)
+    (changed,) = ClaudeCodeSource(root, metadata_cache=cache).list()
+    assert changed.revision != entry.revision
+    documents = ClaudeCodeSource(root, metadata_cache=cache).read_documents("s-0").documents
+    assert "gamm" in [d.text for d in documents]
+
+
+def test_a_removed_transcript_leaves_the_listing_and_the_cache(tmp_path: Path) -> None:
+    root, cache = tmp_path / "projects", tmp_path / "cache.sqlite3"
+    _transcript(root, "s-0", ["one"])
+    gone = _transcript(root, "s-1", ["one"])
+    ClaudeCodeSource(root, metadata_cache=cache).list()
+    gone.unlink()
+    assert [e.header.id for e in ClaudeCodeSource(root, metadata_cache=cache).list()] == ["s-0"]
+    with sqlite3.connect(cache) as conn:
+        assert conn.execute("SELECT count(*) FROM files").fetchone() == (1,)
+
+
+def test_claude_and_codex_sources_can_share_one_cache_file(tmp_path: Path) -> None:
+    cache = tmp_path / "cache.sqlite3"
+    _transcript(tmp_path / "claude", "s-0", ["one"])
+    codex = tmp_path / "codex" / "2025" / "01" / "01"
+    codex.mkdir(parents=True)
+    meta = {"id": "c-1", "timestamp": "2025-01-01T00:00:00Z", "cwd": "/work"}
+    (codex / "rollout-x.jsonl").write_text(
+        json.dumps({"timestamp": "2025-01-01T00:00:00Z", "type": "session_meta", "payload": meta})
+        + "\n"
+    )
+    for _ in range(2):
+        claude = ClaudeCodeSource(tmp_path / "claude", metadata_cache=cache)
+        rollouts = CodexSource(tmp_path / "codex", metadata_cache=cache)
+        assert [e.header.id for e in claude.list()] == ["s-0"]
+        assert [e.header.id for e in rollouts.list()] == ["c-1"]
+
+
+def test_the_cache_file_is_marked_as_ours_and_uses_wal(tmp_path: Path) -> None:
+    cache = tmp_path / "cache.sqlite3"
+    _transcript(tmp_path / "p", "s-0", ["one"])
+    ClaudeCodeSource(tmp_path / "p", metadata_cache=cache).list()
+    with sqlite3.connect(cache) as conn:
+        assert conn.execute("PRAGMA application_id").fetchone() == (APPLICATION_ID,)
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+@pytest.mark.parametrize("kind", ["text", "other-app", "unmarked-with-tables"])
+def test_a_foreign_cache_file_is_refused_and_left_byte_for_byte_untouched(
+    tmp_path: Path, kind: str
+) -> None:
+    cache = tmp_path / "cache.sqlite3"
+    if kind == "text":
+        cache.write_text("my notes, not a database\n")
+    else:
+        with sqlite3.connect(cache) as conn:
+            conn.execute("CREATE TABLE mine (x)")
+            if kind == "other-app":
+                conn.execute("PRAGMA application_id = 42")
+        conn.close()
+    before = cache.read_bytes()
+    with pytest.raises(SessionQueryError) as caught:
+        ClaudeCodeSource(tmp_path, metadata_cache=cache)
+    assert caught.value.code == ErrorCode.INVALID_CONFIG
+    assert cache.read_bytes() == before
+
+
+def test_a_damaged_cache_of_ours_is_rebuilt(tmp_path: Path) -> None:
+    root, cache = tmp_path / "projects", tmp_path / "cache.sqlite3"
+    _transcript(root, "s-0", ["one"])
+    first = ClaudeCodeSource(root, metadata_cache=cache)
+    expected = first.list()
+    first.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{cache}{suffix}").unlink(missing_ok=True)
+    data = bytearray(cache.read_bytes())
+    data[100:] = b"\xff" * (len(data) - 100)  # keep the header (ours), wreck every page
+    cache.write_bytes(bytes(data))
+    assert ClaudeCodeSource(root, metadata_cache=cache).list() == expected
+
+
+def test_a_cache_row_written_by_another_process_is_used_instead_of_reading_again(
+    tmp_path: Path, reads: ReadCounter
+) -> None:
+    root, cache = tmp_path / "projects", tmp_path / "cache.sqlite3"
+    _transcript(root, "s-0", ["one"])
+    source = ClaudeCodeSource(root, metadata_cache=cache)
+    source.list()
+    path = _transcript(root, "s-0", ["one", "two"])
+    script = (
+        "import sys\nfrom sessionquery.sources import ClaudeCodeSource\n"
+        "print(ClaudeCodeSource(sys.argv[1], metadata_cache=sys.argv[2]).list()[0].event_count)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(root), str(cache)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    reads.paths.clear()
+    (entry,) = source.list()
+    assert str(entry.event_count) == done.stdout.strip()
+    assert reads.paths == []
+    assert path.name == "s-0.jsonl"
+
+
+def test_without_a_cache_file_an_unchanged_file_is_read_once_per_source(
+    tmp_path: Path, reads: ReadCounter
+) -> None:
+    _transcript(tmp_path / "p", "s-0", ["one"])
+    source = ClaudeCodeSource(tmp_path / "p")
+    for _ in range(3):
+        assert _titles(source) == {"s-0": _titles(source)["s-0"]}
+    assert reads.paths == ["s-0.jsonl"]
