@@ -19,6 +19,7 @@ from sessionquery.cli import _render as render
 from sessionquery.config import Config
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import JsonlPersistence, SessionPersistence
+from sessionquery.persistence.base import ProblemReporter
 from sessionquery.query.service import SessionQuery
 
 if TYPE_CHECKING:
@@ -134,10 +135,9 @@ def open_index(path: Path) -> SqliteSearch:
 
 def report_problems(persistence: object, stream: TextIO, shown: int = 3) -> None:
     """A short stderr summary of what importers could not read."""
-    problems_of = getattr(persistence, "problems", None)
-    if not callable(problems_of):
+    if not isinstance(persistence, ProblemReporter):
         return
-    problems = list(problems_of())
+    problems = list(persistence.problems())
     if not problems:
         return
     stream.write(f"warning: {len(problems)} importer problem(s):\n")

@@ -28,7 +28,7 @@ from sessionquery.errors import (
     SessionQueryError,
 )
 from sessionquery.model import SessionEvent, SessionHeader, interrupted_turn_closers
-from sessionquery.persistence.base import PersistedSession, SessionPersistence
+from sessionquery.persistence.base import ChangeTokenSource, PersistedSession, SessionPersistence
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken, check_cancel
@@ -177,11 +177,10 @@ class ServiceCorpus:
         Raises:
             SessionQueryError: ``PERSISTENCE_FAILED`` when the token cannot be read.
         """
-        method = getattr(self._persistence, "change_token", None)
-        if method is None:
+        if not isinstance(self._persistence, ChangeTokenSource):
             return None
         try:
-            token = method()
+            token = self._persistence.change_token()
         except _STORAGE_ERRORS as error:
             raise SessionQueryError(
                 ErrorCode.PERSISTENCE_FAILED, f"session persistence change token failed: {error}"
