@@ -561,23 +561,23 @@ def ensure_example_store(root: Path) -> list[str]:
         root.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.new-", dir=root.parent))
     except OSError as error:
-        raise SessionQueryError(
-            ErrorCode.PERSISTENCE_FAILED,
-            f"cannot create the sample store at {root}: {error}",
-            context={"path": str(root)},
-        ) from error
+        raise _write_failed(root, error) from error
     try:
         written = build_examples(staging)
         _swap_in(staging, root)
     except (OSError, PersistenceError, ValueError) as error:
-        raise SessionQueryError(
-            ErrorCode.PERSISTENCE_FAILED,
-            f"cannot create the sample store at {root}: {error}",
-            context={"path": str(root)},
-        ) from error
+        raise _write_failed(root, error) from error
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return written
+
+
+def _write_failed(root: Path, error: Exception) -> SessionQueryError:
+    return SessionQueryError(
+        ErrorCode.PERSISTENCE_FAILED,
+        f"cannot create the sample store at {root}: {error}",
+        context={"path": str(root)},
+    )
 
 
 def _swap_in(staging: Path, root: Path) -> None:
