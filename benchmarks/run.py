@@ -34,6 +34,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import quality  # noqa: E402
+import search_cost  # noqa: E402
 from corpus import CorpusManifest, CorpusSpec  # noqa: E402
 from report import render  # noqa: E402
 
@@ -70,6 +72,11 @@ QUICK: dict[str, Any] = {
     "rounds": 2,
     "timeout": 120,
 }
+
+
+TOPICS = ["store.py"]
+"""Topic benchmarks (``benchmarks/<topic>.py``, each runnable on its own), run after the main
+suite with ``--quick`` passed through; each prints its own section, appended to the output."""
 
 
 class Refused(Exception):
@@ -271,6 +278,16 @@ def machine() -> dict[str, Any]:
     }
 
 
+def _extra_sections(results: dict[str, Any]) -> str:
+    """The sections of the benchmarks that render themselves (search cost, quality)."""
+    parts = []
+    if "search_cost" in results:
+        parts.append(search_cost.render(results["search_cost"]))
+    if "quality" in results:
+        parts.append(quality.render(results["quality"]))
+    return "".join("\n" + part for part in parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmarks and write the results table."""
     parser = argparse.ArgumentParser(description="sessionquery benchmarks (SPEC §11)")
@@ -290,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_json:
         saved = json.loads(Path(args.from_json).read_text())
         use_notes = notes.exists() and not saved["quick"]
-        output.write_text(render(saved, notes.read_text() if use_notes else ""))
+        output.write_text(
+            render(saved, notes.read_text() if use_notes else "") + _extra_sections(saved)
+        )
         print(f"wrote {output}")
         return 0
     try:
@@ -317,16 +336,32 @@ def main(argv: list[str] | None = None) -> int:
             },
             plan["timeout"],
         )
+        _label, last_spec = plan["corpora"][-1]
+        results["search_cost"] = search_cost.measure(
+            quick=args.quick,
+            root=results["corpora"][-1]["root"],
+            index=str(workdir / f"sq-{last_spec.sessions}-{last_spec.events}.db"),
+            manifest=results["corpora"][-1]["manifest"],
+        )
+        results["quality"] = quality.measure()
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
     results["machine"]["load_after"] = os.getloadavg()
     results["machine"]["total_s"] = time.perf_counter() - started
     text = render(results, notes.read_text() if notes.exists() and not args.quick else "")
+    text += _extra_sections(results)
     output.write_text(text)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     print(f"wrote {output} in {results['machine']['total_s']:.0f} s")
+    for topic in TOPICS:
+        quick = ["--quick"] if args.quick else []
+        done = subprocess.run(
+            [sys.executable, str(HERE / topic), *quick], check=False, capture_output=True, text=True
+        )
+        with output.open("a") as results_file:
+            results_file.write("\n" + (done.stdout or f"## {topic}\n\nnot measured\n"))
     return 0
 
 

@@ -137,6 +137,7 @@ def test_a_racy_token_is_still_answered_once_the_root_is_quiet(
 ) -> None:
     store = JsonlPersistence(tmp_path)
     _create(store, "a")
+    os.utime(store.root)  # the root changed just now (a create on a loaded disk may be slow)
     before = store.change_token()
     assert "#" in before  # taken within the racy window: it carries an entry digest
     # The window passes (shrunk rather than waited for): the same directory is no change.
@@ -364,3 +365,17 @@ def test_a_long_running_search_notices_files_deleted_replaced_and_added_by_hand(
         _quiet(store)
         shutil.copyfile(spare.path_of("new"), store.path_of("new"))
         assert found() == frozenset({"keep", "new"})
+
+
+def test_a_fifo_in_place_of_the_journal_never_hangs_a_reader(tmp_path: Path) -> None:
+    store = JsonlPersistence(tmp_path)
+    _create(store, "a")
+    journal = Path(store.root) / _changes.JOURNAL_NAME
+    journal.unlink()
+    os.mkfifo(journal)
+    _quiet(store)
+    token = store.change_token()
+    assert store.changed_since(token) == frozenset()
+    _append(store, "a")  # the journal cannot be written; the token still moves
+    assert store.change_token() != token
+    assert store.changed_since(token) is None

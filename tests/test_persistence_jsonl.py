@@ -465,7 +465,7 @@ def test_list_ignores_foreign_entries_and_reports_a_garbage_header_as_a_problem(
     assert [s.header.id for s in store.list()] == ["good"]  # one bad file hides nothing
     [problem] = store.problems()
     assert (problem.path, problem.line, problem.fatal) == (str(garbage), 1, True)
-    assert str(garbage) in problem.message
+    assert problem.message == "invalid JSON in the header line"  # the reason; path says where
     assert [p.path for p in store.verify()] == [str(garbage)]
 
 

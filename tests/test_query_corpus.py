@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,10 @@ from sessionquery.persistence.base import PersistedSession
 from sessionquery.persistence.jsonl import JsonlPersistence
 from sessionquery.query.backend import Corpus
 from sessionquery.query.cache import PreparedCache
-from sessionquery.query.corpus import ServiceCorpus
+from sessionquery.query.cancel import CancelToken
+from sessionquery.query.corpus import ServiceCorpus, busy, settle_attempts
+from sessionquery.query.service import SessionQuery
+from sessionquery.search.sqlite import SqliteSearch
 from strategies import valid_logs
 
 HEADER = SessionHeader(id="s", created_at=0, cwd="/w")
@@ -167,3 +173,116 @@ def test_backend_reads_use_the_cache_but_do_not_fill_it(tmp_path: Path) -> None:
         pass
     assert cache.ids() == ["s"]
     assert corpus.read_persisted("s").events is log.events
+
+
+# --------------------------------------------------------------------------- changing stores
+
+
+def test_settle_attempts_retry_with_pauses_and_stop_within_the_budget() -> None:
+    started = time.monotonic()
+    attempts = list(settle_attempts(None, budget_s=0.3))
+    elapsed = time.monotonic() - started
+    assert attempts[:3] == [1, 2, 3] and len(attempts) >= 4
+    assert elapsed < 2.0  # bounded by the budget (plus scheduling slack under load)
+
+
+def test_settle_attempts_stop_at_the_callers_deadline() -> None:
+    started = time.monotonic()
+    attempts = list(settle_attempts(CancelToken.after(0.1), budget_s=60))
+    assert len(attempts) >= 2
+    assert time.monotonic() - started < 2.0
+
+
+def test_settle_attempts_raise_aborted_when_cancelled() -> None:
+    cancel = CancelToken()
+    attempts = settle_attempts(cancel)
+    assert next(attempts) == 1
+    cancel.cancel()
+    with pytest.raises(SessionQueryError) as caught:
+        next(attempts)
+    assert caught.value.code is ErrorCode.ABORTED
+
+
+def test_busy_is_retryable_and_says_how_often_it_tried() -> None:
+    error = busy("the session store", 7)
+    assert error.code is ErrorCode.BUSY and error.retryable
+    assert error.context["attempts"] == 7
+    assert "try again" in error.message
+
+
+def test_changed_since_passes_the_journal_through_and_is_none_without_one(
+    tmp_path: Path,
+) -> None:
+    persistence = JsonlPersistence(tmp_path / "store")
+    store_log(persistence, [])
+    corpus = ServiceCorpus(None, persistence, PreparedCache(1))
+    token = corpus.change_token()
+    assert token is not None
+    assert corpus.changed_since(token) == frozenset()
+    assert corpus.changed_since("not a token") is None
+    assert ServiceCorpus(None, _BrokenPersistence(), PreparedCache(1)).changed_since(token) is None
+    assert ServiceCorpus(None, _BrokenPersistence(), PreparedCache(1)).change_token() is None
+
+
+_WRITER = """
+import sys, time
+from sessionquery import JsonlPersistence, SessionStore
+store = SessionStore(JsonlPersistence(sys.argv[1]))
+until = time.monotonic() + float(sys.argv[2])
+long = store.create("long", cwd="/w")
+turn = 0
+while time.monotonic() < until:
+    long.append("turn/start", {"turn": turn})
+    long.append("user/message", {"id": f"m{turn}", "role": "user", "source": {"kind": "user"},
+                "content": [{"type": "text", "text": f"needle turn {turn}"}]}, surface_op="append")
+    long.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    if turn % 5 == 0:
+        side = store.create(f"side{turn}", cwd="/w")
+        side.append("turn/start", {"turn": 0})
+        side.append("user/message", {"id": "m", "role": "user", "source": {"kind": "user"},
+                    "content": [{"type": "text", "text": "needle side"}]}, surface_op="append")
+        store.close(side.id)
+    turn += 1
+store.close("long")
+print(turn, flush=True)
+"""
+
+
+def _all_hits(query: SessionQuery) -> list[tuple[str, int]]:
+    found: list[tuple[str, int]] = []
+    cursor = None
+    while True:
+        page = query.search_sessions("needle", limit=100, cursor=cursor)
+        found.extend((hit.record.id, hit.best_match.seq) for hit in page.items)
+        if page.next_cursor is None:
+            return found
+        cursor = page.next_cursor
+
+
+def test_a_writer_process_never_makes_a_search_list_or_read_fail(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    persistence = JsonlPersistence(root)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(root), "3"], stdout=subprocess.PIPE, text=True
+    )
+    calls = 0
+    try:
+        with SessionQuery(None, persistence, search=SqliteSearch(tmp_path / "i.db")) as query:
+            while writer.poll() is None:
+                query.search_sessions("needle")
+                query.search_events("long", "needle") if persistence.stat("long") else None
+                for record in query.list_sessions()[:3]:
+                    query.read_session(record.id)
+                calls += 1
+                assert calls < 100_000
+            turns = int(writer.communicate(timeout=60)[0])
+            hits = _all_hits(query)
+    finally:
+        writer.kill()
+        writer.wait(timeout=60)
+    assert calls > 0 and turns > 0
+    # Afterwards the long-running index answers exactly like a fresh one.
+    with SessionQuery(None, persistence, search=SqliteSearch(tmp_path / "fresh.db")) as fresh:
+        expected = _all_hits(fresh)
+    assert hits == expected
+    assert len({sid for sid, _ in hits}) == len(hits) == 1 + len(range(0, turns, 5))

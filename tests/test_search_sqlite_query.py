@@ -5,9 +5,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from search_sqlite_support import FakeCorpus, FakePersistence, header, log
@@ -209,3 +210,58 @@ def test_an_unknown_match_mode_is_an_invalid_query(index: SqliteSearch, bad: obj
         with pytest.raises(SessionQueryError) as caught:
             call()
         assert caught.value.code is ErrorCode.INVALID_QUERY
+
+
+# -- the session-driven plan ------------------------------------------------------------------
+
+_PLAN_WORDS = ["deploy", "fix", "deploy fix", "test", "x"]
+
+
+def _pages(index: SqliteSearch, corpus: FakeCorpus, query: str, **options: Any) -> list[Any]:
+    pages, cursor = [], None
+    while True:
+        page = index.search_sessions(corpus, query, limit=2, cursor=cursor, **options)
+        pages.append(page)
+        if (cursor := page.next_cursor) is None:
+            return pages
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sessions=st.dictionaries(
+        st.sampled_from("abcdef"),
+        st.tuples(
+            st.sampled_from(["/w", "/v", None]),
+            st.lists(
+                st.lists(st.sampled_from(_PLAN_WORDS), min_size=1, max_size=5).map(" ".join),
+                min_size=1,
+                max_size=4,
+            ),
+        ),
+        max_size=6,
+    ),
+    query=st.sampled_from(["deploy", "deploy fix", "fix deploy", "test"]),
+    filters=st.sampled_from(
+        [[CwdIn(["/w"])], [CwdIn(["/w", None])], [IdIn(["a", "c"])], [CwdIn(["/v"])]]
+    ),
+    match=st.sampled_from(["phrase", "words"]),
+    types=st.sampled_from([[], [TypeIn(["assistant/message"])]]),
+)
+def test_session_driven_and_match_driven_plans_return_the_same_pages(
+    sessions: dict[str, tuple[str | None, list[str]]],
+    query: str,
+    filters: list[SessionFilter],
+    match: str,
+    types: list[Any],
+) -> None:
+    store = FakePersistence()
+    for number, (sid, (cwd, texts)) in enumerate(sorted(sessions.items())):
+        store.put(header(sid, created_at=number + 1, cwd=cwd), log(*texts))
+    corpus = FakeCorpus(store)
+    options = {"session_filters": filters, "event_filters": types, "match": match}
+    with SqliteSearch(":memory:") as index:
+        index._session_driven = "always"
+        driven = _pages(index, corpus, query, **options)
+        index._session_driven = "never"
+        matched = _pages(index, corpus, query, **options)
+    assert [page.items for page in driven] == [page.items for page in matched]

@@ -126,14 +126,28 @@ class _ChurningStore(FakePersistence):
         return super().list()
 
 
-def test_a_listing_that_never_stabilizes_fails_with_persistence_failed(
+def test_a_listing_without_a_token_that_never_stabilizes_is_busy_and_retryable(
     index: SqliteSearch,
 ) -> None:
     store = _ChurningStore()
-    corpus = FakeCorpus(store)
+    corpus = FakeCorpus(store, with_token=False)
     with pytest.raises(SessionQueryError) as caught:
-        index.search_sessions(corpus, "churn")
-    assert caught.value.code is ErrorCode.PERSISTENCE_FAILED
+        index.search_sessions(corpus, "churn", cancel=CancelToken.after(0.5))
+    assert caught.value.code is ErrorCode.BUSY
+    assert caught.value.retryable
+    assert caught.value.context["attempts"] >= 2  # type: ignore[operator]
+
+
+def test_a_store_with_a_token_that_keeps_changing_is_still_searched(
+    index: SqliteSearch,
+) -> None:
+    # Writers in other processes never make a search fail: the token recorded is the one read
+    # before listing, so what changed meanwhile is picked up by the next search.
+    store = _ChurningStore()
+    corpus = FakeCorpus(store)
+    first = {hit.record.id for hit in index.search_sessions(corpus, "churn").items}
+    second = {hit.record.id for hit in index.search_sessions(corpus, "churn").items}
+    assert first and first < second
 
 
 class _FlakyStore(FakePersistence):
@@ -151,12 +165,49 @@ class _FlakyStore(FakePersistence):
         return listing
 
 
-def test_a_listing_that_changes_once_is_retried_and_then_indexed(index: SqliteSearch) -> None:
+def test_a_listing_without_a_token_that_changes_once_is_retried_and_then_indexed(
+    index: SqliteSearch,
+) -> None:
+    store = _FlakyStore()
+    store.put(header("a"), log("churn early"))
+    corpus = FakeCorpus(store, with_token=False)
+    hits = index.search_sessions(corpus, "churn").items
+    assert sorted(hit.record.id for hit in hits) == ["a", "late"]
+
+
+def test_a_change_during_a_search_with_a_token_is_seen_by_the_next_search(
+    index: SqliteSearch,
+) -> None:
     store = _FlakyStore()
     store.put(header("a"), log("churn early"))
     corpus = FakeCorpus(store)
+    first = sorted(hit.record.id for hit in index.search_sessions(corpus, "churn").items)
+    assert first in (["a"], ["a", "late"])
     hits = index.search_sessions(corpus, "churn").items
     assert sorted(hit.record.id for hit in hits) == ["a", "late"]
+
+
+def test_a_session_deleted_between_listing_and_reading_does_not_fail_the_search(
+    index: SqliteSearch,
+) -> None:
+    corpus = two_sessions()
+    assert corpus.store is not None
+    corpus.store.put(header("doomed", 3), log("words doomed"))
+    original = corpus.read_persisted
+
+    def vanishing(session_id: str, cancel: CancelToken | None = None):  # type: ignore[no-untyped-def]
+        if (
+            session_id == "doomed"
+            and corpus.store is not None
+            and "doomed" in corpus.store.sessions
+        ):
+            corpus.store.delete("doomed")  # another process removes it just now
+        return original(session_id, cancel)
+
+    corpus.read_persisted = vanishing  # type: ignore[method-assign]
+    index.search_sessions(corpus, "words")
+    hits = index.search_sessions(corpus, "words").items
+    assert "doomed" not in {hit.record.id for hit in hits}
 
 
 def test_a_failing_read_commits_nothing_and_the_next_search_retries(

@@ -161,7 +161,7 @@ def test_sessions_without_a_stated_title_get_one_from_their_first_real_prompt(
         snapshot = fold_title(_events(source, session_id))
         assert (snapshot.title if snapshot else None) == title, session_id
         if snapshot is not None:
-            assert snapshot.source == {"kind": "derived", "from": "first-user-prompt"}
+            assert snapshot.source == {"kind": "derived"}
             assert len(snapshot.title) <= 80
             (prompt_seq,) = snapshot.message_seqs
             assert _events(source, session_id)[prompt_seq].type == "user/message"

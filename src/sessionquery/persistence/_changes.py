@@ -49,7 +49,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sessionquery.persistence._files import FILE_MODE, OPEN_FLAGS, write_all
+from sessionquery.persistence._files import (
+    FILE_MODE,
+    OPEN_FLAGS,
+    open_regular,
+    read_from,
+    write_all,
+)
 
 __all__ = [
     "CHANGING_NAME",
@@ -72,8 +78,12 @@ _VERSION = "v2"
 JOURNAL_LIMIT = 256 * 1024
 """Bytes after which the journal is compacted to its newer half."""
 
-RACY_NS = 1_000_000_000
-"""A root changed less than this long ago gets an entry digest in its token (see above)."""
+RACY_NS = 200_000_000
+"""A root changed less than this long ago gets an entry digest in its token (see above).
+
+Directory times come from the kernel's coarse clock, which lags the fine one by at most a
+tick (1-10 ms); 200 ms leaves a wide margin at the cost of one directory read per token
+during the 200 ms after a file is added, removed or renamed."""
 
 _COUNTER_WIDTH = 20
 
@@ -135,10 +145,15 @@ class ChangeLog:
 
     def _journal_ids(self, nonce: str, after: int, upto: int) -> frozenset[str] | None:
         try:
-            with open(self._journal, "rb") as file:
-                data = file.read()
+            fd = open_regular(self._journal, os.O_RDONLY)
         except OSError:
             return None
+        try:
+            data = read_from(fd, 0)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
         lines = data.split(b"\n")
         lines.pop()  # bytes after the last newline: empty, or a line still being written
         if not lines or lines[0] != f"{_JOURNAL_MAGIC} {nonce}".encode("ascii"):
@@ -204,13 +219,11 @@ class ChangeLog:
 
     def _entries_digest(self) -> str:
         try:
-            entries = sorted((entry.name, entry.inode()) for entry in os.scandir(self._root))
+            entries = sorted(f"{entry.name}\0{entry.inode()}" for entry in os.scandir(self._root))
         except OSError:
             return secrets.token_hex(8)  # unknowable: never equal to anything
-        digest = hashlib.blake2b(digest_size=12)
-        for name, inode in entries:
-            digest.update(f"{name}\0{inode}\n".encode("utf-8", "surrogateescape"))
-        return digest.hexdigest()
+        text = "\n".join(entries).encode("utf-8", "surrogateescape")
+        return hashlib.blake2b(text, digest_size=12).hexdigest()
 
     # ------------------------------------------------------------------ writing
 
@@ -312,8 +325,11 @@ class ChangeLog:
             start = max(start - 4096, 0)
 
     def _compact(self, magic: bytes) -> None:
-        with open(self._journal, "rb") as file:
-            lines = file.read().split(b"\n")[1:-1]
+        fd = open_regular(self._journal, os.O_RDONLY)
+        try:
+            lines = read_from(fd, 0).split(b"\n")[1:-1]
+        finally:
+            os.close(fd)
         kept = lines[len(lines) // 2 :]
         temp = os.path.join(self._root, _JOURNAL_TEMP)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | OPEN_FLAGS, FILE_MODE)

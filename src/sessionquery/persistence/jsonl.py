@@ -143,6 +143,9 @@ class JsonlPersistence:
     def problems(self) -> builtins.list[LogProblem]:
         """Why each session file that :meth:`list` leaves out is left out, in name order.
 
+        Like the importers' problems, ``message`` is the reason alone; ``path`` and ``line``
+        say where.
+
         Reads header lines only (cached per revision); :meth:`verify` reads every line.
         """
         return self._scan()[1]
@@ -154,21 +157,25 @@ class JsonlPersistence:
             entries = builtins.list(os.scandir(self._root))
         except FileNotFoundError:
             return sessions, problems
-        for entry in sorted(entries, key=lambda item: item.name):
+        for entry in entries:
             if not is_session_file_name(entry.name):
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)
-                if stat.S_ISDIR(st.st_mode):
-                    continue  # a directory is never a session file
-                _files.check_regular(st, entry.path)
+                if not stat.S_ISREG(st.st_mode):
+                    if stat.S_ISDIR(st.st_mode):
+                        continue  # a directory is never a session file
+                    _files.check_regular(st, entry.path)
                 sessions.append(self._describe(entry.name, entry.path, st))
             except FileNotFoundError:
                 continue  # deleted while listing
             except PersistenceCorrupt as exc:
-                problems.append(LogProblem(entry.path, exc.line, str(exc)))
+                problems.append(LogProblem(entry.path, exc.line, _reason(exc)))
+            except NotRegularFile as exc:
+                problems.append(LogProblem(entry.path, None, f"{exc.what}, not a regular file"))
             except OSError as exc:
                 problems.append(LogProblem(entry.path, None, _unreadable(entry.path, exc)))
+        problems.sort(key=lambda problem: problem.path)
         return sessions, problems
 
     def stat(self, session_id: str) -> PersistedSession | None:
@@ -515,3 +522,12 @@ def _unreadable(path: str, exc: OSError) -> str:
     if isinstance(exc, NotRegularFile):
         return str(exc)
     return f"{path}: cannot read the session file: {exc.strerror or exc}"
+
+
+def _reason(exc: PersistenceCorrupt) -> str:
+    """The message of ``exc`` without its ``<path> line <n>:`` prefix."""
+    text = str(exc)
+    if exc.path is not None:
+        where = exc.path if exc.line is None else f"{exc.path} line {exc.line}"
+        text = text.removeprefix(f"{where}: ")
+    return text

@@ -13,10 +13,17 @@ otherwise ``SOURCE_CONFLICT``.
 Foreign errors are mapped here, where they enter: ``PersistenceNotFound`` →
 ``SESSION_NOT_FOUND``, ``PersistenceCorrupt`` → ``CORRUPT_SESSION``, any other storage
 failure → ``PERSISTENCE_FAILED``.
+
+Stores change while they are observed (other processes create, append to and delete
+sessions). An observation that must be consistent and found the store changing underneath it
+is retried with bounded, growing pauses inside the caller's deadline (:func:`settle_attempts`);
+if it still cannot settle, the answer is the retryable ``BUSY`` (:func:`busy`), never
+``PERSISTENCE_FAILED``, which is kept for a store that really cannot be read.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Protocol
@@ -28,14 +35,33 @@ from sessionquery.errors import (
     SessionQueryError,
 )
 from sessionquery.model import SessionEvent, SessionHeader, interrupted_turn_closers
-from sessionquery.persistence.base import ChangeTokenSource, PersistedSession, SessionPersistence
+from sessionquery.persistence.base import (
+    ChangeJournal,
+    ChangeTokenSource,
+    PersistedSession,
+    SessionPersistence,
+)
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.prepared import PreparedLog
 from sessionquery.query.types import SessionLog, SessionRecord
 
-__all__ = ["LiveSession", "LiveStore", "ServiceCorpus", "not_found"]
+__all__ = [
+    "SETTLE_BUDGET_S",
+    "LiveSession",
+    "LiveStore",
+    "ServiceCorpus",
+    "busy",
+    "not_found",
+    "settle_attempts",
+]
+
+SETTLE_BUDGET_S = 2.0
+"""The longest a changing store is retried when the caller has no earlier deadline."""
+
+_FIRST_PAUSE_S = 0.005
+_LONGEST_PAUSE_S = 0.2
 
 # Whatever a persistence raises is foreign (SPEC §6 "any other storage failure"): beyond our
 # own Persistence*/OSError/ValueError, a third-party store may raise anything, and the
@@ -70,6 +96,42 @@ class LiveStore(Protocol):
 def not_found(session_id: str) -> SessionQueryError:
     """The ``SESSION_NOT_FOUND`` error for ``session_id``."""
     return SessionQueryError(ErrorCode.SESSION_NOT_FOUND, f"session {session_id!r} not found")
+
+
+def busy(what: str, attempts: int) -> SessionQueryError:
+    """The retryable ``BUSY`` error: ``what`` kept changing through ``attempts`` observations."""
+    return SessionQueryError(
+        ErrorCode.BUSY,
+        f"{what} kept changing while it was read ({attempts} attempts); try again shortly",
+        context={"attempts": attempts},
+    )
+
+
+def settle_attempts(cancel: CancelToken | None, budget_s: float = SETTLE_BUDGET_S) -> Iterator[int]:
+    """Attempt numbers (1, 2, ...) for observing a store that may change underneath.
+
+    The first two attempts follow each other at once; later ones after pauses that double
+    from 5 ms up to 200 ms. Attempts stop when the next pause would end past the caller's
+    deadline or past ``budget_s`` from now, whichever is first; the caller then raises
+    :func:`busy`. Cancellation is checked before every attempt (``ABORTED``).
+    """
+    start = time.monotonic()
+    give_up = start + budget_s
+    if cancel is not None and cancel.deadline is not None:
+        give_up = min(give_up, cancel.deadline)
+    pause = _FIRST_PAUSE_S
+    attempt = 1
+    while True:
+        check_cancel(cancel)
+        yield attempt
+        if attempt >= 2:
+            if time.monotonic() + pause >= give_up:
+                return
+            # A pause between observations of a store another process is changing; not a
+            # synchronisation with anything of ours.
+            time.sleep(pause)
+            pause = min(pause * 2, _LONGEST_PAUSE_S)
+        attempt += 1
 
 
 def _conflict(session_id: str, what: str) -> SessionQueryError:
@@ -177,15 +239,31 @@ class ServiceCorpus:
         Raises:
             SessionQueryError: ``PERSISTENCE_FAILED`` when the token cannot be read.
         """
-        if not isinstance(self._persistence, ChangeTokenSource):
+        persistence = self._persistence
+        if not isinstance(persistence, ChangeTokenSource):
             return None
         try:
-            token = self._persistence.change_token()
+            token = persistence.change_token()
         except _STORAGE_ERRORS as error:
             raise SessionQueryError(
                 ErrorCode.PERSISTENCE_FAILED, f"session persistence change token failed: {error}"
             ) from error
         return None if token is None else str(token)
+
+    def changed_since(self, token: str) -> frozenset[str] | None:
+        """Ids of the persisted sessions changed since ``token``, or ``None`` when unknown.
+
+        ``None`` also when the persistence keeps no change journal or its journal fails: the
+        caller then lists in full. Read the new token (:meth:`change_token`) before this.
+        """
+        persistence = self._persistence
+        if not isinstance(persistence, ChangeJournal):
+            return None
+        try:
+            changed = persistence.changed_since(token)
+        except _STORAGE_ERRORS:
+            return None  # cannot tell: the full listing is always right
+        return None if changed is None else frozenset(changed)
 
     # -- service-side reads --------------------------------------------------------------
 

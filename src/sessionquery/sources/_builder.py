@@ -266,7 +266,7 @@ class LogBuilder:
         self.emit("session/title", data, line, time)
 
 
-DERIVED_TITLE_SOURCE = {"kind": "derived", "from": "first-user-prompt"}
+DERIVED_TITLE_SOURCE = {"kind": "derived"}
 """The ``source`` of a title derived from the first user prompt."""
 
 TITLE_LIMIT = 80

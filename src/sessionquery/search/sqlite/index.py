@@ -44,10 +44,11 @@ from sessionquery.query.types import (
     SessionSearchHit,
     SessionSearchPage,
 )
-from sessionquery.search.sqlite import fastpath, schema
+from sessionquery.search.sqlite import fastpath, schema, spans
 from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, request_fingerprint
 from sessionquery.search.sqlite.query import (
     EVENT_PREDICATE_LIMIT,
+    MATCHES_PER_SESSION,
     SEQ_BITS,
     SEQ_MASK,
     SESSION_PREDICATE_LIMIT,
@@ -56,8 +57,11 @@ from sessionquery.search.sqlite.query import (
     event_search_sql,
     highlight_sql,
     normalize_query,
+    persisted_matches_sql,
+    persisted_sessions_sql,
     quote_phrase,
     session_search_sql,
+    text_sql,
     validate_limit,
     words_expression,
 )
@@ -67,7 +71,11 @@ from sessionquery.search.sqlite.reconcile import (
     ProgressCallback,
     reconcile,
 )
-from sessionquery.search.sqlite.snippet import MATCH_MARK, snippet_from_highlight
+from sessionquery.search.sqlite.snippet import (
+    MATCH_MARK,
+    snippet_around,
+    snippet_from_highlight,
+)
 
 __all__ = ["OpenAt", "SqliteSearch"]
 
@@ -159,6 +167,9 @@ class SqliteSearch:
         self._single_token_fast_path: Literal["off", "unfiltered", "always"] = "unfiltered"
         """Private switch (tests compare the paths): when single-token session queries are
         ranked from the FTS5 vocabulary (:mod:`.fastpath`) instead of ``highlight()``."""
+        self._session_driven: Literal["auto", "never", "always"] = "auto"
+        """Private switch (tests compare the plans): when a session-filtered search reads
+        the index session by session (:func:`.query.session_search_sql`, ``by_session``)."""
         if open_at == "startup":
             with self._lock:
                 self._open()
@@ -323,11 +334,13 @@ class SqliteSearch:
             reconcile(conn, self._state, corpus, cancel)
             generation = str(self._state.generation)
             offset = self._offset(position, generation)
-            sql = session_search_sql(compiled, include_persisted=corpus.persistence is not None)
-            phrase = self._expression(conn, text, mode)
+            matcher = self._matcher(conn, text, mode, cancel)
+            persisted = corpus.persistence is not None
+            by_session = persisted and self._by_session(conn, compiled, matcher.expression)
+            sql = session_search_sql(compiled, include_persisted=persisted, by_session=by_session)
             params = {
                 **compiled.params,
-                "q": phrase,
+                "q": matcher.expression,
                 "mark": MATCH_MARK,
                 "lim": page_size + 1,
                 "off": offset,
@@ -339,7 +352,7 @@ class SqliteSearch:
                 )
                 params = {**compiled.params, "term": term, "lim": page_size + 1, "off": offset}
             rows = conn.execute(sql, params).fetchall()
-            hits = [self._session_hit(conn, phrase, row) for row in rows[:page_size]]
+            hits = [self._session_hit(conn, matcher, row) for row in rows[:page_size]]
         next_cursor = None
         if len(rows) > page_size:
             next_cursor = self._codec.encode(
@@ -391,10 +404,10 @@ class SqliteSearch:
             reconcile(conn, self._state, corpus, cancel)
             live, key, header, generation = self._target(conn, corpus, session_id)
             offset = self._offset(position, generation)
-            phrase = self._expression(conn, text, mode)
+            matcher = self._matcher(conn, text, mode, cancel)
             params = {
                 **compiled.params,
-                "q": phrase,
+                "q": matcher.expression,
                 "mark": MATCH_MARK,
                 "lo": key << SEQ_BITS,
                 "hi": (key << SEQ_BITS) | SEQ_MASK,
@@ -403,7 +416,8 @@ class SqliteSearch:
             }
             rows = conn.execute(event_search_sql(compiled, live=live), params).fetchall()
             hits = [
-                self._event_hit(conn, phrase, live, session_id, row[:5]) for row in rows[:page_size]
+                self._event_hit(conn, matcher, live, session_id, row[:5])
+                for row in rows[:page_size]
             ]
         next_cursor = None
         if len(rows) > page_size:
@@ -459,11 +473,35 @@ class SqliteSearch:
         return header
 
     @staticmethod
-    def _expression(conn: sqlite3.Connection, text: str, match: SearchMatch) -> str:
-        """The FTS5 MATCH expression of the normalised query in the given mode."""
+    def _matcher(
+        conn: sqlite3.Connection, text: str, match: SearchMatch, cancel: CancelToken | None
+    ) -> spans.Matcher:
+        """The MATCH expression of the normalised query in the given mode and its phrases;
+        registers the long-document span counter for this search."""
+        tokens = fastpath.query_tokens(conn, text)
         if match == "phrase":
-            return quote_phrase(text)
-        return words_expression(fastpath.query_tokens(conn, text))
+            matcher = spans.Matcher(quote_phrase(text), (tuple(tokens),), cancel)
+        else:
+            distinct = tuple(dict.fromkeys(tokens))
+            matcher = spans.Matcher(
+                words_expression(distinct), tuple((token,) for token in distinct), cancel
+            )
+        spans.install(conn)  # never create tables while a statement runs (it would abort it)
+        spans.register(conn, matcher)
+        return matcher
+
+    def _by_session(
+        self, conn: sqlite3.Connection, compiled: CompiledFilters, expression: str
+    ) -> bool:
+        """Whether to read the index session by session: the session filters keep few
+        sessions and the query matches many more documents than them."""
+        mode = self._session_driven
+        if mode != "auto" or not compiled.session_predicates:
+            return mode == "always"
+        (sessions,) = conn.execute(persisted_sessions_sql(compiled), compiled.params).fetchone()
+        cap = int(sessions) * MATCHES_PER_SESSION + 1
+        (matches,) = conn.execute(persisted_matches_sql(), {"q": expression, "cap": cap}).fetchone()
+        return bool(int(matches) >= cap)
 
     def _single_token(
         self, conn: sqlite3.Connection, text: str, match: SearchMatch, filters: CompiledFilters
@@ -479,18 +517,28 @@ class SqliteSearch:
         tokens = fastpath.query_tokens(conn, text)
         if match == "words":
             tokens = list(dict.fromkeys(tokens))
-        return tokens[0] if len(tokens) == 1 else None
+        if len(tokens) != 1 or (mode == "unfiltered" and fastpath.dense(conn, tokens[0])):
+            return None
+        return tokens[0]
 
-    def _snippet(self, conn: sqlite3.Connection, phrase: str, live: bool, rid: int) -> str:
+    def _snippet(
+        self, conn: sqlite3.Connection, matcher: spans.Matcher, live: bool, rid: int
+    ) -> str:
+        stored = conn.execute(text_sql(live), {"rid": rid}).fetchone()
+        if stored is not None and int(stored[1]) > spans.SMALL_DOCUMENT:
+            # Long document: locate the first span without highlighting all of it.
+            text = str(stored[0])
+            first = spans.first_span_offset(conn, text, matcher.expression, matcher.cancel)
+            return snippet_around(text, first, self._snippet_chars)
         row = conn.execute(
-            highlight_sql(live), {"q": phrase, "mark": MATCH_MARK, "rid": rid}
+            highlight_sql(live), {"q": matcher.expression, "mark": MATCH_MARK, "rid": rid}
         ).fetchone()
         return snippet_from_highlight(str(row[0]) if row else "", self._snippet_chars)
 
     def _event_hit(
         self,
         conn: sqlite3.Connection,
-        phrase: str,
+        matcher: spans.Matcher,
         live: bool,
         session_id: str,
         row: Sequence[object],
@@ -503,11 +551,11 @@ class SqliteSearch:
             type=str(kind),
             time=time,
             surface=surface,  # type: ignore[arg-type]  # stored from SurfaceClass values
-            snippet=self._snippet(conn, phrase, live, rid),
+            snippet=self._snippet(conn, matcher, live, rid),
         )
 
     def _session_hit(
-        self, conn: sqlite3.Connection, phrase: str, row: Sequence[object]
+        self, conn: sqlite3.Connection, matcher: spans.Matcher, row: Sequence[object]
     ) -> SessionSearchHit:
         src, rid, session_id, *event = row
         assert isinstance(rid, int)
@@ -523,5 +571,5 @@ class SqliteSearch:
             ).fetchone()
             header = self._header(str(header_json))
             record = SessionRecord(header, live=False, persisted=True)
-        best = self._event_hit(conn, phrase, live, sid, (rid, *event))
+        best = self._event_hit(conn, matcher, live, sid, (rid, *event))
         return SessionSearchHit(record=record, best_match=best)

@@ -11,8 +11,9 @@ Invariants:
   statement is prepared.
 * Ranking (:data:`EVENT_ORDER`, :data:`SESSION_ORDER`): more highlighted match spans first,
   then shorter documents (code points), then newer events, then session id (binary order),
-  then higher seq. ``match_count`` is computed as ``length(highlight(..., MARK, ''))`` minus
-  the stored code-point length: one marker character per span.
+  then higher seq. The span count of a short document is ``length(highlight(..., MARK, ''))``
+  minus the stored code-point length (one marker character per span); a long one's comes
+  from :mod:`.spans` (:func:`match_count`).
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ from sessionquery.query.filters import (
     TypeIn,
 )
 from sessionquery.search.sqlite.snippet import sanitize_text
+from sessionquery.search.sqlite.spans import SMALL_DOCUMENT, SPANS_FUNCTION
 
 __all__ = [
     "EVENT_PREDICATE_LIMIT",
+    "MATCHES_PER_SESSION",
     "MAX_BOUND_PARAMETERS",
     "MAX_QUERY_BYTES",
     "SEQ_BITS",
@@ -48,6 +51,8 @@ __all__ = [
     "compile_filters",
     "event_search_sql",
     "normalize_query",
+    "persisted_matches_sql",
+    "persisted_sessions_sql",
     "quote_phrase",
     "session_search_sql",
     "validate_limit",
@@ -270,14 +275,42 @@ _LIVE_COLUMNS = {**_PERSISTED_COLUMNS, "live": "1", "persisted": "s.persisted"}
 _BRANCH = (
     "SELECT {src} AS src, r.id AS rid, s.id AS session_id, r.id & {mask} AS seq, "
     "r.type AS type, r.time AS time, r.surface AS surface, r.length AS length, "
-    "length(highlight({fts}, 0, :mark, '')) - r.length AS mc "
+    "{mc} AS mc "
     "FROM {schema}.{fts} JOIN {schema}.{rows} AS r ON r.id = {fts}.rowid "
     "JOIN {schema}.{sessions} AS s ON s.key = {fts}.rowid >> {bits} "
     "WHERE {fts} MATCH :q{shadow}{where}"
 )
 
+_BRANCH_BY_SESSION = (
+    "SELECT {src} AS src, r.id AS rid, s.id AS session_id, r.id & {mask} AS seq, "
+    "r.type AS type, r.time AS time, r.surface AS surface, r.length AS length, "
+    "{mc} AS mc "
+    "FROM {schema}.{sessions} AS s CROSS JOIN {schema}.{fts} "
+    "JOIN {schema}.{rows} AS r ON r.id = {fts}.rowid "
+    "WHERE {fts} MATCH :q AND {fts}.rowid BETWEEN (s.key << {bits}) "
+    "AND ((s.key << {bits}) | {mask}){shadow}{where}"
+)
+"""The same rows, driven from the sessions that pass the session filters: one FTS5 lookup
+restricted to each such session's rowid range instead of every match joined and then
+filtered. Chosen when the filters keep few sessions and the query matches many documents
+(a workspace-filtered search of a common word)."""
 
-def _branch(live: bool, filters: CompiledFilters) -> str:
+
+def match_count(fts: str, live: int) -> str:
+    """The span-count expression of one candidate row ``r`` of ``fts``.
+
+    Short documents count ``highlight()``'s markers; longer ones call
+    :data:`~sessionquery.search.sqlite.spans.SPANS_FUNCTION` (same count, linear time; the
+    caller registers it for the search). ``CASE`` evaluates only the branch it takes.
+    """
+    return (
+        f"CASE WHEN r.length <= {SMALL_DOCUMENT} "
+        f"THEN length(highlight({fts}, 0, :mark, '')) - r.length "
+        f"ELSE {SPANS_FUNCTION}(r.id, {live}) END"
+    )
+
+
+def _branch(live: bool, filters: CompiledFilters, by_session: bool = False) -> str:
     if live:
         schema, names = "temp", ("live_fts", "live_rows", "live_sessions")
         shadow, columns = "", _LIVE_COLUMNS
@@ -286,7 +319,8 @@ def _branch(live: bool, filters: CompiledFilters) -> str:
         shadow = " AND s.id NOT IN (SELECT id FROM temp.live_sessions)"
         columns = _PERSISTED_COLUMNS
     fts, rows, sessions = names
-    return _BRANCH.format(
+    template = _BRANCH_BY_SESSION if by_session else _BRANCH
+    return template.format(
         src=int(live),
         mask=SEQ_MASK,
         schema=schema,
@@ -296,18 +330,39 @@ def _branch(live: bool, filters: CompiledFilters) -> str:
         bits=SEQ_BITS,
         shadow=shadow,
         where=filters.where(columns),
+        mc=match_count(fts, int(live)),
     )
 
 
-def session_search_sql(filters: CompiledFilters, *, include_persisted: bool) -> str:
+MATCHES_PER_SESSION = 16
+"""Driving from sessions pays one FTS5 lookup per session passing the filters; it is chosen
+when the query matches more than this many persisted documents per such session."""
+
+
+def persisted_sessions_sql(filters: CompiledFilters) -> str:
+    """How many persisted sessions pass the session filters (binds the filters' values)."""
+    where = "".join(f" AND {p.format_map(_PERSISTED_COLUMNS)}" for p in filters.session_predicates)
+    return f"SELECT count(*) FROM main.persisted_sessions AS s WHERE 1{where}"
+
+
+def persisted_matches_sql() -> str:
+    """Persisted documents matching ``:q``, counted up to ``:cap``."""
+    return "SELECT count(*) FROM (SELECT 1 FROM main.doc_fts WHERE doc_fts MATCH :q LIMIT :cap)"
+
+
+def session_search_sql(
+    filters: CompiledFilters, *, include_persisted: bool, by_session: bool = False
+) -> str:
     """Sessions with their best event, ranked; binds ``:q :mark :lim :off`` + filters.
 
     Event filters apply before grouping, so the best event is the best one that passes them.
-    Durable rows of a session that has a live row are shadowed.
+    Durable rows of a session that has a live row are shadowed. ``by_session`` drives the
+    persisted branch from the filtered sessions (:data:`_BRANCH_BY_SESSION`); the result
+    is the same.
     """
     branches = [_branch(True, filters)]
     if include_persisted:
-        branches.append(_branch(False, filters))
+        branches.append(_branch(False, filters, by_session))
     candidates = " UNION ALL ".join(branches)
     return (
         f"WITH cand AS {_MATERIALIZED}({candidates}), ranked AS (SELECT *, row_number() OVER "
@@ -328,11 +383,17 @@ def event_search_sql(filters: CompiledFilters, *, live: bool) -> str:
     return (
         f"SELECT r.id AS rid, r.id & {SEQ_MASK} AS seq, r.type AS type, r.time AS time, "
         "r.surface AS surface, r.length AS length, "
-        f"length(highlight({fts}, 0, :mark, '')) - r.length AS mc "
+        f"{match_count(fts, int(live))} AS mc "
         f"FROM {schema}.{fts} JOIN {schema}.{rows} AS r ON r.id = {fts}.rowid "
         f"WHERE {fts} MATCH :q AND {fts}.rowid BETWEEN :lo AND :hi{where} "
         f"ORDER BY {EVENT_ORDER} LIMIT :lim OFFSET :off"
     )
+
+
+def text_sql(live: bool) -> str:
+    """One document's stored text and length (binds ``:rid``)."""
+    _schema, _fts, rows = _tables(live)
+    return f"SELECT text, length FROM {'temp' if live else 'main'}.{rows} WHERE id = :rid"
 
 
 def highlight_sql(live: bool) -> str:

@@ -35,6 +35,7 @@ from sessionquery.model import (
 from sessionquery.persistence.base import PersistedSession, SessionPersistence
 from sessionquery.query.backend import Corpus, LiveSnapshot
 from sessionquery.query.cancel import CancelToken, check_cancel
+from sessionquery.query.corpus import busy, settle_attempts
 from sessionquery.search.sqlite.query import SEQ_BITS, SEQ_MASK
 from sessionquery.search.sqlite.snippet import sanitize_text
 
@@ -265,7 +266,9 @@ class _Pass:
             self._index_persisted(entry, indexed.get(entry.header.id))
             if self.progress is not None:
                 self.progress(done, len(stale))
-        if stale and not self._token_unchanged():
+        # With a change token the listing need not be verified: the token recorded is the one
+        # read before listing, so any change made meanwhile makes the next search list again.
+        if stale and self.token is None:
             again = {p.header.id: p for p in self.corpus.list_persisted(self.cancel)}
             if not _same_listing(listing, again, live_ids | self.corpus.live_ids()):
                 raise _Unstable
@@ -283,19 +286,18 @@ class _Pass:
             )
         self.listing = listing
 
-    def _token_unchanged(self) -> bool:
-        """Whether the store's change token still equals the one read before the listing.
-
-        Every create, flush, repair and delete through the store moves the token, so an
-        unchanged token proves the listing is still current and the second O(sessions)
-        listing that would verify it can be skipped (it dominates reconciling one changed
-        session among thousands).
-        """
-        return self.token is not None and self.corpus.change_token() == self.token
-
     def _index_persisted(self, entry: PersistedSession, indexed: tuple[int, str] | None) -> None:
         sid = entry.header.id
-        log = self.corpus.read_persisted(sid, self.cancel)
+        try:
+            log = self.corpus.read_persisted(sid, self.cancel)
+        except SessionQueryError as exc:
+            if exc.code is not ErrorCode.SESSION_NOT_FOUND:
+                raise
+            # Deleted since it was listed. With a change token the moved token brings the
+            # next search back to drop it; without one, observe the store again.
+            if self.token is None:
+                raise _Unstable from None
+            return
         if not log.session.is_compatible(entry.header):
             raise _conflict(sid)
         folder = SurfaceFolder()
@@ -536,8 +538,8 @@ def reconcile(
         and (persistence is None or (token is not None and token == state.token))
     ):
         return IndexUpdate(skipped=True)
-    for _attempt in range(2):
-        check_cancel(cancel)
+    attempts = 0
+    for attempts in settle_attempts(cancel):  # noqa: B007 - counted for the BUSY error
         work = _Pass(
             conn=conn,
             state=state,
@@ -575,10 +577,7 @@ def reconcile(
             live_removed=counts["lr"],
             documents_written=counts["docs"],
         )
-    raise SessionQueryError(
-        ErrorCode.PERSISTENCE_FAILED,
-        "session persistence listing did not stabilize after one retry",
-    )
+    raise busy("the session store", attempts)
 
 
 def _commit_state(

@@ -15,7 +15,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ELLIPSIS", "MATCH_MARK", "make_snippet", "sanitize_text", "snippet_from_highlight"]
+__all__ = [
+    "ELLIPSIS",
+    "MATCH_MARK",
+    "make_snippet",
+    "sanitize_text",
+    "snippet_around",
+    "snippet_at",
+    "snippet_from_highlight",
+]
 
 MATCH_MARK = "\ufdd0"
 """Inserted by FTS5 ``highlight()`` before every match span (never present in indexed text)."""
@@ -40,7 +48,12 @@ def snippet_from_highlight(highlighted: str, snippet_chars: int) -> str:
     the window is then placed around the first match (code-point index ``m``).
     """
     first = highlighted.find(MATCH_MARK)
-    plain = highlighted.replace(MATCH_MARK, "")
+    return snippet_at(highlighted.replace(MATCH_MARK, ""), first, snippet_chars)
+
+
+def snippet_at(plain: str, first: int, snippet_chars: int) -> str:
+    """The snippet of ``plain`` whose first match starts at code point ``first`` (``-1`` or
+    ``0``: the start of the text); the same cut as :func:`snippet_from_highlight`."""
     text = " ".join(plain.split())
     if first <= 0:
         return make_snippet(text, 0, snippet_chars)
@@ -49,6 +62,44 @@ def snippet_from_highlight(highlighted: str, snippet_chars: int) -> str:
     if before and plain[first - 1].isspace():
         m += 1
     return make_snippet(text, m, snippet_chars)
+
+
+_SPACE = re.compile(r"\s")
+
+
+def snippet_around(plain: str, first: int, snippet_chars: int) -> str:
+    """:func:`snippet_at` reading only a window of ``plain`` around ``first``.
+
+    Equal to ``snippet_at(plain, first, snippet_chars)``; the cost depends on the snippet
+    length, not on the document's. Whitespace normalisation only joins words, so a window
+    cut on whitespace normalises to a piece of the whole normalised text; once the window
+    holds at least ``2 * snippet_chars`` normalised code points on each side of the match
+    that is not the end of the text, the cut cannot reach beyond it (the text outside only
+    decides whether an ellipsis is shown, which the windows' neighbours stand in for).
+    """
+    first = max(first, 0)
+    reach = 4 * snippet_chars + 64
+    while True:
+        low, high = max(0, first - reach), min(len(plain), first + reach)
+        if low == 0 and high == len(plain):
+            return snippet_at(plain, first, snippet_chars)
+        if low > 0:
+            found = _SPACE.search(plain, low, first)
+            low = first if found is None else found.start()
+        if high < len(plain):
+            found = _SPACE.search(plain, high)
+            high = len(plain) if found is None else found.start()
+        left = " ".join(plain[low:first].split())
+        right = " ".join(plain[first:high].split())
+        wide_left = low == 0 or len(left) >= 2 * snippet_chars
+        wide_right = high == len(plain) or len(right) >= 2 * snippet_chars
+        if wide_left and wide_right:
+            break
+        reach *= 4
+    before = "" if low == 0 or plain[:low].isspace() else "x "
+    after = "" if high == len(plain) or plain[high:].isspace() else " x"
+    window = before + plain[low:high] + after
+    return snippet_at(window, first - low + len(before), snippet_chars)
 
 
 def make_snippet(text: str, m: int, k: int) -> str:
