@@ -379,3 +379,99 @@ def test_a_fifo_in_place_of_the_journal_never_hangs_a_reader(tmp_path: Path) -> 
     _append(store, "a")  # the journal cannot be written; the token still moves
     assert store.change_token() != token
     assert store.changed_since(token) is None
+
+
+_APPENDER = """
+import sys, time
+from sessionquery.model import SessionEvent
+from sessionquery.persistence import JsonlPersistence
+store = JsonlPersistence(sys.argv[1])
+until = time.monotonic() + float(sys.argv[3])
+with store.open_write(sys.argv[2]) as writer:
+    while time.monotonic() < until:
+        writer.append([SessionEvent("note", writer.event_count, 1, {"text": "x"})])
+        writer.flush()
+"""
+
+
+def test_changed_since_never_misses_appends_made_by_concurrent_processes(tmp_path: Path) -> None:
+    store = JsonlPersistence(tmp_path)
+    names = ("a", "b", "c")
+    for name in names:
+        _create(store, name)
+    _append(store, "a")  # the token, journal and lock files exist from here on
+    _quiet(store)
+
+    def revisions() -> dict[str, str | None]:
+        entries = {name: store.stat(name) for name in names}
+        return {name: None if entry is None else entry.revision for name, entry in entries.items()}
+
+    writers = [
+        subprocess.Popen([sys.executable, "-c", _APPENDER, store.root, name, "3"])
+        for name in ("a", "b")
+    ]
+    answered = checks = 0
+    try:
+        token = store.change_token()
+        seen = revisions()  # read after the token: what a reconciler would have indexed
+        while any(writer.poll() is None for writer in writers):
+            now = revisions()  # read before asking: every change in it must be answered
+            new_token = store.change_token()
+            changed = store.changed_since(token)
+            checks += 1
+            if changed is not None:
+                answered += 1
+                missed = {name for name in names if now[name] != seen[name]} - changed
+                assert not missed, f"changes to {missed} were not reported"
+            token, seen = new_token, revisions()
+            assert checks < 1_000_000
+    finally:
+        for writer in writers:
+            writer.wait(timeout=60)
+    assert all(writer.returncode == 0 for writer in writers)
+    assert answered > 0  # the journal, not only the "unknown" answer, was exercised
+
+
+def test_an_edit_inside_an_existing_file_by_hand_moves_its_revision_not_the_token(
+    tmp_path: Path,
+) -> None:
+    # The documented limit: O(1) cannot see bytes rewritten in place by another program;
+    # the file's revision does, at the next full listing.
+    store = JsonlPersistence(tmp_path)
+    _create(store, "a")
+    _append(store, "a")
+    _quiet(store)
+    token = store.change_token()
+    [before] = store.list()
+    with open(store.path_of("a"), "ab") as file:
+        file.write(b'{"type":"note","seq":2,"time":1,"data":{}}\n')
+    assert store.change_token() == token
+    [after] = store.list()
+    assert after.revision != before.revision
+
+
+def test_a_writer_killed_inside_a_flush_leaves_its_session_in_the_journal(tmp_path: Path) -> None:
+    from reliability.child import Child
+    from reliability.corpus import events
+
+    store = JsonlPersistence(tmp_path)
+    with store.create(_header("s")) as handle:
+        handle.append(events("s", 0, 6))
+    _quiet(store)
+    token = store.change_token()
+    child = Child("paused_writer.py", store.root, "s")
+    try:
+        assert child.read_line() == "announced"  # the counter moved; no byte written yet
+        assert store.changed_since(token) == frozenset({"s"})
+        assert child.proc.stdin is not None
+        child.proc.stdin.write(b"go\n")
+        child.proc.stdin.flush()
+        assert child.read_line() == "written"
+    finally:
+        child.kill()
+    # Killed between its write and its second announcement: the journal still names it.
+    after = store.change_token()
+    assert after != token
+    assert store.changed_since(token) == frozenset({"s"})
+    with store.open_read("s") as reader:
+        assert len(reader.read()) == 12

@@ -873,3 +873,10 @@ def test_verify_takes_the_line_from_the_error_itself(store: JsonlPersistence) ->
     [problem] = store.verify()
     assert (problem.line, problem.fatal) == (3, True)
     assert problem.message.startswith(f"{_file(store)} line 3:")
+
+
+def test_the_store_declares_that_it_reports_problems(store: JsonlPersistence) -> None:
+    from sessionquery.persistence import ProblemSource
+
+    assert isinstance(store, ProblemSource)
+    assert store.problems() == []

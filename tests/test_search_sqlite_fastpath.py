@@ -263,9 +263,9 @@ def test_filtered_requests_keep_the_highlight_path_by_default(
     calls: list[bool] = []
     original = fastpath.session_search_sql
 
-    def spy(filters: CompiledFilters, *, include_persisted: bool) -> str:
+    def spy(filters: CompiledFilters, *, include_persisted: bool, tokens: int = 1) -> str:
         calls.append(True)
-        return original(filters, include_persisted=include_persisted)
+        return original(filters, include_persisted=include_persisted, tokens=tokens)
 
     monkeypatch.setattr(fastpath, "session_search_sql", spy)
     filtered = index.search_sessions(corpus, "the", session_filters=[CwdIn(["/w"])])
@@ -278,7 +278,22 @@ def test_filtered_requests_keep_the_highlight_path_by_default(
 # -- equivalence, property ------------------------------------------------------------------
 
 _WORDS = ["the", "The", "THE", "thé", "the-the", "café", "Cafe", "x", "😀", "a.b", "the_the"]
-_QUERIES = ["the", "THE", "thé", "cafe", "CAFÉ", "x", "😀 x", "b", "the the", "a.b", "zzz"]
+_QUERIES = [
+    "the",
+    "THE",
+    "thé",
+    "cafe",
+    "CAFÉ",
+    "x",
+    "😀 x",
+    "b",
+    "the the",
+    "a.b",
+    "zzz",
+    "the cafe",
+    "x the café",
+    "cafe x",
+]
 
 _texts = st.lists(
     st.lists(st.sampled_from(_WORDS), min_size=1, max_size=6).map(" ".join),

@@ -10,7 +10,7 @@ import pytest
 
 from sessionquery.errors import PersistenceNotFound
 from sessionquery.persistence import JsonlPersistence
-from sessionquery.persistence.base import ProblemReporter
+from sessionquery.persistence.base import ProblemSource
 from sessionquery.query.service import SessionQuery
 from sessionquery.sources import ClaudeCodeSource, CodexSource, MultiSource, Problem
 
@@ -88,7 +88,7 @@ def test_problems_of_a_jsonl_store_come_through_as_importer_problems(tmp_path: P
     (store / "broken.jsonl").write_text("not a header\n", encoding="utf-8")
     jsonl = JsonlPersistence(store)
     multi = MultiSource([jsonl])
-    assert isinstance(jsonl, ProblemReporter) and isinstance(multi, ProblemReporter)
+    assert isinstance(jsonl, ProblemSource) and isinstance(multi, ProblemSource)
     problems = multi.problems()
     assert [(type(p), Path(p.path).name) for p in problems] == [(Problem, "broken.jsonl")]
     assert problems[0].line == 1

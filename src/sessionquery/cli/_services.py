@@ -19,7 +19,7 @@ from sessionquery.cli import _render as render
 from sessionquery.config import Config
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import JsonlPersistence, SessionPersistence
-from sessionquery.persistence.base import ProblemReporter
+from sessionquery.persistence.base import ProblemSource
 from sessionquery.query.service import SessionQuery
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def open_index(path: Path) -> SqliteSearch:
 
 def report_problems(persistence: object, stream: TextIO, shown: int = 3) -> None:
     """A short stderr summary of what importers could not read."""
-    if not isinstance(persistence, ProblemReporter):
+    if not isinstance(persistence, ProblemSource):
         return
     problems = list(persistence.problems())
     if not problems:

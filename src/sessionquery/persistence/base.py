@@ -20,9 +20,9 @@ __all__ = [
     "DocumentLog",
     "DocumentSource",
     "PersistedSession",
-    "ProblemReporter",
+    "Problem",
+    "ProblemSource",
     "ReadHandle",
-    "ReportedProblem",
     "SessionPersistence",
     "TextDocument",
     "WriteHandle",
@@ -144,6 +144,38 @@ class ChangeJournal(Protocol):
         ...
 
 
+class Problem(Protocol):
+    """One file (or line) a store could not read as expected; reading the rest went on.
+
+    The importers' ``sessionquery.sources.Problem`` and
+    :class:`~sessionquery.persistence.LogProblem` have this shape.
+    """
+
+    @property
+    def path(self) -> str:
+        """The file (or directory) concerned."""
+        ...
+
+    @property
+    def line(self) -> int | None:
+        """The 1-based physical line, or ``None`` for the whole file."""
+        ...
+
+    @property
+    def message(self) -> str:
+        """What is wrong (and what was done about it), without the path."""
+        ...
+
+
+@runtime_checkable
+class ProblemSource(Protocol):
+    """A persistence that reports the files it left out instead of failing on them."""
+
+    def problems(self) -> Sequence[Problem]:
+        """Every current problem, in path (then line) order."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class TextDocument:
     """The searchable text of one event, as the search index stores it.
@@ -190,32 +222,4 @@ class DocumentSource(Protocol):
             PersistenceNotFound: the id is not stored.
             PersistenceCorrupt: the log is damaged or does not fold.
         """
-        ...
-
-
-class ReportedProblem(Protocol):
-    """One thing a source could not read, as :class:`ProblemReporter` reports it."""
-
-    @property
-    def path(self) -> str:
-        """Absolute path of the file (or directory) concerned."""
-        ...
-
-    @property
-    def line(self) -> int | None:
-        """1-based physical line number, or ``None`` for a whole-file problem."""
-        ...
-
-    @property
-    def message(self) -> str:
-        """What is wrong and what the source did about it."""
-        ...
-
-
-@runtime_checkable
-class ProblemReporter(Protocol):
-    """A source that reads what it can and reports what it could not (the importers)."""
-
-    def problems(self) -> Sequence[ReportedProblem]:
-        """Every problem met so far, in the order met; empty when everything was readable."""
         ...

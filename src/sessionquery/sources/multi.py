@@ -25,7 +25,7 @@ from sessionquery.persistence.base import (
     DocumentLog,
     DocumentSource,
     PersistedSession,
-    ProblemReporter,
+    ProblemSource,
     ReadHandle,
     SessionPersistence,
 )
@@ -206,7 +206,7 @@ class MultiSource:
         """The problems of every source that reports them, in source order."""
         out: list[Problem] = []
         for _, source in self._sources:
-            if isinstance(source, ProblemReporter):
+            if isinstance(source, ProblemSource):
                 out.extend(
                     p if isinstance(p, Problem) else Problem(p.path, p.line, p.message)
                     for p in source.problems()

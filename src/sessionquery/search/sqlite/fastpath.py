@@ -50,8 +50,10 @@ from sessionquery.search.sqlite.snippet import sanitize_text
 
 __all__ = [
     "INSTANCES_PER_DOCUMENT",
+    "PHRASE_SPREAD",
     "dense",
     "ensure_vocabularies",
+    "phrase_is_narrow",
     "query_tokens",
     "session_search_sql",
     "single_token",
@@ -135,6 +137,26 @@ def single_token(conn: sqlite3.Connection, normalized: str) -> str | None:
     return tokens[0] if len(tokens) == 1 else None
 
 
+PHRASE_SPREAD = 4
+"""A phrase of distinct tokens takes the fast path only while each of its tokens occurs in
+fewer than this many times as many documents as the phrase: reading every occurrence of a
+common token (``the parser``) costs more than highlighting the phrase's documents."""
+
+
+def phrase_is_narrow(conn: sqlite3.Connection, tokens: list[str]) -> bool:
+    """Whether every token of the phrase is in fewer than :data:`PHRASE_SPREAD` times as
+    many persisted documents as the phrase (counts capped, so each costs little)."""
+    count = "SELECT count(*) FROM (SELECT 1 FROM main.doc_fts WHERE doc_fts MATCH ? LIMIT ?)"
+    phrase = '"' + " ".join(tokens) + '"'
+    (matches,) = conn.execute(count, (phrase, 1_000_000)).fetchone()
+    cap = PHRASE_SPREAD * max(1, int(matches))
+    for token in tokens:
+        (docs,) = conn.execute(count, (f'"{token}"', cap)).fetchone()
+        if int(docs) >= cap:
+            return False
+    return True
+
+
 def dense(conn: sqlite3.Connection, term: str) -> bool:
     """Whether ``term`` averages more than :data:`INSTANCES_PER_DOCUMENT` instances per
     matching document (FTS5 sums them from its position lists, without a row per instance)."""
@@ -184,9 +206,33 @@ def _predicates(predicates: list[str], live: bool) -> str:
     return "".join(f" AND {p.format_map(columns)}" for p in predicates)
 
 
-def _candidates(live: bool, filters: CompiledFilters) -> str:
+def _positions(live: bool, tokens: int) -> list[str]:
+    """One materialised CTE per phrase token: its (doc, offset) occurrences in one index."""
+    vocab = _tables(live)[0]
+    return [
+        f"pos{int(live)}_{i} AS {_MATERIALIZED}"
+        f"(SELECT doc, offset FROM temp.{vocab} WHERE term = :t{i})"
+        for i in range(tokens)
+    ]
+
+
+def _phrase_counts(live: bool, tokens: int) -> str:
+    """Occurrences of the phrase ``:t0 :t1 ...`` per document: token ``i`` at ``offset + i``.
+
+    For a phrase whose tokens are all different, occurrences never overlap, so this is the
+    span count (the caller checks the tokens)."""
+    name = f"pos{int(live)}_"
+    joins = "".join(
+        f" JOIN {name}{i} AS p{i} ON p{i}.doc = p0.doc AND p{i}.offset = p0.offset + {i}"
+        for i in range(1, tokens)
+    )
+    return f"(SELECT p0.doc AS doc, count(*) AS mc FROM {name}0 AS p0{joins} GROUP BY p0.doc)"
+
+
+def _candidates(live: bool, filters: CompiledFilters, tokens: int = 1) -> str:
     vocab, schema, rows, _sessions = _tables(live)
-    sql = _CANDIDATES.format(src=int(live), bits=SEQ_BITS, counts=_COUNTS.format(vocab=vocab))
+    counts = _COUNTS.format(vocab=vocab) if tokens == 1 else _phrase_counts(live, tokens)
+    sql = _CANDIDATES.format(src=int(live), bits=SEQ_BITS, counts=counts)
     if filters.event_predicates:
         where = _predicates(filters.event_predicates, live)
         sql += _FILTERED.format(schema=schema, rows=rows, where=where)
@@ -212,8 +258,11 @@ def _page_rows(live: bool, filters: CompiledFilters) -> str:
     )
 
 
-def session_search_sql(filters: CompiledFilters, *, include_persisted: bool) -> str:
-    """The fast twin of ``query.session_search_sql``; binds ``:term :lim :off`` + filters.
+def session_search_sql(
+    filters: CompiledFilters, *, include_persisted: bool, tokens: int = 1
+) -> str:
+    """The fast twin of ``query.session_search_sql``; binds ``:term :lim :off`` + filters
+    (``tokens`` > 1: a phrase of that many distinct tokens, bound as ``:t0 :t1 ...``).
 
     Same result, cheaper order of work. Event predicates apply to every candidate, as there
     (only then are all candidates' rows read). A session's best event is chosen in two
@@ -226,11 +275,14 @@ def session_search_sql(filters: CompiledFilters, *, include_persisted: bool) -> 
     the index invariant that every FTS5 document has its row (both are written together).
     """
     live = [True, False] if include_persisted else [True]
-    candidates = " UNION ALL ".join(_candidates(branch, filters) for branch in live)
+    positions = "".join(
+        f"{cte}, " for branch in live if tokens > 1 for cte in _positions(branch, tokens)
+    )
+    candidates = " UNION ALL ".join(_candidates(branch, filters, tokens) for branch in live)
     bests = " UNION ALL ".join(_best(branch) for branch in live)
     pages = " UNION ALL ".join(_page_rows(branch, filters) for branch in live)
     return (
-        f"WITH cand AS {_MATERIALIZED}({candidates}), "
+        f"WITH {positions}cand AS {_MATERIALIZED}({candidates}), "
         f"top AS {_MATERIALIZED}(SELECT src, key, max(mc) AS mc FROM cand GROUP BY src, key), "
         f"best AS {_MATERIALIZED}({bests}) "
         f"SELECT src, rid, session_id, seq, type, time, surface FROM ({pages}) "

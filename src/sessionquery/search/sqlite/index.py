@@ -345,12 +345,19 @@ class SqliteSearch:
                 "lim": page_size + 1,
                 "off": offset,
             }
-            term = self._single_token(conn, text, mode, compiled)
-            if term is not None:  # same rows, counted from the index (see .fastpath)
+            tokens = self._fast_tokens(conn, text, mode, compiled)
+            if tokens:  # same rows, counted from the index (see .fastpath)
                 sql = fastpath.session_search_sql(
-                    compiled, include_persisted=corpus.persistence is not None
+                    compiled, include_persisted=persisted, tokens=len(tokens)
                 )
-                params = {**compiled.params, "term": term, "lim": page_size + 1, "off": offset}
+                named = {f"t{i}": token for i, token in enumerate(tokens)}
+                params = {
+                    **compiled.params,
+                    **named,
+                    "term": tokens[0],
+                    "lim": page_size + 1,
+                    "off": offset,
+                }
             rows = conn.execute(sql, params).fetchall()
             hits = [self._session_hit(conn, matcher, row) for row in rows[:page_size]]
         next_cursor = None
@@ -468,7 +475,14 @@ class SqliteSearch:
         if header is None:
             if len(self._headers) >= _HEADER_CACHE_SIZE:
                 self._headers.clear()
-            header = SessionHeader.from_json(json.loads(header_json))
+            try:
+                header = SessionHeader.from_json(json.loads(header_json))
+            except (ValueError, TypeError) as exc:  # bytes damaged inside the index file
+                raise SessionQueryError(
+                    ErrorCode.INDEX_FAILED,
+                    "session-search index holds a damaged session header; delete the index "
+                    "file to rebuild it",
+                ) from exc
             self._headers[header_json] = header
         return header
 
@@ -498,28 +512,38 @@ class SqliteSearch:
         mode = self._session_driven
         if mode != "auto" or not compiled.session_predicates:
             return mode == "always"
+        few = MATCHES_PER_SESSION * 256  # below this the match-driven plan is cheap anyway
+        (matches,) = conn.execute(persisted_matches_sql(), {"q": expression, "cap": few}).fetchone()
+        if int(matches) < few:
+            return False
         (sessions,) = conn.execute(persisted_sessions_sql(compiled), compiled.params).fetchone()
         cap = int(sessions) * MATCHES_PER_SESSION + 1
         (matches,) = conn.execute(persisted_matches_sql(), {"q": expression, "cap": cap}).fetchone()
         return bool(int(matches) >= cap)
 
-    def _single_token(
+    def _fast_tokens(
         self, conn: sqlite3.Connection, text: str, match: SearchMatch, filters: CompiledFilters
-    ) -> str | None:
-        """The query's only token when the fast path is on and applies, else ``None``.
+    ) -> list[str]:
+        """The tokens to rank from the FTS5 vocabulary when the fast path is on and applies,
+        else ``[]``: one token, or (phrase mode) a phrase of distinct tokens none of which
+        is common (:func:`.fastpath.phrase_is_narrow`).
 
         In ``"words"`` mode a query whose words are all one token (``test Test``) counts as
         single-token: its spans are that token's instances, as for the phrase ``test``.
         """
         mode = self._single_token_fast_path
         if mode == "off" or (mode == "unfiltered" and not fastpath.worthwhile(filters)):
-            return None
+            return []
         tokens = fastpath.query_tokens(conn, text)
         if match == "words":
             tokens = list(dict.fromkeys(tokens))
-        if len(tokens) != 1 or (mode == "unfiltered" and fastpath.dense(conn, tokens[0])):
-            return None
-        return tokens[0]
+        if len(tokens) == 1:
+            dense = mode == "unfiltered" and fastpath.dense(conn, tokens[0])
+            return [] if dense else tokens
+        if match == "phrase" and 1 < len(tokens) == len(set(tokens)):
+            narrow = mode == "always" or fastpath.phrase_is_narrow(conn, tokens)
+            return tokens if narrow else []
+        return []
 
     def _snippet(
         self, conn: sqlite3.Connection, matcher: spans.Matcher, live: bool, rid: int

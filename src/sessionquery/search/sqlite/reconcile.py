@@ -248,12 +248,11 @@ class _Pass:
             return
         live_ids = frozenset(snapshot.header.id for snapshot in self.snapshots)
         listing = {p.header.id: p for p in self.corpus.list_persisted(self.cancel)}
-        indexed = {
-            str(sid): (int(key), str(revision))
-            for sid, key, revision in self.conn.execute(
-                "SELECT id, key, revision FROM main.persisted_sessions"
-            )
-        }
+        rows = self.conn.execute("SELECT id, key, revision FROM main.persisted_sessions").fetchall()
+        if any(type(key) is not int or revision is None for _sid, key, revision in rows):
+            # Bytes damaged inside the index file: reported as INDEX_FAILED, never a raw error.
+            raise sqlite3.DatabaseError("main.persisted_sessions holds a damaged row")
+        indexed = {str(sid): (int(key), str(revision)) for sid, key, revision in rows}
         stale = [
             entry
             for sid, entry in listing.items()
