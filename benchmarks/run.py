@@ -299,7 +299,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--from-json", help="measure nothing: render the results saved by --json again"
     )
+    parser.add_argument(
+        "--history", action="store_true", help="run history_bench.py (real-size history) instead"
+    )
     args = parser.parse_args(argv)
+    if args.history:
+        from history_bench import main as history_main
+
+        return history_main([])
     plan = QUICK if args.quick else FULL
     default_name = "RESULTS-quick.md" if args.quick else "RESULTS.md"
     output = Path(args.output) if args.output else HERE / default_name

@@ -7,6 +7,7 @@ read-only tests of this module.
 
 from __future__ import annotations
 
+import html.parser
 import io
 import json
 import os
@@ -17,12 +18,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from cli_support import CLAUDE_ID, CODEX_ID, clean_env, make_agent_home
 from sessionquery.cli import COMMANDS, main
 from sessionquery.cli import _render as render
+from sessionquery.cli import _terminal as term
+from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._parser import build_parser
-from sessionquery.cli._services import ProgressBar
-from sessionquery.examples import BILLING_WORKSPACE, DASHBOARD_WORKSPACE, EXAMPLE_SESSION_IDS
+from sessionquery.cli._services import Invocation, ListedOnce, Progress
+from sessionquery.config import Config
+from sessionquery.examples import (
+    BILLING_WORKSPACE,
+    DASHBOARD_WORKSPACE,
+    EXAMPLE_SESSION_IDS,
+    build_examples,
+)
+from sessionquery.persistence import JsonlPersistence, PersistedSession
+from sessionquery.query.service import SessionQuery
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 TIMEOUT = 120
@@ -259,8 +273,8 @@ def test_text_output_is_aligned_and_plain_when_not_a_terminal(sample: Sample) ->
     assert "dashboard-websocket — Debug websocket reconnect loop" in result.stdout
     assert "\x1b[" not in result.stdout
     listing = run(["list", *sample.flags], sample.env).stdout.splitlines()
-    starts = {line.index("persisted") for line in listing if "persisted" in line}
-    assert len(starts) == 1  # the availability column is aligned
+    starts = {line.index("/home/dev") for line in listing if "/home/dev" in line}
+    assert len(starts) == 1  # the workspace column is aligned
 
 
 # -- errors ---------------------------------------------------------------------------------
@@ -380,8 +394,12 @@ def test_importer_problems_are_summarised_on_stderr(sample: Sample, tmp_path: Pa
     result = run(["list", "--json", "--claude", str(tmp_path / "projects")], sample.env)
     assert result.returncode == 0, result.stderr
     assert [s["id"] for s in json.loads(result.stdout)["sessions"]] == ["claude-1"]
-    assert "importer problem" in result.stderr
-    assert "claude-1.jsonl:2" in result.stderr
+    (summary,) = result.stderr.splitlines()  # one line, once per command
+    assert summary.startswith("warning: 1 problem reading the session sources")
+    assert "sessionquery sources" in summary
+    shown = run(["sources", "--claude", str(tmp_path / "projects")], sample.env)
+    assert shown.returncode == 0, shown.stderr
+    assert "claude-1.jsonl:2" in shown.stdout
 
 
 def test_claude_and_store_sources_combine(sample: Sample, tmp_path: Path) -> None:
@@ -431,16 +449,20 @@ def test_top_level_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str
 # -- rendering helpers --------------------------------------------------------------------
 
 
+def _shown(line: str, enabled: bool) -> str:
+    return render.terminal_line(line, render.Style(enabled))
+
+
 def test_highlight_marks_the_phrase_only_when_styling_is_enabled() -> None:
     snippet = "…summed as floats; Float Round() is still used…"
     assert render.Style(False).highlight(snippet, "float round") == snippet
-    marked = render.Style(True).highlight(snippet, "float round")
+    marked = _shown(render.Style(True).highlight(snippet, "float round"), True)
     assert "\x1b[1;33mFloat Round\x1b[0m" in marked
     assert marked.count("\x1b[1;33m") == 1
 
 
 def test_highlight_falls_back_to_single_words_when_the_phrase_is_cut() -> None:
-    marked = render.Style(True).highlight("…round() here", "float round")
+    marked = _shown(render.Style(True).highlight("…round() here", "float round"), True)
     assert "\x1b[1;33mround\x1b[0m" in marked
 
 
@@ -456,17 +478,32 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_progress_bar_draws_on_a_terminal_and_stays_silent_otherwise() -> None:
-    terminal, pipe = _Terminal(), io.StringIO()
-    for stream in (terminal, pipe):
-        bar = ProgressBar(stream, "Indexing", width=10)
-        bar(0, 4)
-        bar(2, 4)
-        bar(4, 4)
-        bar.finish()
-    assert "\rIndexing [#####.....] 2/4 sessions" in terminal.getvalue()
-    assert terminal.getvalue().endswith("[##########] 4/4 sessions\n")
-    assert pipe.getvalue() == ""
+def test_progress_draws_a_bar_on_a_terminal() -> None:
+    terminal = _Terminal()
+    progress = Progress(terminal, "Indexing")
+    progress(0, 4)
+    progress(2, 4)
+    progress(4, 4)
+    progress.finish()
+    assert "\rIndexing [###############...............] 2/4 sessions" in terminal.getvalue()
+    assert terminal.getvalue().endswith("] 4/4 sessions\n")
+
+
+def test_progress_off_a_terminal_prints_a_plain_line_at_once_then_every_few_seconds() -> None:
+    pipe = io.StringIO()
+    now = [100.0]
+    progress = Progress(pipe, "Indexing", interval=3.0, clock=lambda: now[0])
+    progress(0, 1000)  # drawn at once
+    for done in range(1, 999):
+        now[0] += 0.01  # ten seconds in all
+        progress(done, 1000)
+    progress(1000, 1000)  # the last one always
+    progress.finish()
+    lines = pipe.getvalue().splitlines()
+    assert lines[0] == "Indexing: 0 of 1000 sessions (0%)"
+    assert lines[-1] == "Indexing: 1000 of 1000 sessions (100%)"
+    assert 4 <= len(lines) <= 6  # every three seconds, not once per session
+    assert "\r" not in pipe.getvalue()
 
 
 def test_index_on_a_fresh_index_indexes_every_session(
@@ -483,3 +520,473 @@ def test_index_on_a_fresh_index_indexes_every_session(
 def test_a_time_past_the_year_9999_renders_as_its_raw_number_instead_of_failing() -> None:
     assert render.time_text(253_402_300_799_999) == "9999-12-31 23:59:59"
     assert render.time_text(2**53 - 1) == f"epoch-ms {2**53 - 1}"
+
+
+# -- sources found by default, the config file, `sources` ---------------------------------
+
+
+@pytest.fixture
+def agent_home(tmp_path: Path) -> dict[str, str]:
+    env = clean_env(tmp_path)
+    make_agent_home(Path(env["HOME"]))
+    return env
+
+
+def test_list_search_and_read_work_with_no_options_on_a_claude_and_codex_home(
+    agent_home: dict[str, str],
+) -> None:
+    listed = run_json(["list"], agent_home)
+    assert isinstance(listed, dict)
+    assert {s["id"] for s in listed["sessions"]} == {CLAUDE_ID, CODEX_ID}
+    found = run_json(["search", "websocket"], agent_home)
+    assert isinstance(found, dict)
+    assert [item["session"]["id"] for item in found["items"]] == [CODEX_ID]
+    read = run(["read", CLAUDE_ID, "1"], agent_home)
+    assert read.returncode == 0, read.stderr
+    assert "flaky test in checkout" in read.stdout
+
+
+def test_claude_config_dir_and_codex_home_move_the_default_sources(tmp_path: Path) -> None:
+    env = clean_env(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    make_agent_home(elsewhere)
+    env["CLAUDE_CONFIG_DIR"] = str(elsewhere / ".claude")
+    env["CODEX_HOME"] = str(elsewhere / ".codex")
+    document = run_json(["sources"], env)
+    assert isinstance(document, dict)
+    used = {item["kind"]: item for item in document["sources"] if item["exists"]}
+    assert used["claude"]["path"] == str(elsewhere / ".claude" / "projects")
+    assert used["codex"]["path"] == str(elsewhere / ".codex" / "sessions")
+    assert used["claude"]["sessions"] == used["codex"]["sessions"] == 1
+
+
+def test_sources_shows_where_each_source_came_from(
+    agent_home: dict[str, str], tmp_path: Path
+) -> None:
+    document = run_json(["sources"], agent_home)
+    assert isinstance(document, dict)
+    kinds = {item["kind"]: item for item in document["sources"]}
+    assert kinds["claude"]["from"] == kinds["codex"]["from"] == "default"
+    assert kinds["root"]["exists"] is False
+    assert document["index"]["from"] == "default"
+    text = run(["sources"], agent_home).stdout
+    assert "Claude Code  default  1" in text and "(not found)" in text
+
+    config = tmp_path / "sq.toml"
+    codex = Path(agent_home["HOME"]) / ".codex" / "sessions"
+    config.write_text(f'codex = "{codex}"\nindex = "idx.sqlite3"\n', encoding="utf-8")
+    env = dict(agent_home, SESSIONQUERY_CONFIG=str(config))
+    document = run_json(["sources"], env)
+    assert isinstance(document, dict)
+    assert [(i["kind"], i["from"]) for i in document["sources"]] == [("codex", "config")]
+    assert document["index"] == {"path": str(tmp_path / "idx.sqlite3"), "from": "config"}
+    listed = run_json(["list"], env)
+    assert isinstance(listed, dict)
+    assert [s["id"] for s in listed["sessions"]] == [CODEX_ID]
+
+    claude = Path(agent_home["HOME"]) / ".claude" / "projects"
+    document = run_json(["sources", "--claude", str(claude)], env)
+    assert isinstance(document, dict)
+    assert [(i["kind"], i["from"]) for i in document["sources"]] == [("claude", "option")]
+    assert document["index"]["from"] == "config"
+
+
+def test_a_broken_config_file_is_one_invalid_config_line(tmp_path: Path) -> None:
+    env = clean_env(tmp_path)
+    config = tmp_path / "broken.toml"
+    config.write_text("claude = [1, 2]\n", encoding="utf-8")
+    result = run(["list"], dict(env, SESSIONQUERY_CONFIG=str(config)))
+    assert result.returncode == 1
+    line = _one_error_line(result, "SESSION_QUERY_INVALID_CONFIG")
+    assert str(config) in line
+
+
+@pytest.mark.parametrize(
+    ("option", "typo", "advice"),
+    [
+        ("--claude", "claude-projects", "~/.claude/projects"),
+        ("--codex", "codex-sessions", "~/.codex/sessions"),
+        ("--root", "store", "recorded"),
+    ],
+)
+def test_a_wrong_source_path_gets_advice_for_its_kind(
+    agent_home: dict[str, str], option: str, typo: str, advice: str
+) -> None:
+    path = Path(agent_home["HOME"]) / typo
+    result = run(["list", option, str(path)], agent_home)
+    assert result.returncode == 1
+    line = _one_error_line(result, "SESSION_QUERY_INVALID_CONFIG")
+    assert advice in line and str(path) in line
+    assert "quickstart" not in line or option == "--root"
+
+
+# -- short ids --------------------------------------------------------------------------------
+
+
+def test_every_id_argument_accepts_a_unique_prefix(sample: Sample) -> None:
+    for args in (
+        ["show", "dashboard-w"],
+        ["events", "dashboard-w"],
+        ["trace", "dashboard-w"],
+        ["read", "dashboard-w", "1"],
+        ["trace-event", "dashboard-w", "1"],
+        ["search-events", "dashboard-w", "websocket"],
+        ["search", "websocket", "--session", "dashboard-w"],
+    ):
+        result = run([*args, *sample.flags], sample.env)
+        assert result.returncode == 0, (args, result.stderr)
+        expected = "session/title" if args[0] == "events" else "dashboard-websocket"
+        assert expected in result.stdout, args
+
+
+def test_an_ambiguous_prefix_is_a_usage_error_listing_the_candidates(sample: Sample) -> None:
+    result = run(["show", "billing", *sample.flags], sample.env)
+    assert result.returncode == 2
+    line = _one_error_line(result, "SESSION_QUERY_USAGE")
+    for candidate in ("billing-rounding", "billing-rounding-bankers", "billing-rounding-scan"):
+        assert candidate in line
+
+
+def test_an_exact_id_wins_over_longer_ids_it_is_a_prefix_of(sample: Sample) -> None:
+    document = run_json(["show", "billing-rounding", *sample.flags], sample.env)
+    assert isinstance(document, dict)
+    assert document["session"]["id"] == "billing-rounding"
+
+
+def test_list_shows_shortest_unique_prefixes_and_titles_by_default(sample: Sample) -> None:
+    lines = run(["list", *sample.flags], sample.env).stdout.splitlines()
+    assert lines[0].split() == ["ID", "CREATED", "(UTC)", "WORKSPACE", "TITLE"]
+    rows = {line.split()[0]: line for line in lines[1:] if line.strip() and "/" in line}
+    assert set(rows) == {
+        "dashboard-w",
+        "dashboard-d",
+        "billing-rounding-s",
+        "billing-rounding-b",
+        "billing-rounding",
+    }
+    assert "Debug websocket reconnect loop" in rows["dashboard-w"]
+
+
+def test_unique_prefixes_are_unique_and_minimal() -> None:
+    ids = ["abc", "abcd", "abd", "x", "xylophone"]
+    prefixes = term.unique_prefixes(ids, minimum=1)
+    assert prefixes == {"abc": "abc", "abcd": "abcd", "abd": "abd", "x": "x", "xylophone": "xy"}
+
+
+@settings(max_examples=50)
+@given(st.lists(st.text(alphabet="ab-1", min_size=1, max_size=6), min_size=1, max_size=12))
+def test_a_unique_prefix_names_exactly_its_own_id_or_is_the_id(ids: list[str]) -> None:
+    for value, prefix in term.unique_prefixes(ids).items():
+        assert value.startswith(prefix)
+        others = [other for other in set(ids) if other.startswith(prefix)]
+        assert others == [value] or prefix == value
+
+
+# -- safe, narrow output ------------------------------------------------------------------
+
+
+def test_escape_sequences_in_session_text_never_reach_stdout_raw(
+    agent_home: dict[str, str],
+) -> None:
+    for args in (
+        ["show", "c0ffee", "--conversation"],
+        ["read", "c0ffee", "2"],
+        ["search", "looking"],
+        ["search-events", "c0ffee", "looking"],
+        ["export", "c0ffee", "--format", "markdown"],
+        ["list"],
+        ["show", "c0ffee", "--conversation", "--json"],
+    ):
+        result = run(args, agent_home)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "\x1b" not in result.stdout and "\x07" not in result.stdout, args
+    shown = run(["show", "c0ffee", "--conversation"], agent_home).stdout
+    assert "\\x1b]0;pwned\\x07" in shown  # visible, not acted on
+
+
+def test_safe_escapes_controls_and_bidi_overrides_but_keeps_text() -> None:
+    assert term.safe("ok\x1b[31mred\x9b\u202e\ud800") == "ok\\x1b[31mred\\x9b\\u202e\\ud800"
+    assert term.safe("tab\there") == "tab here"
+    assert term.safe("naïve 日本") == "naïve 日本"
+
+
+@settings(max_examples=50)
+@given(st.text(), st.integers(min_value=2, max_value=120))
+def test_cut_never_exceeds_the_width_and_marks_a_cut(text: str, width: int) -> None:
+    clean = term.safe(text)
+    for cut in (term.cut(clean, width), term.cut_left(clean, width)):
+        assert term.display_width(cut) <= width
+        assert cut == clean or "…" in cut
+
+
+def test_list_and_search_lines_fit_100_columns(tmp_path: Path) -> None:
+    env = clean_env(tmp_path)
+    home = Path(env["HOME"])
+    make_agent_home(home)
+    project = home / ".claude" / "projects" / "-long"
+    workspace = "/home/dev/" + "very-long-directory-name/" * 8
+    title_words = "an extremely long first prompt about the flaky checkout test " * 6
+    line = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "sessionId": "long-" + "x" * 120,
+        "timestamp": "2025-03-09T10:00:00.000Z",
+        "cwd": workspace,
+        "message": {"role": "user", "content": title_words + "日本語のテキスト" * 20},
+    }
+    project.mkdir(parents=True)
+    (project / "long.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    for args in (["list"], ["search", "flaky checkout"], ["search-events", "long-", "flaky"]):
+        result = run(args, env)
+        assert result.returncode == 0, (args, result.stderr)
+        widths = [term.display_width(row) for row in result.stdout.splitlines()]
+        assert max(widths) <= 100, (args, result.stdout)
+        assert "…" in result.stdout
+
+
+def test_json_output_escapes_c1_controls(agent_home: dict[str, str]) -> None:
+    assert render.dumps({"t": "a\x9bb\u202e"}) == '{\n  "t": "a\\u009bb\\u202e"\n}'
+
+
+# -- conversation and export ----------------------------------------------------------------
+
+
+def test_show_conversation_marks_turns_tool_calls_results_compactions_and_subagents(
+    sample: Sample,
+) -> None:
+    result = run(["show", "billing-rounding", "--conversation", *sample.flags], sample.env)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "── user · seq 1" in out and "── assistant · seq 3" in out
+    assert "  → bash {" in out  # one line per tool call
+    assert "  ← " in out
+    assert "── compaction · seq " in out
+    assert "subagent: Find float rounding in billing/ · session billing-rounding-scan" in out
+    fork = run(["show", "billing-rounding-b", "--conversation", *sample.flags], sample.env)
+    assert "inherited from billing-rounding" in fork.stdout
+    assert "this session starts here" in fork.stdout
+
+
+def test_long_tool_results_are_cut_with_a_visible_marker(sample: Sample, tmp_path: Path) -> None:
+    from sessionquery.cli import _conversation as conversation
+
+    lines = conversation._cut_result("x\n" * 50, "abc", 7)
+    assert len(lines) == conversation.RESULT_LINES + 1
+    assert lines[-1].startswith("[… ") and "sessionquery read abc 7" in lines[-1]
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html", "json"])
+def test_export_writes_the_complete_session(sample: Sample, tmp_path: Path, fmt: str) -> None:
+    target = tmp_path / f"out.{fmt}"
+    args = ["export", "billing-rounding-s", "--format", fmt, "-o", str(target)]
+    result = run([*args, *sample.flags], sample.env)
+    assert result.returncode == 0, result.stderr
+    text = target.read_text(encoding="utf-8")
+    events = run_json(["events", "billing-rounding-scan", *sample.flags], sample.env)
+    assert isinstance(events, dict)
+    if fmt == "json":
+        document = json.loads(text)
+        assert document["session"]["id"] == "billing-rounding-scan"
+        assert [e["seq"] for e in document["events"]] == [e["seq"] for e in events["events"]]
+    else:
+        assert "Find float rounding in billing/" in text
+        assert "billing/refunds.py" in text  # tool output in full
+
+
+class _Page(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_html_export_is_self_contained_and_escapes_session_data(tmp_path: Path) -> None:
+    env = clean_env(tmp_path)
+    home = Path(env["HOME"])
+    hostile = '<script>alert("x")</script> & <img src=x onerror=alert(1)>'
+    line = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "sessionId": "hostile",
+        "timestamp": "2025-03-09T10:00:00.000Z",
+        "cwd": "/home/dev/<b>app</b>",
+        "message": {"role": "user", "content": hostile},
+    }
+    project = home / ".claude" / "projects" / "-app"
+    project.mkdir(parents=True)
+    (project / "hostile.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    result = run(["export", "hostile", "--format", "html"], env)
+    assert result.returncode == 0, result.stderr
+    page = _Page()
+    page.feed(result.stdout)
+    assert "script" not in page.tags and "img" not in page.tags and "b" not in page.tags
+    assert hostile in "".join(page.text)  # shown as text, exactly
+    assert "http" not in result.stdout and "<link" not in result.stdout  # self-contained
+
+
+# -- never a traceback --------------------------------------------------------------------
+
+
+def test_bad_transcripts_give_results_and_one_problem_line_never_a_traceback(
+    agent_home: dict[str, str],
+) -> None:
+    projects = Path(agent_home["HOME"]) / ".claude" / "projects"
+    (projects / "-deep").mkdir(parents=True)
+    (projects / "-deep" / "deep.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    (projects / "-bad\x1bname").mkdir()
+    (projects / "-bad\x1bname" / "x\x07.jsonl").write_text('{"type": "user"}\n{oops\n')
+    for args in (["list", "--json"], ["search", "flaky", "--json"], ["read", "c0ffee", "1"]):
+        result = run(args, agent_home)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+        (line,) = result.stderr.splitlines()
+        assert line.startswith("warning: ") and "sessionquery sources" in line, line
+    listed = run_json(["list"], agent_home)
+    assert isinstance(listed, dict)
+    assert {CLAUDE_ID, CODEX_ID} <= {s["id"] for s in listed["sessions"]}
+    shown = run(["sources"], agent_home)
+    assert shown.returncode == 0 and "deep.jsonl" in shown.stdout
+    assert "\x1b" not in shown.stdout  # a hostile file name is shown escaped
+
+
+def test_a_failure_while_counting_problems_never_replaces_the_result(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    class Broken:
+        def problems(self) -> list[object]:
+            raise RecursionError("maximum recursion depth exceeded")
+
+    invocation = Invocation(build_parser(COMMANDS).parse_args(["list"]), Config.from_env())
+    invocation._persistence = Broken()  # type: ignore[assignment]
+    invocation.report_problems(sys.stderr)
+    assert capsys.readouterr().err == ""
+
+
+# -- the title cache ----------------------------------------------------------------------
+
+
+def _example_query(root: Path) -> tuple[SessionQuery, JsonlPersistence]:
+    build_examples(root)
+    persistence = JsonlPersistence(root)
+    return SessionQuery(persistence=persistence), persistence
+
+
+def test_remembered_titles_are_used_only_for_the_revision_they_were_read_from(
+    tmp_path: Path,
+) -> None:
+    query, persistence = _example_query(tmp_path / "store")
+    cache = tmp_path / "titles.sqlite3"
+    ids = [entry.header.id for entry in persistence.list()]
+    with query:
+        first = titlecache.read_titles(query, persistence.list(), ids, cache)
+        assert first["dashboard-websocket"] == "Debug websocket reconnect loop"
+        with sqlite3.connect(cache) as conn:
+            conn.execute("UPDATE titles SET title = 'remembered' WHERE id = 'dashboard-websocket'")
+        conn.close()
+        again = titlecache.read_titles(query, persistence.list(), ids, cache, budget_s=0)
+        assert again["dashboard-websocket"] == "remembered"  # read from the file
+        moved = [
+            PersistedSession(e.header, e.revision + "-changed")
+            if e.header.id == "dashboard-websocket"
+            else e
+            for e in persistence.list()
+        ]
+        fresh = titlecache.read_titles(query, moved, ids, cache)
+        assert fresh["dashboard-websocket"] == "Debug websocket reconnect loop"
+
+
+def test_titles_beyond_the_first_are_read_only_within_the_budget(tmp_path: Path) -> None:
+    query, persistence = _example_query(tmp_path / "store")
+    ids = [entry.header.id for entry in persistence.list()]
+    ticks = iter(range(0, 1000, 10))
+    with query:
+        found = titlecache.read_titles(
+            query, persistence.list(), ids, None, budget_s=5, always=2, clock=lambda: next(ticks)
+        )
+    read = [i for i in ids if found[i] is not titlecache.NOT_READ]
+    assert read == ids[:2]  # the first batch always, then the budget was spent
+    assert all(found[i] is titlecache.NOT_READ for i in ids[2:])
+
+
+def test_a_foreign_database_at_the_title_cache_path_is_ignored_and_left_untouched(
+    tmp_path: Path,
+) -> None:
+    query, persistence = _example_query(tmp_path / "store")
+    foreign = tmp_path / "titles.sqlite3"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.close()
+    before = foreign.read_bytes()
+    with query:
+        found = titlecache.read_titles(query, persistence.list(), ["billing-rounding"], foreign)
+    assert found["billing-rounding"] == "Fix flaky invoice rounding test"
+    assert foreign.read_bytes() == before
+
+
+def test_index_off_a_terminal_prints_plain_progress_lines_then_its_summary(
+    agent_home: dict[str, str],
+) -> None:
+    result = run(["index"], agent_home)
+    assert result.returncode == 0, result.stderr
+    progress = result.stderr.splitlines()
+    assert progress[0] == "Indexing: reading the sources…"  # at once, before any count
+    assert all(line.startswith("Indexing: ") for line in progress), progress
+    assert progress[-1] == "Indexing: 2 of 2 sessions (100%)"
+    assert "\r" not in result.stderr
+    assert "2 session(s) indexed" in result.stdout
+
+
+def test_listed_once_lists_once_and_lacks_what_the_wrapped_persistence_lacks(
+    tmp_path: Path,
+) -> None:
+    build_examples(tmp_path / "store")
+    store = JsonlPersistence(tmp_path / "store")
+    snapshot = ListedOnce(store)
+    first = snapshot.list()
+    (tmp_path / "store" / "billing-rounding.jsonl").unlink()  # a change after the listing
+    assert [e.header.id for e in snapshot.list()] == [e.header.id for e in first]
+    assert len(store.list()) == len(first) - 1  # the store itself sees the change
+    assert hasattr(snapshot, "change_token") == hasattr(store, "change_token")
+    assert not hasattr(snapshot, "no_such_capability")
+
+
+def test_a_first_search_on_a_terminal_draws_the_indexing_bar(agent_home: dict[str, str]) -> None:
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "sessionquery.cli", "search", "flaky"],
+            env=agent_home,
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+        os.close(follower)
+        follower = -1
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal's other end is closed: all was read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        if follower >= 0:
+            os.close(follower)
+        os.close(leader)
+    assert result.returncode == 0
+    assert CLAUDE_ID in result.stdout
+    assert b"Indexing [" in drawn and b"] 2/2 sessions" in drawn

@@ -7,7 +7,8 @@ from pathlib import Path
 import platformdirs
 import pytest
 
-from sessionquery.config import Config
+from sessionquery.config import Config, read_settings
+from sessionquery.errors import ErrorCode, SessionQueryError
 
 
 def test_sessionquery_home_sets_every_default_path(tmp_path: Path) -> None:
@@ -51,3 +52,90 @@ def test_no_color_is_set_by_any_non_empty_value(tmp_path: Path) -> None:
 def test_resolving_a_config_creates_nothing_on_disk(tmp_path: Path) -> None:
     Config.from_env({"SESSIONQUERY_HOME": str(tmp_path / "never")})
     assert not (tmp_path / "never").exists()
+
+
+# -- default importer directories and the config file -------------------------------------
+
+
+def test_claude_and_codex_defaults_live_in_the_user_home(tmp_path: Path) -> None:
+    config = Config.for_home(tmp_path / "sq", user_home=tmp_path / "me")
+    assert config.claude_projects == tmp_path / "me" / ".claude" / "projects"
+    assert config.codex_sessions == tmp_path / "me" / ".codex" / "sessions"
+    assert config.importer_cache == tmp_path / "sq" / "importer-cache.sqlite3"
+
+
+def test_claude_config_dir_and_codex_home_move_the_importer_defaults(tmp_path: Path) -> None:
+    config = Config.from_env(
+        {
+            "SESSIONQUERY_HOME": str(tmp_path / "sq"),
+            "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+            "CODEX_HOME": str(tmp_path / "codex"),
+        }
+    )
+    assert config.claude_projects == tmp_path / "claude" / "projects"
+    assert config.codex_sessions == tmp_path / "codex" / "sessions"
+
+
+def test_the_config_file_is_in_the_user_config_dir_unless_sessionquery_config_names_one(
+    tmp_path: Path,
+) -> None:
+    expected = Path(platformdirs.user_config_dir("sessionquery", appauthor=False)).absolute()
+    assert Config.from_env({}).config_file == expected / "config.toml"
+    named = Config.from_env({"SESSIONQUERY_CONFIG": str(tmp_path / "mine.toml")})
+    assert named.config_file == tmp_path / "mine.toml"
+
+
+def test_a_missing_config_file_names_nothing(tmp_path: Path) -> None:
+    settings = read_settings(tmp_path / "absent.toml")
+    assert settings.sources == {} and settings.index is None
+    assert not settings.names_sources
+
+
+def test_config_file_paths_expand_home_and_are_relative_to_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    path = tmp_path / "conf" / "config.toml"
+    path.parent.mkdir()
+    path.write_text(
+        'root = ["stores/a", "/abs/b"]\nclaude = "~/.claude/projects"\nindex = "i.sqlite3"\n',
+        encoding="utf-8",
+    )
+    settings = read_settings(path)
+    assert settings.sources == {
+        "root": (tmp_path / "conf" / "stores" / "a", Path("/abs/b")),
+        "claude": (tmp_path / "me" / ".claude" / "projects",),
+    }
+    assert settings.index == tmp_path / "conf" / "i.sqlite3"
+    assert settings.names_sources
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "root = 3\n",
+        'claude = ["ok", 1]\n',
+        'claude = [""]\n',
+        "index = []\n",
+        'color = "always"\n',
+        "root = [\n",
+        "\xff\n",
+    ],
+)
+def test_a_broken_config_file_raises_invalid_config_naming_the_file(
+    tmp_path: Path, text: str
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_bytes(text.encode("latin-1"))  # "\xff" is not UTF-8
+    with pytest.raises(SessionQueryError) as caught:
+        read_settings(path)
+    assert caught.value.code is ErrorCode.INVALID_CONFIG
+    assert str(path) in caught.value.message
+
+
+def test_resolving_never_reads_a_broken_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("root = 3\n", encoding="utf-8")
+    config = Config.from_env({"SESSIONQUERY_CONFIG": str(path)})
+    with pytest.raises(SessionQueryError):
+        config.settings()

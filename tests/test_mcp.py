@@ -3,8 +3,8 @@ plus in-process checks of the adapter (caller resolution, error results) for spe
 
 from __future__ import annotations
 
+import logging
 import os
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -14,10 +14,12 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
+from cli_support import CLAUDE_ID, CLAUDE_WORKSPACE, clean_env, make_agent_home
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.examples import BILLING_WORKSPACE, build_examples
-from sessionquery.mcp import CallerSpec, build_server, resolve_caller
+from sessionquery.mcp import CallerSpec, IndexBuilder, build_server, resolve_caller
 from sessionquery.persistence import JsonlPersistence
+from sessionquery.query.cancel import CancelToken
 from sessionquery.query.service import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools
@@ -107,22 +109,69 @@ def test_stdio_server_lists_read_only_tools_and_answers_calls(store: Path, tmp_p
     anyio.run(scenario)
 
 
-def test_mcp_with_unknown_session_exits_1_before_serving(store: Path, tmp_path: Path) -> None:
-    index = tmp_path / "index.sqlite3"
-    args = ["mcp", "--root", str(store), "--index", str(index), "--session", "no-such-session"]
-    result = subprocess.run(
-        [sys.executable, "-m", "sessionquery.cli", *args],
-        env=_env(tmp_path),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=STARTUP_SECONDS,
-        check=False,
+def _stdio(args: list[str], env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "sessionquery.cli", "mcp", *args], env=env
     )
-    assert result.returncode == 1
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("SESSION_QUERY_SESSION_NOT_FOUND: ")
+
+
+async def _every_tool_answers(client: Client, code: str) -> None:
+    listed = await client.list_tools()
+    assert {tool.name for tool in listed.tools} == TOOL_NAMES
+    for name in sorted(TOOL_NAMES):
+        result = await client.call_tool(name, {"query": "x", "session_id": "x", "seq": 1})
+        assert result.is_error is True
+        text = _text(result)
+        assert text.startswith(f"{code}: "), text
+        assert "\n" not in text
+
+
+def test_mcp_with_unknown_session_serves_and_answers_every_call_with_the_reason(
+    store: Path, tmp_path: Path
+) -> None:
+    index = tmp_path / "index.sqlite3"
+    args = ["--root", str(store), "--index", str(index), "--session", "no-such-session"]
+
+    async def scenario() -> None:
+        with anyio.fail_after(STARTUP_SECONDS):
+            async with Client(_stdio(args, _env(tmp_path))) as client:
+                assert client.instructions == _prompt_section()  # the handshake completed
+                await _every_tool_answers(client, "SESSION_QUERY_SESSION_NOT_FOUND")
+
+    anyio.run(scenario)
     assert not index.exists()
+
+
+def test_mcp_without_any_source_serves_and_answers_with_invalid_config(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        with anyio.fail_after(STARTUP_SECONDS):
+            async with Client(_stdio([], clean_env(tmp_path))) as client:
+                await _every_tool_answers(client, "SESSION_QUERY_INVALID_CONFIG")
+
+    anyio.run(scenario)
+
+
+def test_mcp_with_no_options_serves_claude_and_codex_sessions_from_home(tmp_path: Path) -> None:
+    env = clean_env(tmp_path)
+    make_agent_home(Path(env["HOME"]))
+    work = tmp_path / "work"
+    work.mkdir()
+    args = ["--cwd", CLAUDE_WORKSPACE]
+
+    async def scenario() -> None:
+        with anyio.fail_after(STARTUP_SECONDS):
+            async with Client(_stdio(args, env)) as client:
+                found = await client.call_tool("session_search", {"query": "flaky"})
+                assert found.is_error is False, _text(found)
+                assert CLAUDE_ID in _text(found)
+                assert "\x1b" not in _text(found)
+                read = await client.call_tool(
+                    "session_event_read", {"session_id": CLAUDE_ID, "seq": 1}
+                )
+                assert read.is_error is False, _text(read)
+                assert "flaky test in checkout" in _text(read)
+
+    anyio.run(scenario)
 
 
 # -- in process ----------------------------------------------------------------------------
@@ -150,6 +199,17 @@ def test_session_caller_takes_the_recorded_cwd_of_that_session(store: Path) -> N
     with SessionQuery(persistence=JsonlPersistence(store)) as query:
         spec = resolve_caller(query, cwd="/ignored", session_id="billing-rounding-scan")
     assert spec == CallerSpec(session_id="billing-rounding-scan", cwd=BILLING_WORKSPACE)
+
+
+def test_session_caller_accepts_a_unique_start_and_refuses_an_ambiguous_one(store: Path) -> None:
+    with SessionQuery(persistence=JsonlPersistence(store)) as query:
+        spec = resolve_caller(query, cwd=None, session_id="billing-rounding-s")
+        assert spec == CallerSpec(session_id="billing-rounding-scan", cwd=BILLING_WORKSPACE)
+        exact = resolve_caller(query, cwd=None, session_id="billing-rounding")
+        assert exact.session_id == "billing-rounding"
+        with pytest.raises(SessionQueryError) as caught:
+            resolve_caller(query, cwd=None, session_id="billing-rounding-")
+    assert caught.value.code is ErrorCode.INVALID_CONFIG
 
 
 def test_unknown_session_caller_raises_session_not_found(store: Path) -> None:
@@ -234,8 +294,8 @@ def test_tool_failures_are_error_results_not_protocol_errors(
     _serve(store, tmp_path / "index.sqlite3", caller, body)
 
 
-def test_foreign_index_fails_the_server_start_with_index_failed(
-    store: Path, tmp_path: Path
+def test_foreign_index_serves_and_answers_every_call_with_index_failed(
+    store: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     import sqlite3
 
@@ -244,15 +304,35 @@ def test_foreign_index_fails_the_server_start_with_index_failed(
     with conn:
         conn.execute("CREATE TABLE notes (body TEXT)")
     conn.close()
+    before = foreign.read_bytes()
     caller = CallerSpec(session_id=None, cwd=BILLING_WORKSPACE)
 
     async def body(client: Client) -> None:
-        raise AssertionError("the server must not start")  # pragma: no cover
+        await _every_tool_answers(client, "SESSION_QUERY_INDEX_FAILED")
 
-    with pytest.raises(BaseException) as caught:
+    with caplog.at_level(logging.ERROR, logger="sessionquery.mcp"):
         _serve(store, foreign, caller, body)
-    error = caught.value
-    while isinstance(error, BaseExceptionGroup):
-        error = error.exceptions[0]
-    assert isinstance(error, SessionQueryError)
-    assert error.code is ErrorCode.INDEX_FAILED
+    assert foreign.read_bytes() == before
+    (record,) = [r for r in caplog.records if "misconfigured" in r.getMessage()]
+    assert "SESSION_QUERY_INDEX_FAILED" in record.getMessage()
+
+
+def test_index_builder_brings_the_index_up_to_date_in_the_background(
+    store: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    search = SqliteSearch(tmp_path / "index.sqlite3")
+    with SessionQuery(persistence=JsonlPersistence(store), search=search) as query:
+
+        def update(token: CancelToken, progress: Callable[[int, int], None]) -> object:
+            return search.update(query.corpus, cancel=token, progress=progress)
+
+        builder = IndexBuilder(update, interval=0.0)
+        with caplog.at_level(logging.INFO, logger="sessionquery.mcp"):
+            builder.start()
+            assert builder.wait(timeout=60)
+            builder.stop()
+        messages = [r.getMessage() for r in caplog.records]
+        assert messages[0] == "bringing the search index up to date in the background"
+        assert "indexing: 5 of 5 sessions" in messages
+        assert messages[-1].startswith("the search index is up to date")
+        assert search.update(query.corpus).persisted_indexed == 0  # nothing left to do

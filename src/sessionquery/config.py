@@ -1,4 +1,4 @@
-"""Where the command-line tool and the MCP server keep their data, resolved in one place.
+"""Where the command-line tool and the MCP server find their data, resolved in one place.
 
 The library never reads the environment or the home directory (SPEC §2). The two entry points
 (``sessionquery`` and ``sessionquery mcp``) call :meth:`Config.from_env` exactly once and pass
@@ -6,41 +6,145 @@ the resulting paths into the library explicitly. Invariants:
 
 * every path in a :class:`Config` is absolute, so a later ``chdir`` cannot change its meaning;
 * nothing is created on disk when a configuration is resolved: directories appear only when a
-  command writes to them (``quickstart``, ``index``).
+  command writes to them (``quickstart``, ``index``);
+* resolving never fails: a broken config file is reported when a command needs its sources
+  (:meth:`Config.settings`), so ``sessionquery mcp`` can still answer with the reason.
 
-Resolution order for the home directory: ``SESSIONQUERY_HOME`` when set and non-empty, else the
+Resolution of the home directory: ``SESSIONQUERY_HOME`` when set and non-empty, else the
 per-user data directory (``platformdirs.user_data_dir("sessionquery")``, e.g.
 ``~/.local/share/sessionquery`` on Linux). Inside the home directory:
 
-* ``sessions/`` is the default JSONL store (``--root``),
-* ``index.sqlite3`` is the default search index (``--index``),
+* ``sessions/`` is the default JSONL store,
+* ``index.sqlite3`` is the default search index,
+* ``importer-cache.sqlite3`` is the importers' derived metadata cache,
+* ``titles.sqlite3`` is the command line's derived cache of session titles,
 * ``quickstart/`` holds the sample store and index that ``sessionquery quickstart`` builds.
+
+The default importer directories are Claude Code's ``$CLAUDE_CONFIG_DIR/projects`` (else
+``~/.claude/projects``) and Codex's ``$CODEX_HOME/sessions`` (else ``~/.codex/sessions``).
+
+The optional config file is TOML: ``SESSIONQUERY_CONFIG`` when set and non-empty, else
+``config.toml`` in the per-user config directory (``~/.config/sessionquery`` on Linux). Its
+keys mirror the command-line options (a string or a list of strings each)::
+
+    root = ["~/work/agent-sessions"]
+    claude = "~/.claude/projects"
+    codex = []
+    index = "~/work/sessionquery-index.sqlite3"
+
+``~`` is expanded and relative paths are taken relative to the file's directory.
 """
 
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
 
-__all__ = ["APP_NAME", "HOME_ENV", "NO_COLOR_ENV", "Config"]
+from sessionquery.errors import ErrorCode, SessionQueryError
+
+__all__ = [
+    "APP_NAME",
+    "CLAUDE_CONFIG_ENV",
+    "CODEX_HOME_ENV",
+    "CONFIG_ENV",
+    "HOME_ENV",
+    "NO_COLOR_ENV",
+    "SOURCE_KINDS",
+    "Config",
+    "FileSettings",
+    "read_settings",
+]
 
 APP_NAME = "sessionquery"
-"""The application name used for the per-user data directory."""
+"""The application name used for the per-user data and config directories."""
 
 HOME_ENV = "SESSIONQUERY_HOME"
 """The environment variable that overrides the home directory."""
 
+CONFIG_ENV = "SESSIONQUERY_CONFIG"
+"""The environment variable that overrides the config file's path."""
+
+CLAUDE_CONFIG_ENV = "CLAUDE_CONFIG_DIR"
+"""Claude Code's own override of ``~/.claude``; its ``projects`` folder holds transcripts."""
+
+CODEX_HOME_ENV = "CODEX_HOME"
+"""Codex's own override of ``~/.codex``; its ``sessions`` folder holds transcripts."""
+
 NO_COLOR_ENV = "NO_COLOR"
 """Set to any non-empty value to turn off coloured terminal output (https://no-color.org)."""
+
+SOURCE_KINDS = ("root", "claude", "codex")
+"""The kinds of session source, named as their command-line options and config keys."""
+
+_KEYS = frozenset({*SOURCE_KINDS, "index"})
 
 
 def _absolute(path: Path) -> Path:
     # absolute(), not resolve(): symlinks the user chose are kept, only the cwd is pinned.
     return path.expanduser().absolute()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileSettings:
+    """What a config file names (every path absolute).
+
+    Attributes:
+        path: the file these settings were read from.
+        sources: per kind (``root``, ``claude``, ``codex``) the directories it names; a kind
+            the file does not mention is absent.
+        index: the index path it names, or ``None``.
+    """
+
+    path: Path
+    sources: Mapping[str, tuple[Path, ...]] = field(default_factory=dict)
+    index: Path | None = None
+
+    @property
+    def names_sources(self) -> bool:
+        """Whether the file chooses the sources (then it replaces the defaults)."""
+        return bool(self.sources)
+
+
+def _invalid(path: Path, message: str) -> SessionQueryError:
+    return SessionQueryError(ErrorCode.INVALID_CONFIG, f"config file {path}: {message}")
+
+
+def _paths(path: Path, key: str, value: object) -> tuple[Path, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(item, str) and item for item in items):
+        raise _invalid(path, f"{key!r} must be a path or a list of paths")
+    return tuple(_absolute(path.parent / Path(item).expanduser()) for item in items)
+
+
+def read_settings(path: Path) -> FileSettings:
+    """Read a config file (TOML); a missing file names nothing.
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` for a file that cannot be read or parsed, an
+            unknown key, or a value of the wrong type.
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return FileSettings(path=path)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise _invalid(path, str(error)) from None
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise _invalid(path, f"unknown key(s) {', '.join(unknown)}; expected {sorted(_KEYS)}")
+    sources = {kind: _paths(path, kind, data[kind]) for kind in SOURCE_KINDS if kind in data}
+    index = None
+    if "index" in data:
+        value = data["index"]
+        if not isinstance(value, str) or not value:
+            raise _invalid(path, "'index' must be a path")
+        index = _absolute(path.parent / Path(value).expanduser())
+    return FileSettings(path=path, sources=sources, index=index)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +156,11 @@ class Config:
         store_root: the default JSONL session store, ``<home>/sessions``.
         index_path: the default SQLite search index, ``<home>/index.sqlite3``.
         quickstart_dir: where ``quickstart`` builds its sample data, ``<home>/quickstart``.
+        importer_cache: the importers' metadata cache, ``<home>/importer-cache.sqlite3``.
+        title_cache: the command line's cache of session titles, ``<home>/titles.sqlite3``.
+        claude_projects: the default Claude Code transcripts directory.
+        codex_sessions: the default Codex transcripts directory.
+        config_file: where the optional TOML config file is looked for.
         no_color: true when the user asked for plain output (``NO_COLOR`` is set).
     """
 
@@ -59,22 +168,49 @@ class Config:
     store_root: Path
     index_path: Path
     quickstart_dir: Path
+    importer_cache: Path
+    title_cache: Path
+    claude_projects: Path
+    codex_sessions: Path
+    config_file: Path
     no_color: bool = False
 
     @classmethod
-    def for_home(cls, home: Path, *, no_color: bool = False) -> Config:
-        """The configuration whose every default lives under ``home``.
+    def for_home(
+        cls,
+        home: Path,
+        *,
+        no_color: bool = False,
+        user_home: Path | None = None,
+        claude_projects: Path | None = None,
+        codex_sessions: Path | None = None,
+        config_file: Path | None = None,
+    ) -> Config:
+        """The configuration whose sessionquery data lives under ``home``.
 
         Args:
             home: the home directory; made absolute (relative to the current directory).
             no_color: turn off coloured output.
+            user_home: the user's home directory, where ``.claude`` and ``.codex`` live
+                (default: ``Path.home()``).
+            claude_projects: the default Claude Code directory (default
+                ``<user_home>/.claude/projects``).
+            codex_sessions: the default Codex directory (default
+                ``<user_home>/.codex/sessions``).
+            config_file: the config file's path (default ``<home>/config.toml``).
         """
         home = _absolute(home)
+        user = _absolute(user_home if user_home is not None else Path.home())
         return cls(
             home=home,
             store_root=home / "sessions",
             index_path=home / "index.sqlite3",
             quickstart_dir=home / "quickstart",
+            importer_cache=home / "importer-cache.sqlite3",
+            title_cache=home / "titles.sqlite3",
+            claude_projects=_absolute(claude_projects or user / ".claude" / "projects"),
+            codex_sessions=_absolute(codex_sessions or user / ".codex" / "sessions"),
+            config_file=_absolute(config_file or home / "config.toml"),
             no_color=no_color,
         )
 
@@ -94,4 +230,23 @@ class Config:
             home = Path(raw_home)
         else:
             home = Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
-        return cls.for_home(home, no_color=bool(env.get(NO_COLOR_ENV, "")))
+        claude = env.get(CLAUDE_CONFIG_ENV, "")
+        codex = env.get(CODEX_HOME_ENV, "")
+        config_file = env.get(CONFIG_ENV, "") or str(
+            Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.toml"
+        )
+        return cls.for_home(
+            home,
+            no_color=bool(env.get(NO_COLOR_ENV, "")),
+            claude_projects=Path(claude) / "projects" if claude else None,
+            codex_sessions=Path(codex) / "sessions" if codex else None,
+            config_file=Path(config_file),
+        )
+
+    def settings(self) -> FileSettings:
+        """The config file's settings (empty when there is no file).
+
+        Raises:
+            SessionQueryError: ``INVALID_CONFIG`` for a broken config file.
+        """
+        return read_settings(self.config_file)

@@ -14,12 +14,21 @@ Invariants:
 * a tool failure is an ``isError`` result carrying ``CODE: message``, never a protocol error;
 * blocking library work runs in worker threads; a cancelled request cancels its token so the
   worker stops at its next check point;
-* the search index is opened in the server lifespan and closed when the server stops.
+* the search index is opened in the server lifespan and closed when the server stops; the
+  server answers at once while a background thread brings the index up to date (progress is
+  logged on stderr), and a search during that build is answered by the index (within its
+  deadline: results, or the retryable ``INDEX_BUILDING`` message);
+* a server whose configuration is wrong (no sources, unknown ``--session``, unreadable index)
+  still completes the handshake, lists the tools and answers every tool call with the one-line
+  reason, which it also logs on stderr.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
+import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -43,7 +52,14 @@ from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition
 from sessionquery.tools.boundary import sanitize
 
-__all__ = ["SERVER_NAME", "CallerSpec", "build_server", "resolve_caller", "run_stdio"]
+__all__ = [
+    "SERVER_NAME",
+    "CallerSpec",
+    "IndexBuilder",
+    "build_server",
+    "resolve_caller",
+    "run_stdio",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -74,23 +90,96 @@ class CallerSpec:
 class _State:
     query: SessionQuery
     tools: SessionQueryTools
+    failure: SessionQueryError | None = None
+
+
+_PROGRESS_EVERY = 5.0
+"""Seconds between two progress lines of a background index build."""
+
+
+class IndexBuilder:
+    """Brings the search index up to date in a background thread, logging progress.
+
+    Args:
+        update: runs one reconciliation, ``update(cancel, progress)``.
+        interval: seconds between two progress log lines.
+    """
+
+    def __init__(
+        self,
+        update: Callable[[CancelToken, Callable[[int, int], None]], object],
+        *,
+        interval: float = _PROGRESS_EVERY,
+    ) -> None:
+        self._update = update
+        self._interval = interval
+        self._token = CancelToken()
+        self._last = 0.0
+        self._thread = threading.Thread(target=self._run, name="sessionquery-index", daemon=True)
+
+    def start(self) -> None:
+        """Start building."""
+        self._thread.start()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait (bounded) for the build to end; true when it has."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Ask the build to stop and wait (bounded) for it."""
+        self._token.cancel()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _progress(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self._last < self._interval:
+            return
+        self._last = now
+        logger.info("indexing: %d of %d sessions", done, total)
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        logger.info("bringing the search index up to date in the background")
+        try:
+            self._update(self._token, self._progress)
+        except SessionQueryError as error:
+            if error.code is not ErrorCode.ABORTED:
+                logger.warning("the search index build stopped: %s", error)
+            return
+        except Exception:  # the thread's top level: a failed build must not end the server
+            logger.exception("the search index build failed")
+            return
+        logger.info("the search index is up to date (%.1f s)", time.monotonic() - started)
 
 
 def resolve_caller(query: SessionQuery, *, cwd: str | None, session_id: str | None) -> CallerSpec:
     """The caller for ``--cwd`` or ``--session``: a session's recorded cwd becomes the workspace.
 
+    ``session_id`` may be any unique start of an id, as everywhere on the command line.
+
     Raises:
-        SessionQueryError: ``SESSION_NOT_FOUND`` when ``session_id`` is not in the sources.
+        SessionQueryError: ``SESSION_NOT_FOUND`` when no id is or starts with ``session_id``;
+            ``INVALID_CONFIG`` when several ids start with it.
     """
     if session_id is None:
         return CallerSpec(session_id=None, cwd=cwd)
     records = query.filter_sessions([IdIn((session_id,))])
     if not records:
+        records = [r for r in query.list_sessions() if r.id.startswith(session_id)]
+    if not records:
         raise SessionQueryError(
             ErrorCode.SESSION_NOT_FOUND,
             f"--session {session_id!r} names no session in the selected sources",
         )
-    return CallerSpec(session_id=session_id, cwd=records[0].header.cwd)
+    if len(records) > 1:
+        shown = ", ".join(sorted(r.id for r in records)[:10])
+        raise SessionQueryError(
+            ErrorCode.INVALID_CONFIG,
+            f"--session {session_id!r} is the start of {len(records)} session ids: {shown}",
+        )
+    return CallerSpec(session_id=records[0].id, cwd=records[0].header.cwd)
 
 
 def _tool_caller(query: SessionQuery, spec: CallerSpec) -> ToolCaller:
@@ -133,21 +222,45 @@ def _call(state: _State, spec: CallerSpec, name: str, arguments: Any, token: Can
     return state.tools.call(name, arguments, caller, cancel=token)
 
 
-def build_server(open_query: Callable[[], SessionQuery], caller: CallerSpec) -> Server[_State]:
+def build_server(
+    open_query: Callable[[], SessionQuery],
+    caller: CallerSpec,
+    *,
+    failure: SessionQueryError | None = None,
+    warm: Callable[[SessionQuery], IndexBuilder | None] | None = None,
+) -> Server[_State]:
     """The MCP server; ``open_query`` runs in the lifespan and opens the indexed service.
 
     Args:
         open_query: builds the :class:`SessionQuery` (with its search index); it is closed
             when the server stops.
         caller: the operator-configured caller.
+        failure: a configuration error: the server then answers every tool call with it.
+        warm: given the opened service, starts a background index build (stopped with the
+            server), or returns ``None``.
     """
 
     @asynccontextmanager
     async def lifespan(_server: Server[_State]) -> AsyncIterator[_State]:
-        query = await anyio.to_thread.run_sync(open_query)
+        problem = failure
+        query: SessionQuery | None = None
+        if problem is None:
+            try:
+                query = await anyio.to_thread.run_sync(open_query)
+            except SessionQueryError as error:
+                problem = error
+        if query is None:
+            assert problem is not None
+            logger.error("misconfigured, every tool call will answer: %s", _one_line(problem))
+            with SessionQuery() as empty:
+                yield _State(query=empty, tools=SessionQueryTools(empty), failure=problem)
+            return
+        builder = warm(query) if warm is not None else None
         try:
             yield _State(query=query, tools=SessionQueryTools(query))
         finally:
+            if builder is not None:
+                await anyio.to_thread.run_sync(builder.stop)
             await anyio.to_thread.run_sync(query.close)
 
     async def list_tools(
@@ -160,8 +273,11 @@ def build_server(open_query: Callable[[], SessionQuery], caller: CallerSpec) -> 
     async def call_tool(
         ctx: ServerRequestContext[_State], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        state = ctx.lifespan_context
+        if state.failure is not None:
+            return _text_result(_one_line(state.failure), is_error=True)
         token = CancelToken()
-        work = partial(_call, ctx.lifespan_context, caller, params.name, params.arguments, token)
+        work = partial(_call, state, caller, params.name, params.arguments, token)
         try:
             result = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
         except anyio.get_cancelled_exc_class():
@@ -184,6 +300,10 @@ def build_server(open_query: Callable[[], SessionQuery], caller: CallerSpec) -> 
     )
 
 
+def _one_line(error: SessionQueryError) -> str:
+    return " ".join(f"{error.code.value}: {error.message}".split())
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -200,28 +320,81 @@ def _prompt_section() -> str:
         return SessionQueryTools(query).prompt_section
 
 
+def _log_problems(persistence: object) -> None:
+    problems = getattr(persistence, "problems", None)
+    if not callable(problems):
+        return
+    try:
+        count = len(list(problems()))
+    except Exception:  # a diagnostic summary never stops the server
+        logger.debug("counting the sources' problems failed", exc_info=True)
+        return
+    if count:
+        logger.warning(
+            "%d problems reading the session sources (run 'sessionquery sources' to see them)",
+            count,
+        )
+
+
+def _log_to_stderr() -> None:
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("sessionquery mcp: %(message)s"))
+        root.addHandler(handler)
+    logging.getLogger("sessionquery").setLevel(logging.INFO)
+
+
 def run_stdio(
     *,
-    persistence: SessionPersistence,
-    index_path: Path,
+    persistence: SessionPersistence | None,
+    index_path: Path | None,
     cwd: str | None,
     session_id: str | None,
+    problem: SessionQueryError | None = None,
 ) -> None:
     """Serve the tools over stdin/stdout until the client disconnects.
 
-    The caller is resolved before serving, so a bad ``--session`` fails fast.
+    A configuration problem never stops the server: ``problem`` (or an unknown
+    ``session_id``, or an index that cannot be opened) is logged on stderr and becomes the
+    answer to every tool call, so the client can show why.
 
-    Raises:
-        SessionQueryError: ``SESSION_NOT_FOUND`` for an unknown ``session_id``;
-            ``INDEX_FAILED`` when the index cannot be opened (e.g. a foreign database).
+    Args:
+        persistence: the sources (``None`` only with ``problem``).
+        index_path: the search index (``None`` only with ``problem``).
+        cwd: the caller's workspace.
+        session_id: the session the server acts as.
+        problem: a configuration error found before serving.
     """
-    with SessionQuery(persistence=persistence) as probe:
-        caller = resolve_caller(probe, cwd=cwd, session_id=session_id)
+    _log_to_stderr()
+    caller = CallerSpec(session_id=session_id, cwd=cwd)
+    if problem is None and persistence is not None:
+        try:
+            with SessionQuery(persistence=persistence) as probe:
+                caller = resolve_caller(probe, cwd=cwd, session_id=session_id)
+        except SessionQueryError as error:
+            problem = error
+    search: list[SqliteSearch] = []
 
     def open_query() -> SessionQuery:
-        return SessionQuery(persistence=persistence, search=SqliteSearch(index_path))
+        assert persistence is not None and index_path is not None
+        backend = SqliteSearch(index_path)
+        search.append(backend)
+        return SessionQuery(persistence=persistence, search=backend)
 
-    server = build_server(open_query, caller)
+    def warm(query: SessionQuery) -> IndexBuilder:
+        backend = search[-1]
+
+        def update(token: CancelToken, progress: Callable[[int, int], None]) -> object:
+            result = backend.update(query.corpus, cancel=token, progress=progress)
+            _log_problems(persistence)
+            return result
+
+        builder = IndexBuilder(update)
+        builder.start()
+        return builder
+
+    server = build_server(open_query, caller, failure=problem, warm=warm)
 
     async def serve() -> None:
         async with stdio_server() as (read_stream, write_stream):

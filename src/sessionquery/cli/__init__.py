@@ -7,29 +7,36 @@ A thin layer (STYLE rule 7): parse the arguments, resolve defaults with
 Contract (documented in ``docs/cli.md``):
 
 * source options ``--root``, ``--claude``, ``--codex`` (repeatable, combinable) and ``--index``
-  are accepted before and after the subcommand name;
+  are accepted before and after the subcommand name; without them the config file's sources,
+  else every default source that exists, are used;
 * read commands are not workspace-scoped; ``--cwd`` filters;
 * ``--json`` prints exactly one JSON document on stdout; progress and diagnostics go to stderr;
 * errors print one line ``CODE: message`` on stderr and exit 2 for usage errors (the code is
-  ``SESSION_QUERY_USAGE``), 1 for everything else; an expected error never shows a traceback.
+  ``SESSION_QUERY_USAGE``), 1 for everything else; no failure shows a traceback (an
+  unexpected one is ``SESSION_QUERY_INTERNAL: ...``);
+* problems the sources report are summarised once, as one stderr line, after the command.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
 
 from sessionquery.cli._commands import COMMANDS
 from sessionquery.cli._parser import UsageError, build_parser
+from sessionquery.cli._services import Invocation
+from sessionquery.cli._terminal import safe
 from sessionquery.config import Config
 from sessionquery.errors import ErrorCode, PersistenceError, SessionQueryError
 
-__all__ = ["COMMANDS", "USAGE_ERROR_CODE", "main"]
+__all__ = ["COMMANDS", "INTERNAL_ERROR_CODE", "USAGE_ERROR_CODE", "main"]
 
 USAGE_ERROR_CODE = "SESSION_QUERY_USAGE"
 """The code printed for command-line usage errors (exit status 2)."""
+
+INTERNAL_ERROR_CODE = "SESSION_QUERY_INTERNAL"
+"""The code printed when something unexpected failed (a bug; exit status 1)."""
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -38,7 +45,7 @@ EXIT_INTERRUPTED = 130
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return safe(" ".join(text.split()))
 
 
 def _fail(code: str, message: str, status: int) -> int:
@@ -52,10 +59,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     Args:
         argv: the arguments after the program name; ``sys.argv[1:]`` when omitted.
     """
+    invocation: Invocation | None = None
     try:
         args = build_parser(COMMANDS).parse_args(argv)
-        run: Callable[[argparse.Namespace, Config], int] = args.run
-        return run(args, Config.from_env())
+        invocation = Invocation(args, Config.from_env())
+        run: Callable[[Invocation], int] = args.run
+        return run(invocation)
     except UsageError as error:
         return _fail(USAGE_ERROR_CODE, str(error), EXIT_USAGE)
     except SessionQueryError as error:
@@ -68,6 +77,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(ErrorCode.PERSISTENCE_FAILED.value, str(error), EXIT_ERROR)
     except KeyboardInterrupt:
         return _fail(ErrorCode.ABORTED.value, "interrupted", EXIT_INTERRUPTED)
+    except Exception as error:  # the top-level handler: never a traceback (STYLE rule 24)
+        detail = f"{type(error).__name__}: {error}"
+        return _fail(INTERNAL_ERROR_CODE, f"unexpected failure ({detail})", EXIT_ERROR)
+    finally:
+        if invocation is not None:
+            invocation.report_problems(sys.stderr)
 
 
 def _quiet_broken_pipe() -> int:

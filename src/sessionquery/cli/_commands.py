@@ -12,25 +12,27 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from sessionquery.cli import _conversation as conversation
 from sessionquery.cli import _render as render
+from sessionquery.cli import _terminal as term
+from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._parser import Command, UsageError
 from sessionquery.cli._services import (
     EXIT_OK,
-    ProgressBar,
+    Invocation,
+    Progress,
     emit,
-    index_path,
     open_index,
-    open_persistence,
-    report_problems,
-    selected_sources,
-    service,
     style_for,
 )
-from sessionquery.config import Config
+from sessionquery.cli._sources import cmd_sources
+from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import JsonlPersistence
+from sessionquery.query.backend import SearchMatch
 from sessionquery.query.filters import (
     CreatedBetween,
     CwdIn,
@@ -43,73 +45,206 @@ from sessionquery.query.filters import (
     TypeIn,
 )
 from sessionquery.query.service import SessionQuery
-from sessionquery.query.types import EventSearchHit, EventSearchPage, SessionSearchPage
+from sessionquery.query.types import (
+    EventSearchHit,
+    EventSearchPage,
+    SessionRecord,
+    SessionSearchPage,
+)
 
 if TYPE_CHECKING:
     from sessionquery.search.sqlite import SqliteSearch
 
-__all__ = ["COMMANDS"]
+__all__ = ["COMMANDS", "resolve_id"]
 
+_CANDIDATES_SHOWN = 10
 _SEARCH_PAGE_MAX = 100
 """The largest page the search index serves; the CLI pages internally beyond it."""
 
 
-def _cmd_list(args: argparse.Namespace, config: Config) -> int:
-    with service(args, config) as query:
+def resolve_id(query: SessionQuery, text: str, records: list[SessionRecord] | None = None) -> str:
+    """The session id ``text`` names: the id itself, or the one id it is a prefix of.
+
+    Raises:
+        SessionQueryError: ``SESSION_NOT_FOUND`` when no id starts with ``text``.
+        UsageError: when several ids start with it (up to ten are listed).
+    """
+    listing = query.list_sessions() if records is None else records
+    ids = sorted(record.id for record in listing)
+    if text in ids:
+        return text
+    matches = [value for value in ids if value.startswith(text)] if text else []
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise SessionQueryError(
+            ErrorCode.SESSION_NOT_FOUND, f"no session id is or starts with {text!r}"
+        )
+    shown = ", ".join(matches[:_CANDIDATES_SHOWN])
+    more = (
+        f" and {len(matches) - _CANDIDATES_SHOWN} more" if len(matches) > _CANDIDATES_SHOWN else ""
+    )
+    raise UsageError(f"{text!r} is the start of {len(matches)} session ids: {shown}{more}")
+
+
+def _titles(query: SessionQuery, ids: list[str]) -> dict[str, str | None]:
+    return {
+        r.session_id: (r.title.title if r.title else None) for r in query.read_title_snapshots(ids)
+    }
+
+
+_NOT_READ_TEXT = "…"
+
+
+@dataclass(frozen=True, slots=True)
+class TitleView:
+    """Titles to show and, when some were not read in time, a note saying so."""
+
+    titles: dict[str, str | None]
+    note: str | None
+
+
+def _listing_titles(inv: Invocation, ids: list[str]) -> TitleView:
+    """Titles for a listing: remembered ones, then as many as the time budget reads.
+
+    ``--json`` reads every title (a script gets complete data); text output reads within
+    the budget and marks the rest.
+    """
+    # Titles are read over the command's one listing (each title read would list again).
+    budget = float("inf") if getattr(inv.args, "json", False) else titlecache.BUDGET_S
+    snapshot = inv.snapshot()
+    with SessionQuery(persistence=snapshot) as titles_query:
+        found = titlecache.read_titles(
+            titles_query, snapshot.list(), ids, inv.config.title_cache, budget_s=budget
+        )
+    shown: dict[str, str | None] = {}
+    missing = 0
+    for session_id, title in found.items():
+        if title is titlecache.NOT_READ:
+            missing += 1
+            shown[session_id] = _NOT_READ_TEXT
+        else:
+            shown[session_id] = title if isinstance(title, str) else None
+    note = None
+    if missing:
+        note = (
+            f"{missing} title(s) not read yet ({_NOT_READ_TEXT}): titles are remembered as "
+            "they are read, so the next run shows more; --no-titles skips them"
+        )
+    return TitleView(shown, note)
+
+
+def _cmd_list(inv: Invocation) -> int:
+    args = inv.args
+    with inv.query() as query:
+        everything = query.list_sessions()
+        records = everything
         if args.cwd:
             records = query.filter_sessions([CwdIn(tuple(args.cwd))])
-        else:
-            records = query.list_sessions()
-        if args.limit is not None:
+        total = len(records)
+        if args.limit is not None and not args.all:
             records = records[: args.limit]
-        titles = None
-        if args.titles:
-            titles = {
-                r.session_id: (r.title.title if r.title else None)
-                for r in query.read_title_snapshots([record.id for record in records])
-            }
+        view = None if args.no_titles else _listing_titles(inv, [r.id for r in records])
+    titles = None if view is None else view.titles
+    prefixes = term.unique_prefixes([record.id for record in everything])
     document = render.records_json(records, titles)
-    return emit(args, config, document, lambda s: render.records_text(records, titles, s))
+    document["total"] = total
+
+    def text(style: render.Style) -> list[str]:
+        lines = render.records_text(records, titles, style, prefixes=prefixes, total=total)
+        return lines if view is None or view.note is None else [*lines, style.dim(view.note)]
+
+    return emit(inv, document, text)
 
 
-def _cmd_show(args: argparse.Namespace, config: Config) -> int:
-    with service(args, config) as query:
-        (result,) = query.read_title_snapshots([args.session_id])
+def _cmd_show(inv: Invocation) -> int:
+    args = inv.args
+    with inv.query() as query:
+        session_id = resolve_id(query, args.session_id)
+        if args.conversation:
+            return _show_conversation(inv, query, session_id)
+        (result,) = query.read_title_snapshots([session_id])
     if result.error is not None:
         raise result.error
     header = result.header
     assert header is not None  # a result without error carries its header
     title = result.title
     document = render.show_json(header, title)
-    return emit(args, config, document, lambda s: render.show_text(header, title, s))
+    return emit(inv, document, lambda s: render.show_text(header, title, s))
 
 
-def _cmd_events(args: argparse.Namespace, config: Config) -> int:
-    with service(args, config) as query:
-        events = query.list_events(args.session_id)
-    document = render.events_json(args.session_id, events)
-    return emit(args, config, document, lambda s: render.events_text(events, s))
+def _conversation_parts(
+    query: SessionQuery, session_id: str
+) -> tuple[Any, Any, list[SessionRecord], list[conversation.Entry]]:
+    log = query.read_session(session_id)
+    (result,) = query.read_title_snapshots([session_id])
+    children = query.filter_sessions([ParentIn((session_id,))])
+    child_titles = {k: v for k, v in _titles(query, [c.id for c in children]).items() if v}
+    return log, result.title, children, conversation.entries(log, children, child_titles)
 
 
-def _cmd_read(args: argparse.Namespace, config: Config) -> int:
-    with service(args, config) as query:
-        window = query.read_event(args.session_id, args.seq, before=args.before, after=args.after)
+def _show_conversation(inv: Invocation, query: SessionQuery, session_id: str) -> int:
+    log, title, children, items = _conversation_parts(query, session_id)
+    document = conversation.export_json(log, title, children)
+    return emit(
+        inv, document, lambda s: conversation.conversation_text(log.session, title, items, s)
+    )
+
+
+def _cmd_export(inv: Invocation) -> int:
+    args = inv.args
+    with inv.query() as query:
+        session_id = resolve_id(query, args.session_id)
+        log, title, children, items = _conversation_parts(query, session_id)
+    if args.format == "json":
+        text = render.dumps(conversation.export_json(log, title, children)) + "\n"
+    elif args.format == "html":
+        text = conversation.export_html(log.session, title, items)
+    else:
+        text = conversation.export_markdown(log.session, title, items)
+    if args.output is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    path = Path(args.output)
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise SessionQueryError(
+            ErrorCode.INVALID_CONFIG, f"cannot write {path}: {error.strerror or error}"
+        ) from None
+    sys.stderr.write(f"wrote {path}\n")
+    return EXIT_OK
+
+
+def _cmd_events(inv: Invocation) -> int:
+    with inv.query() as query:
+        session_id = resolve_id(query, inv.args.session_id)
+        events = query.list_events(session_id)
+    document = render.events_json(session_id, events)
+    return emit(inv, document, lambda s: render.events_text(events, s))
+
+
+def _cmd_read(inv: Invocation) -> int:
+    args = inv.args
+    with inv.query() as query:
+        session_id = resolve_id(query, args.session_id)
+        window = query.read_event(session_id, args.seq, before=args.before, after=args.after)
     document = render.event_window_json(window)
-    return emit(args, config, document, lambda s: render.event_window_text(window, s))
+    return emit(inv, document, lambda s: render.event_window_text(window, s))
 
 
-def _cmd_trace(args: argparse.Namespace, config: Config) -> int:
-    with service(args, config) as query:
-        trace = query.trace_session(args.session_id)
+def _cmd_trace(inv: Invocation) -> int:
+    with inv.query() as query:
+        trace = query.trace_session(resolve_id(query, inv.args.session_id))
     document = render.lineage_json(trace)
-    return emit(args, config, document, lambda s: render.lineage_text(trace, s))
+    return emit(inv, document, lambda s: render.lineage_text(trace, s))
 
 
-def _cmd_trace_event(args: argparse.Namespace, config: Config) -> int:
-    with service(args, config) as query:
-        trace = query.trace_event(args.session_id, args.seq)
+def _cmd_trace_event(inv: Invocation) -> int:
+    with inv.query() as query:
+        trace = query.trace_event(resolve_id(query, inv.args.session_id), inv.args.seq)
     document = render.event_trace_json(trace)
-    return emit(args, config, document, lambda s: render.event_trace_text(trace, s))
+    return emit(inv, document, lambda s: render.event_trace_text(trace, s))
 
 
 def _event_filters(args: argparse.Namespace) -> list[EventFilter]:
@@ -121,14 +256,16 @@ def _event_filters(args: argparse.Namespace) -> list[EventFilter]:
     return filters
 
 
-def _session_filters(args: argparse.Namespace) -> list[SessionFilter]:
+def _session_filters(args: argparse.Namespace, query: SessionQuery) -> list[SessionFilter]:
     filters: list[SessionFilter] = []
+    records = query.list_sessions() if (args.session or args.parent) else []
     if args.cwd:
         filters.append(CwdIn(tuple(args.cwd)))
     if args.session:
-        filters.append(IdIn(tuple(args.session)))
+        filters.append(IdIn(tuple(resolve_id(query, i, records) for i in args.session)))
     if args.parent or args.roots:
-        parents: tuple[str | None, ...] = (*(args.parent or ()), *((None,) if args.roots else ()))
+        named = tuple(resolve_id(query, i, records) for i in args.parent or ())
+        parents: tuple[str | None, ...] = (*named, *((None,) if args.roots else ()))
         filters.append(ParentIn(parents))
     if args.since is not None or args.until is not None:
         filters.append(CreatedBetween(args.since, args.until))
@@ -141,6 +278,8 @@ def _search_sessions(
     limit: int,
     session_filters: Sequence[SessionFilter] = (),
     event_filters: Sequence[EventFilter] = (),
+    *,
+    mode: SearchMatch = "words",
 ) -> SessionSearchPage:
     """Up to ``limit`` session hits, following continuation cursors within this process.
 
@@ -156,6 +295,7 @@ def _search_sessions(
             event_filters=event_filters,
             limit=min(_SEARCH_PAGE_MAX, limit - len(items)),
             cursor=cursor,
+            match=mode,
         )
         items.extend(page.items)
         cursor = page.next_cursor
@@ -164,7 +304,13 @@ def _search_sessions(
 
 
 def _search_events(
-    query: SessionQuery, session_id: str, text: str, limit: int, filters: Sequence[EventFilter]
+    query: SessionQuery,
+    session_id: str,
+    text: str,
+    limit: int,
+    filters: Sequence[EventFilter],
+    *,
+    mode: SearchMatch,
 ) -> EventSearchPage:
     items: list[EventSearchHit] = []
     cursor: str | None = None
@@ -175,6 +321,7 @@ def _search_events(
             filters=filters,
             limit=min(_SEARCH_PAGE_MAX, limit - len(items)),
             cursor=cursor,
+            match=mode,
         )
         items.extend(page.items)
         cursor = page.next_cursor
@@ -183,36 +330,59 @@ def _search_events(
             return EventSearchPage(session=page.session, items=items, next_cursor=more)
 
 
-def _cmd_search(args: argparse.Namespace, config: Config) -> int:
-    with service(args, config, search=True) as query:
+def _mode(args: argparse.Namespace) -> SearchMatch:
+    return "phrase" if args.phrase else "words"
+
+
+def _cmd_search(inv: Invocation) -> int:
+    args, mode = inv.args, _mode(inv.args)
+    args.query = " ".join(args.query)  # `search flaky test` is the query "flaky test"
+    with inv.query(search=True) as query:
         page = _search_sessions(
-            query, args.query, args.limit, _session_filters(args), _event_filters(args)
+            query,
+            args.query,
+            args.limit,
+            _session_filters(args, query),
+            _event_filters(args),
+            mode=mode,
         )
-        results = query.read_title_snapshots([hit.record.id for hit in page.items])
-    titles = {r.session_id: (r.title.title if r.title else None) for r in results}
+        titles = _listing_titles(inv, [hit.record.id for hit in page.items]).titles
     document = render.session_hits_json(args.query, page, titles)
+    document["match"] = mode
     return emit(
-        args, config, document, lambda s: render.session_hits_text(args.query, page, titles, s)
+        inv,
+        document,
+        lambda s: render.session_hits_text(args.query, page, titles, s, match=mode),
     )
 
 
-def _cmd_search_events(args: argparse.Namespace, config: Config) -> int:
+def _cmd_search_events(inv: Invocation) -> int:
+    args, mode = inv.args, _mode(inv.args)
+    args.query = " ".join(args.query)
     filters = _event_filters(args)
     if args.seq_from is not None or args.seq_to is not None:
         filters.append(SeqBetween(args.seq_from, args.seq_to))
-    with service(args, config, search=True) as query:
-        page = _search_events(query, args.session_id, args.query, args.limit, filters)
+    with inv.query(search=True) as query:
+        session_id = resolve_id(query, args.session_id)
+        page = _search_events(query, session_id, args.query, args.limit, filters, mode=mode)
     document = render.event_hits_json(args.query, page)
-    return emit(args, config, document, lambda s: render.event_hits_text(args.query, page, s))
+    document["match"] = mode
+    return emit(inv, document, lambda s: render.event_hits_text(args.query, page, s, match=mode))
 
 
-def _update_index(search: SqliteSearch, query: SessionQuery, stream: TextIO) -> dict[str, Any]:
-    """Bring the search index up to date, drawing progress on ``stream``; returns a summary."""
-    bar = ProgressBar(stream, "Indexing")
+def _update_index(
+    search: SqliteSearch, query: SessionQuery, stream: TextIO, *, plain: bool = True
+) -> dict[str, Any]:
+    """Bring the search index up to date, showing progress on ``stream``; returns a summary.
+
+    With ``plain=False`` progress is drawn only on a terminal (no plain lines).
+    """
+    progress = Progress(stream, "Indexing", quiet=not plain)
+    progress.start()
     try:
-        update = search.update(query.corpus, progress=bar)
+        update = search.update(query.corpus, progress=progress)
     finally:
-        bar.finish()
+        progress.finish()
     return {
         "skipped": update.skipped,
         "persisted_indexed": update.persisted_indexed,
@@ -220,75 +390,78 @@ def _update_index(search: SqliteSearch, query: SessionQuery, stream: TextIO) -> 
     }
 
 
-def _cmd_index(args: argparse.Namespace, config: Config) -> int:
-    sources = selected_sources(args)
-    index = index_path(sources, config)
-    persistence = open_persistence(sources, config)
-    try:
-        with (
-            open_index(index) as search,
-            SessionQuery(persistence=persistence, search=search) as query,
-        ):
-            summary = {"index": str(index), **_update_index(search, query, sys.stderr)}
-    finally:
-        report_problems(persistence, sys.stderr)
+def _cmd_index(inv: Invocation) -> int:
+    index = inv.selection.index
+    persistence = inv.persistence()
+    with (
+        open_index(index) as search,
+        SessionQuery(persistence=persistence, search=search) as query,
+    ):
+        summary = {"index": str(index), **_update_index(search, query, sys.stderr)}
 
     def text(style: render.Style) -> list[str]:
+        where = style.bold(term.safe(str(index)))
         if summary["skipped"] or not (summary["persisted_indexed"] or summary["persisted_removed"]):
-            return [f"Index {style.bold(str(index))} is up to date (nothing changed)."]
+            return [f"Index {where} is up to date (nothing changed)."]
         return [
-            f"Index {style.bold(str(index))} is up to date: "
+            f"Index {where} is up to date: "
             f"{summary['persisted_indexed']} session(s) indexed, "
             f"{summary['persisted_removed']} removed."
         ]
 
-    return emit(args, config, summary, text)
+    return emit(inv, summary, text)
 
 
-def _cmd_mcp(args: argparse.Namespace, config: Config) -> int:
+def _cmd_mcp(inv: Invocation) -> int:
     from sessionquery.mcp import run_stdio
 
-    sources = selected_sources(args)
-    persistence = open_persistence(sources, config)
+    args = inv.args
+    inv.summarise_problems = False  # the server logs its own state on stderr
     cwd = args.cwd if args.cwd is not None else (None if args.session else os.getcwd())
-    run_stdio(
-        persistence=persistence,
-        index_path=index_path(sources, config),
-        cwd=cwd,
-        session_id=args.session,
-    )
+    try:
+        persistence = inv.persistence()
+        index = inv.selection.index
+    except SessionQueryError as error:
+        run_stdio(
+            persistence=None, index_path=None, cwd=cwd, session_id=args.session, problem=error
+        )
+        return EXIT_OK
+    run_stdio(persistence=persistence, index_path=index, cwd=cwd, session_id=args.session)
     return EXIT_OK
 
 
 _QUICKSTART_QUERY = "float round"
 
 
-def _cmd_quickstart(args: argparse.Namespace, config: Config) -> int:
+def _cmd_quickstart(inv: Invocation) -> int:
     from sessionquery.examples import ensure_example_store
 
-    sources = selected_sources(args)
-    if sources.claude or sources.codex or len(sources.roots) > 1:
+    args, config = inv.args, inv.config
+    roots = [*getattr(args, "pre_root", []), *getattr(args, "root", [])]
+    others = [*(getattr(args, f"{p}{k}", []) for p in ("", "pre_") for k in ("claude", "codex"))]
+    if any(others) or len(roots) > 1:
         raise UsageError("quickstart takes at most one --root and no --claude or --codex")
-    root = (sources.roots[0] if sources.roots else config.quickstart_dir / "sessions").absolute()
-    index = (sources.index or config.quickstart_dir / "index.sqlite3").absolute()
+    raw_index = getattr(args, "index", None) or getattr(args, "pre_index", None)
+    root = (Path(roots[0]) if roots else config.quickstart_dir / "sessions").expanduser()
+    root = root.absolute()
+    index = Path(raw_index).expanduser() if raw_index else config.quickstart_dir / "index.sqlite3"
+    index = index.absolute()
     ids = ensure_example_store(root)
     out, style = sys.stdout, style_for(config)
 
     def say(explanation: str, lines: Sequence[str]) -> None:
-        out.write("\n" + style.bold(explanation) + "\n\n" + "\n".join(lines) + "\n")
+        shown = [render.terminal_line(line, style) for line in ["", explanation, "", *lines]]
+        out.write("\n".join(shown) + "\n")
 
     out.write(f"Created a sample store with {len(ids)} example sessions at {root}\n")
     with (
         open_index(index) as search,
         SessionQuery(persistence=JsonlPersistence(root), search=search) as query,
     ):
-        _update_index(search, query, sys.stderr)
+        _update_index(search, query, sys.stderr, plain=False)
         out.write(f"Indexed them into {index}\n")
-        page = _search_sessions(query, _QUICKSTART_QUERY, 5)
-        titles = {
-            r.session_id: (r.title.title if r.title else None)
-            for r in query.read_title_snapshots([hit.record.id for hit in page.items])
-        }
+        page = _search_sessions(query, _QUICKSTART_QUERY, 5, mode="phrase")
+        titles = _titles(query, [hit.record.id for hit in page.items])
         say(
             f"1. Search: which sessions mention {_QUICKSTART_QUERY!r}? "
             "(sessionquery search, best-matching event per session)",
@@ -311,7 +484,7 @@ def _cmd_quickstart(args: argparse.Namespace, config: Config) -> int:
     flags = f"--root {_quote(root)} --index {_quote(index)}"
     out.write(
         "\nTry it yourself:\n"
-        f"  sessionquery list {flags} --titles\n"
+        f"  sessionquery list {flags}\n"
         f"  sessionquery search websocket {flags}\n"
         f"  sessionquery trace-event {top.record.id} {hit.seq} {flags}\n"
     )
@@ -324,8 +497,13 @@ def _quote(path: Path) -> str:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("list", "List sessions, newest first.", _cmd_list),
-    Command("show", "Show one session's header and title.", _cmd_show),
+    Command("list", "List sessions, newest first, with titles and short ids.", _cmd_list),
+    Command(
+        "show",
+        "Show one session's header and title, or (--conversation) the whole conversation.",
+        _cmd_show,
+    ),
+    Command("export", "Write a whole session as Markdown, HTML or JSON.", _cmd_export),
     Command("events", "List every event of a session (seq, time, surface, type).", _cmd_events),
     Command("read", "Read one event in full, with optional neighbours.", _cmd_read),
     Command("trace", "Show a session's lineage: ancestors, forks and subagents.", _cmd_trace),
@@ -337,6 +515,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("search", "Search all sessions; best-matching event per session.", _cmd_search),
     Command("search-events", "Search the events of one session.", _cmd_search_events),
     Command("index", "Bring the search index up to date (with progress).", _cmd_index),
+    Command("sources", "Show which sources are used, why, and what they hold.", cmd_sources),
     Command("mcp", "Serve the five session tools over stdio (MCP).", _cmd_mcp),
     Command(
         "quickstart",

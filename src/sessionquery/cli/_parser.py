@@ -4,7 +4,7 @@ Every parse error becomes a :class:`UsageError` (one ``SESSION_QUERY_USAGE: ...`
 exit status 2 at the top level) instead of argparse's multi-line message. The source options
 are added twice, to the main parser (``pre_*`` destinations) and to each subcommand, with
 suppressed defaults so that values given before and after the subcommand name are merged
-rather than overwritten (see :func:`sessionquery.cli._services.selected_sources`).
+rather than overwritten (see :func:`sessionquery.cli._services.select_sources`).
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from sessionquery.config import Config
 from sessionquery.model import SURFACE_CLASSES
 from sessionquery.model.timestamp import Instant, TimestampError, parse_iso_timestamp
+
+if TYPE_CHECKING:
+    from sessionquery.cli._services import Invocation
 
 __all__ = ["SETUP", "Command", "Parser", "UsageError", "build_parser", "version_text"]
 
@@ -79,7 +81,10 @@ def _until(text: str) -> int:
 
 
 def _add_sources(parser: argparse.ArgumentParser, prefix: str) -> None:
-    group = parser.add_argument_group("sources (default: the store under SESSIONQUERY_HOME)")
+    group = parser.add_argument_group(
+        "sources (default: the config file, else every default source that exists; "
+        "see 'sessionquery sources')"
+    )
     suppress = argparse.SUPPRESS
     group.add_argument(
         "--root",
@@ -152,7 +157,7 @@ def _add_limit(parser: argparse.ArgumentParser, default: int | None) -> None:
 class Command:
     name: str
     help: str
-    run: Callable[[argparse.Namespace, Config], int]
+    run: Callable[[Invocation], int]
 
 
 def build_parser(commands: Sequence[Command]) -> Parser:
@@ -172,20 +177,49 @@ def build_parser(commands: Sequence[Command]) -> Parser:
     return parser
 
 
+_ID_HELP = "the session id, or any unique start of it"
+
+
 def _setup_list(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cwd", action="append", metavar="DIR", help="only sessions of workspace DIR")
-    p.add_argument("--titles", action="store_true", help="also read each session's title")
-    _add_limit(p, None)
+    p.add_argument("--no-titles", action="store_true", help="skip reading titles (faster)")
+    p.add_argument("--titles", action="store_true", help=argparse.SUPPRESS)  # now the default
+    p.add_argument("--all", action="store_true", help="show every session (no --limit)")
+    _add_limit(p, 50)
     _add_json(p)
 
 
 def _setup_id(p: argparse.ArgumentParser) -> None:
-    p.add_argument("session_id", metavar="ID", help="the session id")
+    p.add_argument("session_id", metavar="ID", help=_ID_HELP)
+    _add_json(p)
+
+
+def _setup_show(p: argparse.ArgumentParser) -> None:
+    _setup_id(p)
+    p.add_argument(
+        "--conversation",
+        action="store_true",
+        help="print the conversation: turns, one line per tool call, cut tool results",
+    )
+
+
+def _setup_export(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session_id", metavar="ID", help=_ID_HELP)
+    p.add_argument(
+        "--format",
+        choices=("markdown", "html", "json"),
+        default="markdown",
+        help="markdown (default), a self-contained html page, or json",
+    )
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (default: stdout)")
+
+
+def _setup_sources(p: argparse.ArgumentParser) -> None:
     _add_json(p)
 
 
 def _setup_seq(p: argparse.ArgumentParser) -> None:
-    p.add_argument("session_id", metavar="ID", help="the session id")
+    p.add_argument("session_id", metavar="ID", help=_ID_HELP)
     p.add_argument("seq", metavar="SEQ", type=_non_negative, help="the event's seq number")
 
 
@@ -201,8 +235,20 @@ def _setup_trace_event(p: argparse.ArgumentParser) -> None:
     _add_json(p)
 
 
+_QUERY_HELP = "words to find: all of them, in any order (with --phrase: the exact phrase)"
+
+
+def _add_phrase(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--phrase",
+        action="store_true",
+        help="match QUERY as one literal phrase instead of all its words in any order",
+    )
+
+
 def _setup_search(p: argparse.ArgumentParser) -> None:
-    p.add_argument("query", metavar="QUERY", help="words to find, matched as one phrase")
+    p.add_argument("query", metavar="QUERY", nargs="+", help=_QUERY_HELP)
+    _add_phrase(p)
     p.add_argument("--cwd", action="append", metavar="DIR", help="only sessions of workspace DIR")
     p.add_argument("--session", action="append", metavar="ID", help="only this session")
     p.add_argument("--parent", action="append", metavar="ID", help="only children of session ID")
@@ -215,8 +261,9 @@ def _setup_search(p: argparse.ArgumentParser) -> None:
 
 
 def _setup_search_events(p: argparse.ArgumentParser) -> None:
-    p.add_argument("session_id", metavar="ID", help="the session to search")
-    p.add_argument("query", metavar="QUERY", help="words to find, matched as one phrase")
+    p.add_argument("session_id", metavar="ID", help="the session to search (or a unique start)")
+    p.add_argument("query", metavar="QUERY", nargs="+", help=_QUERY_HELP)
+    _add_phrase(p)
     p.add_argument("--seq-from", type=_non_negative, metavar="SEQ", help="events at/after SEQ")
     p.add_argument("--seq-to", type=_non_negative, metavar="SEQ", help="events at/before SEQ")
     _add_event_filters(p)
@@ -248,7 +295,8 @@ def _setup_quickstart(p: argparse.ArgumentParser) -> None:
 
 SETUP: dict[str, Callable[[argparse.ArgumentParser], None]] = {
     "list": _setup_list,
-    "show": _setup_id,
+    "show": _setup_show,
+    "export": _setup_export,
     "events": _setup_id,
     "read": _setup_read,
     "trace": _setup_id,
@@ -256,6 +304,7 @@ SETUP: dict[str, Callable[[argparse.ArgumentParser], None]] = {
     "search": _setup_search,
     "search-events": _setup_search_events,
     "index": _setup_index,
+    "sources": _setup_sources,
     "mcp": _setup_mcp,
     "quickstart": _setup_quickstart,
 }

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from sessionquery.cli import _terminal as term
 from sessionquery.model import SessionEvent, SessionHeader, TitleSnapshot, extract_event_text, thaw
 from sessionquery.query.types import (
     EventRecord,
@@ -58,29 +59,37 @@ __all__ = [
     "time_text",
 ]
 
-_ANSI_BOLD = "\x1b[1m"
-_ANSI_DIM = "\x1b[2m"
-_ANSI_MATCH = "\x1b[1;33m"
-_ANSI_RESET = "\x1b[0m"
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+WIDTH = 100
+"""The widest line ``list`` and search results print (columns)."""
 
 
 class Style:
-    """Terminal styling that is a no-op when disabled (not a TTY, or ``NO_COLOR``)."""
+    """Terminal styling that is a no-op when disabled (not a TTY, or ``NO_COLOR``).
 
-    def __init__(self, enabled: bool) -> None:
+    Styled text carries marker characters that only :func:`terminal_line` turns into ANSI
+    sequences, after escaping everything that came from session data.
+
+    Attributes:
+        enabled: whether emphasis and colour are shown.
+        width: the widest line list and search output may print.
+    """
+
+    def __init__(self, enabled: bool, width: int = WIDTH) -> None:
         self.enabled = enabled
+        self.width = max(40, width)
 
     def _wrap(self, code: str, text: str) -> str:
-        return f"{code}{text}{_ANSI_RESET}" if self.enabled and text else text
+        return f"{code}{text}{term.RESET}" if self.enabled and text else text
 
     def bold(self, text: str) -> str:
         """Emphasised text (ids, headings)."""
-        return self._wrap(_ANSI_BOLD, text)
+        return self._wrap(term.BOLD, text)
 
     def dim(self, text: str) -> str:
         """De-emphasised text (metadata)."""
-        return self._wrap(_ANSI_DIM, text)
+        return self._wrap(term.DIM, text)
 
     def highlight(self, text: str, query: str) -> str:
         """``text`` with the words of ``query`` marked (the whole phrase when it appears)."""
@@ -91,7 +100,12 @@ class Style:
             return text
         phrase = re.compile(r"\W+".join(re.escape(word) for word in words), re.IGNORECASE)
         pattern = phrase if phrase.search(text) else _any_word(words)
-        return pattern.sub(lambda match: self._wrap(_ANSI_MATCH, match.group(0)), text)
+        return pattern.sub(lambda match: self._wrap(term.MATCH, match.group(0)), text)
+
+
+def terminal_line(line: str, style: Style) -> str:
+    """One rendered line as written to the terminal: data escaped, styling applied."""
+    return term.terminal_line(line, style.enabled)
 
 
 def _any_word(words: Sequence[str]) -> re.Pattern[str]:
@@ -102,9 +116,17 @@ def _any_word(words: Sequence[str]) -> re.Pattern[str]:
 # -- shared helpers ------------------------------------------------------------------------
 
 
+_C1 = re.compile("[\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
 def dumps(document: object) -> str:
-    """The one JSON document a ``--json`` command prints (indented, UTF-8, stable order)."""
-    return json.dumps(document, indent=2, ensure_ascii=False)
+    """The one JSON document a ``--json`` command prints (indented, UTF-8, stable order).
+
+    Characters a terminal may act on (C1 controls, bidirectional overrides) are written as
+    ``\\uNNNN`` escapes; ``json`` already escapes the C0 controls.
+    """
+    text = json.dumps(document, indent=2, ensure_ascii=False)
+    return _C1.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 def time_text(ms: int) -> str:
@@ -117,13 +139,16 @@ def time_text(ms: int) -> str:
 
 def table(rows: Sequence[Sequence[str]], header: Sequence[str], style: Style) -> list[str]:
     """Rows as left-aligned columns under a dimmed header; the last column is not padded."""
-    widths = [len(title) for title in header]
+    widths = [term.display_width(title) for title in header]
     for row in rows:
         for index, cell in enumerate(row):
-            widths[index] = max(widths[index], len(cell))
+            widths[index] = max(widths[index], term.display_width(cell))
+
+    def pad(cell: str, width: int) -> str:
+        return cell + " " * (width - term.display_width(cell))
 
     def line(cells: Sequence[str]) -> str:
-        padded = [cell.ljust(widths[i]) for i, cell in enumerate(cells[:-1])]
+        padded = [pad(cell, widths[i]) for i, cell in enumerate(cells[:-1])]
         return "  ".join([*padded, cells[-1]]).rstrip()
 
     return [style.dim(line(header)), *(line(row) for row in rows)]
@@ -188,30 +213,52 @@ def records_json(
 
 
 def records_text(
-    records: Sequence[SessionRecord], titles: dict[str, str | None] | None, style: Style
+    records: Sequence[SessionRecord],
+    titles: dict[str, str | None] | None,
+    style: Style,
+    *,
+    prefixes: dict[str, str] | None = None,
+    total: int | None = None,
 ) -> list[str]:
-    """``list`` as an aligned table, newest first."""
+    """``list`` as an aligned table, newest first, no wider than ``style.width``.
+
+    Args:
+        records: the sessions to show.
+        titles: each session's title (``None``: no title column).
+        style: output styling and width.
+        prefixes: the shortest unique prefix of each id (shown instead of the full id).
+        total: how many sessions exist (a footer says when only some are shown).
+    """
     if not records:
         return ["No sessions."]
-    header = ["ID", "CREATED (UTC)", "AVAILABILITY", "PARENT", "ORIGIN", "WORKSPACE"]
-    if titles is not None:
-        header.append("TITLE")
-    rows = []
+    prefixes = prefixes or {}
+    safe_rows = []
     for record in records:
         h = record.header
-        row = [
-            h.id,
-            time_text(h.created_at),
-            _availability(record),
-            _or_dash(h.parent_session),
-            _or_dash(h.origin),
-            _or_dash(h.cwd),
-        ]
+        shown_id = term.safe(prefixes.get(h.id, h.id))
+        kind = f"[{h.origin}] " if h.origin else ""
+        title = (titles or {}).get(h.id) or "untitled"
+        safe_rows.append(
+            (shown_id, time_text(h.created_at)[:16], term.safe(_or_dash(h.cwd)), kind + title)
+        )
+    id_width = min(20, max(2, *(term.display_width(row[0]) for row in safe_rows)))
+    ws_cap = 28 if titles is not None else style.width - id_width - 20
+    ws_width = min(ws_cap, max(9, *(term.display_width(row[2]) for row in safe_rows)))
+    title_width = style.width - id_width - 16 - ws_width - 6
+    rows = []
+    for shown_id, created, cwd, title in safe_rows:
+        row = [term.cut(shown_id, id_width), created, term.cut_left(cwd, ws_width)]
         if titles is not None:
-            row.append(titles.get(h.id) or "untitled")
+            row.append(term.cut(term.safe(title), title_width))
         rows.append(row)
+    header = ["ID", "CREATED (UTC)", "WORKSPACE"]
+    if titles is not None:
+        header.append("TITLE")
     lines = table(rows, header, style)
-    return [*lines, "", style.dim(f"{len(records)} session(s)")]
+    count = f"{len(records)} session(s)"
+    if total is not None and total > len(records):
+        count = f"{len(records)} of {total} sessions shown (newest first); --limit N or --all"
+    return [*lines, "", style.dim(count)]
 
 
 def show_json(header: SessionHeader, title: TitleSnapshot | None) -> dict[str, Any]:
@@ -431,27 +478,55 @@ def session_hits_json(
 
 
 def _match_line(hit: EventSearchHit, style: Style) -> str:
-    meta = f"seq {hit.seq} | {hit.type} | {hit.surface} | {time_text(hit.time)}"
-    return style.dim(meta)
+    meta = f"seq {hit.seq} | {term.safe(hit.type)} | {hit.surface} | {time_text(hit.time)}"
+    return style.dim(term.cut(meta, style.width - 3))
+
+
+def _snippet(hit: EventSearchHit, query: str, style: Style) -> list[str]:
+    flat = " ".join(term.safe(hit.snippet).split())
+    lines = term.wrap(flat, style.width - 3, 3)
+    return ["   " + style.highlight(line, query) for line in lines]
+
+
+def _mode_text(match: str) -> str:
+    return "as a phrase" if match == "phrase" else "all words, any order"
 
 
 def session_hits_text(
-    query: str, page: SessionSearchPage, titles: dict[str, str | None], style: Style
+    query: str,
+    page: SessionSearchPage,
+    titles: dict[str, str | None],
+    style: Style,
+    *,
+    match: str = "phrase",
 ) -> list[str]:
-    """``search``: numbered hits with title, workspace, best match and highlighted snippet."""
+    """``search``: numbered hits with title, workspace, best match and highlighted snippet.
+
+    Every line fits ``style.width`` columns; the snippet takes at most three lines.
+    """
+    shown = term.cut(term.safe(query), 40)
     if not page.items:
-        return [f"No sessions match {query!r}."]
-    lines = [f"{len(page.items)} session(s) match {query!r}, best first:"]
+        return [f"No sessions match {shown!r} ({_mode_text(match)})."]
+    lines = [f"{len(page.items)} session(s) match {shown!r} ({_mode_text(match)}), best first:"]
     for number, hit in enumerate(page.items, start=1):
         h = hit.record.header
-        title = titles.get(h.id) or "untitled"
+        title = term.safe(titles.get(h.id) or "untitled")
         origin = f" [{h.origin}]" if h.origin else ""
+        lead = f"{number}. "
+        sid = term.cut(term.safe(h.id), style.width - len(lead))
+        rest = style.width - len(lead) - term.display_width(sid) - 3
+        heading = f"{lead}{style.bold(sid)}"
+        if rest > 1:
+            heading += " — " + term.cut(title + origin, rest)
+        where = f"{term.safe(_or_dash(h.cwd))}"
+        created = f" | created {time_text(h.created_at)} UTC"
+        where = term.cut_left(where, style.width - 3 - len(created)) + created
         lines += [
             "",
-            f"{number}. {style.bold(h.id)} — {title}{origin}",
-            "   " + style.dim(f"{_or_dash(h.cwd)} | created {time_text(h.created_at)} UTC"),
+            heading,
+            "   " + style.dim(where),
             "   " + _match_line(hit.best_match, style),
-            "   " + style.highlight(hit.best_match.snippet, query),
+            *_snippet(hit.best_match, query, style),
         ]
     if page.next_cursor:
         lines += ["", style.dim("More results exist: raise --limit or add filters.")]
@@ -468,14 +543,18 @@ def event_hits_json(query: str, page: EventSearchPage) -> dict[str, Any]:
     }
 
 
-def event_hits_text(query: str, page: EventSearchPage, style: Style) -> list[str]:
+def event_hits_text(
+    query: str, page: EventSearchPage, style: Style, *, match: str = "phrase"
+) -> list[str]:
     """``search-events``: matching events of one session with highlighted snippets."""
-    sid = style.bold(page.session.id)
+    sid = term.safe(page.session.id)
+    shown = term.cut(term.safe(query), 30)
     if not page.items:
-        return [f"No events of {sid} match {query!r}."]
-    lines = [f"{len(page.items)} event(s) of {sid} match {query!r}, best first:"]
+        return [term.cut(f"No events of {sid} match {shown!r} ({_mode_text(match)}).", style.width)]
+    heading = f"{len(page.items)} event(s) of {sid} match {shown!r} ({_mode_text(match)}):"
+    lines = [term.cut(heading, style.width)]
     for hit in page.items:
-        lines += ["", _match_line(hit, style), "   " + style.highlight(hit.snippet, query)]
+        lines += ["", _match_line(hit, style), *_snippet(hit, query, style)]
     if page.next_cursor:
         lines += ["", style.dim("More results exist: raise --limit or add filters.")]
     return lines

@@ -1,25 +1,33 @@
 """What every command shares: the selected sources, the query service, output and progress.
 
-Invariants: a read command never creates a store (a missing directory is
-``SESSION_QUERY_INVALID_CONFIG``); importer problems are summarised on stderr after the
-command, whether it succeeded or not; ``--json`` output is exactly one document on stdout.
+Invariants:
+
+* a read command never creates a store (a missing directory is ``SESSION_QUERY_INVALID_CONFIG``
+  with advice that fits the kind of source);
+* sources come from the options when any source option is given, else from the config file
+  when it names sources, else from every default location that exists;
+* the sources are opened once per command, and their problems are summarised on stderr once,
+  after the command, whether it succeeded or not; a failure while counting them is never
+  shown instead of the command's own result or error;
+* ``--json`` output is exactly one document on stdout; progress goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
 from sessionquery.cli import _render as render
 from sessionquery.config import Config
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import JsonlPersistence, SessionPersistence
-from sessionquery.persistence.base import ProblemSource
 from sessionquery.query.service import SessionQuery
 
 if TYPE_CHECKING:
@@ -27,76 +35,173 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_OK",
-    "ProgressBar",
-    "Sources",
+    "Invocation",
+    "ListedOnce",
+    "Origin",
+    "Progress",
+    "Selection",
+    "SourceEntry",
     "emit",
-    "index_path",
     "open_index",
-    "open_persistence",
-    "report_problems",
-    "selected_sources",
-    "service",
+    "open_sources",
+    "problems_of",
+    "select_sources",
     "style_for",
 ]
 
 EXIT_OK = 0
 
+Origin = Literal["default", "config", "option"]
+
+_KIND_LABEL = {"root": "store", "claude": "claude", "codex": "codex"}
+_KIND_NAME = {
+    "root": "sessionquery store",
+    "claude": "Claude Code projects directory",
+    "codex": "Codex sessions directory",
+}
+
 
 @dataclass(frozen=True, slots=True)
-class Sources:
-    roots: list[Path]
-    claude: list[Path]
-    codex: list[Path]
-    index: Path | None
+class SourceEntry:
+    """One session source and why it is used.
+
+    Attributes:
+        kind: ``root`` (a sessionquery JSONL store), ``claude`` or ``codex``.
+        path: its directory.
+        origin: ``default``, ``config`` or ``option``.
+        label: its name inside a combined source (``store``, ``claude``, ``codex2``...).
+    """
+
+    kind: str
+    path: Path
+    origin: Origin
+    label: str
 
     @property
-    def explicit(self) -> bool:
-        return bool(self.roots or self.claude or self.codex)
+    def exists(self) -> bool:
+        """Whether the directory is there."""
+        return self.path.is_dir()
 
 
-def selected_sources(args: argparse.Namespace) -> Sources:
-    def paths(name: str) -> list[Path]:
-        values = [*getattr(args, f"pre_{name}", []), *getattr(args, name, [])]
-        return [Path(value).expanduser() for value in values]
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The sources and the index a command uses.
 
-    index = getattr(args, "index", None) or getattr(args, "pre_index", None)
-    return Sources(
-        roots=paths("root"),
-        claude=paths("claude"),
-        codex=paths("codex"),
-        index=None if index is None else Path(index).expanduser(),
+    Attributes:
+        sources: the sources to open, in order.
+        index: the search index path.
+        index_origin: where the index path came from.
+        absent_defaults: default locations that were looked at and not found (only when the
+            defaults are used).
+        config_file: the config file consulted, or ``None`` when options replaced it.
+    """
+
+    sources: tuple[SourceEntry, ...]
+    index: Path
+    index_origin: Origin
+    absent_defaults: tuple[SourceEntry, ...] = ()
+    config_file: Path | None = None
+
+
+def _option_paths(args: argparse.Namespace, kind: str) -> list[Path]:
+    values = [*getattr(args, f"pre_{kind}", []), *getattr(args, kind, [])]
+    return [Path(value).expanduser().absolute() for value in values]
+
+
+def _entries(pairs: Sequence[tuple[str, Path]], origin: Origin) -> tuple[SourceEntry, ...]:
+    counts: dict[str, int] = {}
+    out = []
+    for kind, path in pairs:
+        counts[kind] = counts.get(kind, 0) + 1
+        number = counts[kind]
+        label = _KIND_LABEL[kind] if number == 1 else f"{_KIND_LABEL[kind]}{number}"
+        out.append(SourceEntry(kind, path, origin, label))
+    return tuple(out)
+
+
+def select_sources(args: argparse.Namespace, config: Config) -> Selection:
+    """Which sources and index the command line, the config file and the defaults choose.
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` for a broken config file (only read when no
+            source option is given or no ``--index`` is).
+    """
+    kinds = ("root", "claude", "codex")
+    chosen = [(kind, path) for kind in kinds for path in _option_paths(args, kind)]
+    raw_index = getattr(args, "index", None) or getattr(args, "pre_index", None)
+    index = None if raw_index is None else Path(raw_index).expanduser().absolute()
+    settings = None
+    if not chosen or index is None:
+        settings = config.settings()
+    index_origin: Origin = "option"
+    if index is None:
+        assert settings is not None
+        index, index_origin = (
+            (settings.index, "config")
+            if settings.index is not None
+            else (config.index_path, "default")
+        )
+    config_file = None if settings is None else settings.path
+    if chosen:
+        return Selection(_entries(chosen, "option"), index, index_origin, (), config_file)
+    assert settings is not None
+    if settings.names_sources:
+        pairs = [(kind, path) for kind in kinds for path in settings.sources.get(kind, ())]
+        return Selection(_entries(pairs, "config"), index, index_origin, (), config_file)
+    defaults = _entries(
+        [
+            ("root", config.store_root),
+            ("claude", config.claude_projects),
+            ("codex", config.codex_sessions),
+        ],
+        "default",
+    )
+    present = tuple(entry for entry in defaults if entry.exists)
+    absent = tuple(entry for entry in defaults if not entry.exists)
+    return Selection(present, index, index_origin, absent, config_file)
+
+
+def _advice(entry: SourceEntry) -> str:
+    where = {"option": f"--{entry.kind}", "config": "the config file", "default": "default"}
+    lead = f"no {_KIND_NAME[entry.kind]} at {entry.path} (from {where[entry.origin]})"
+    if entry.kind == "root":
+        return (
+            f"{lead}; a store is created when sessions are recorded into it, or try "
+            "'sessionquery quickstart' for a sample"
+        )
+    if entry.kind == "claude":
+        return (
+            f"{lead}; Claude Code keeps its transcripts in ~/.claude/projects (or "
+            "$CLAUDE_CONFIG_DIR/projects)"
+        )
+    return f"{lead}; Codex keeps its transcripts in ~/.codex/sessions (or $CODEX_HOME/sessions)"
+
+
+def _nothing_found(selection: Selection) -> SessionQueryError:
+    looked = ", ".join(
+        f"{entry.path} ({_KIND_NAME[entry.kind]})" for entry in selection.absent_defaults
+    )
+    return SessionQueryError(
+        ErrorCode.INVALID_CONFIG,
+        f"no session sources found; looked for {looked or 'nothing'}. Choose sources with "
+        "--root, --claude or --codex (or a config file), or try 'sessionquery quickstart'",
     )
 
 
-def _require_dir(path: Path, what: str) -> None:
-    if not path.is_dir():
-        raise SessionQueryError(
-            ErrorCode.INVALID_CONFIG,
-            f"no {what} at {path}; create one with 'sessionquery quickstart' or choose "
-            "sources with --root, --claude or --codex",
-        )
-
-
-def open_persistence(sources: Sources, config: Config) -> SessionPersistence:
-    """The persistence the options select (several are combined with ``MultiSource``).
+def open_sources(selection: Selection, config: Config) -> SessionPersistence:
+    """The persistence the selection names (several are combined with ``MultiSource``).
 
     Raises:
-        SessionQueryError: ``INVALID_CONFIG`` when a selected directory does not exist.
+        SessionQueryError: ``INVALID_CONFIG`` when a selected directory does not exist or
+            nothing is selected.
     """
-    roots = sources.roots if sources.explicit else [config.store_root]
+    if not selection.sources:
+        raise _nothing_found(selection)
     pairs: list[tuple[str, SessionPersistence]] = []
-    for number, root in enumerate(roots, start=1):
-        _require_dir(root, "session store")
-        pairs.append((_label("store", number), JsonlPersistence(root)))
-    if sources.claude or sources.codex:
-        from sessionquery.sources import ClaudeCodeSource, CodexSource
-
-        for number, directory in enumerate(sources.claude, start=1):
-            _require_dir(directory, "Claude Code projects directory")
-            pairs.append((_label("claude", number), ClaudeCodeSource(directory)))
-        for number, directory in enumerate(sources.codex, start=1):
-            _require_dir(directory, "Codex sessions directory")
-            pairs.append((_label("codex", number), CodexSource(directory)))
+    for entry in selection.sources:
+        if not entry.exists:
+            raise SessionQueryError(ErrorCode.INVALID_CONFIG, _advice(entry))
+        pairs.append((entry.label, _open_one(entry, config)))
     if len(pairs) == 1:
         return pairs[0][1]
     from sessionquery.sources import MultiSource
@@ -104,82 +209,201 @@ def open_persistence(sources: Sources, config: Config) -> SessionPersistence:
     return MultiSource(pairs)
 
 
-def _label(kind: str, number: int) -> str:
-    return kind if number == 1 else f"{kind}{number}"
+def _open_one(entry: SourceEntry, config: Config) -> SessionPersistence:
+    if entry.kind == "root":
+        return JsonlPersistence(entry.path)
+    from sessionquery.sources import ClaudeCodeSource, CodexSource
 
-
-def index_path(sources: Sources, config: Config) -> Path:
-    return sources.index if sources.index is not None else config.index_path
-
-
-@contextmanager
-def service(
-    args: argparse.Namespace, config: Config, *, search: bool = False
-) -> Iterator[SessionQuery]:
-    """The query service over the selected sources (with the search index when asked)."""
-    sources = selected_sources(args)
-    persistence = open_persistence(sources, config)
-    try:
-        backend = open_index(index_path(sources, config)) if search else None
-        with SessionQuery(persistence=persistence, search=backend) as query:
-            yield query
-    finally:
-        report_problems(persistence, sys.stderr)
+    # One derived cache for every importer source: rows are keyed by each file's identity.
+    if entry.kind == "claude":
+        return ClaudeCodeSource(entry.path, metadata_cache=config.importer_cache)
+    return CodexSource(entry.path, metadata_cache=config.importer_cache)
 
 
 def open_index(path: Path) -> SqliteSearch:
+    """The SQLite search index at ``path``."""
     from sessionquery.search.sqlite import SqliteSearch
 
     return SqliteSearch(path)
 
 
-def report_problems(persistence: object, stream: TextIO, shown: int = 3) -> None:
-    """A short stderr summary of what importers could not read."""
-    if not isinstance(persistence, ProblemSource):
-        return
-    problems = list(persistence.problems())
-    if not problems:
-        return
-    stream.write(f"warning: {len(problems)} importer problem(s):\n")
-    for problem in problems[:shown]:
-        where = problem.path if problem.line is None else f"{problem.path}:{problem.line}"
-        stream.write(f"  {where}: {problem.message}\n")
-    if len(problems) > shown:
-        stream.write(f"  ... and {len(problems) - shown} more\n")
+def problems_of(persistence: object) -> list[Any]:
+    """What a source reports it could not read (empty for sources that report nothing)."""
+    problems = getattr(persistence, "problems", None)
+    return list(problems()) if callable(problems) else []
+
+
+class ListedOnce:
+    """A persistence whose listing is read once: one command works on one snapshot.
+
+    Every service call lists the store again (titles, id prefixes, filters), and listing a
+    large imported history is the slow part of a command; a command that finishes in
+    seconds loses nothing by reusing its first listing. Everything else is delegated, and a
+    capability the wrapped persistence lacks is missing here too. Not for long-running
+    servers.
+    """
+
+    def __init__(self, inner: SessionPersistence) -> None:
+        self._inner = inner
+        self._listing: list[Any] | None = None
+
+    def list(self) -> list[Any]:
+        """The wrapped persistence's listing, read on first use."""
+        if self._listing is None:
+            self._listing = list(self._inner.list())
+        return list(self._listing)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class Invocation:
+    """One command's arguments, configuration and (once opened) sources."""
+
+    def __init__(self, args: argparse.Namespace, config: Config) -> None:
+        self.args = args
+        self.config = config
+        self._selection: Selection | None = None
+        self._persistence: SessionPersistence | None = None
+        self._snapshot: SessionPersistence | None = None
+        self.summarise_problems = True
+
+    @property
+    def selection(self) -> Selection:
+        """The sources and index this command uses."""
+        if self._selection is None:
+            self._selection = select_sources(self.args, self.config)
+        return self._selection
+
+    def persistence(self) -> SessionPersistence:
+        """The selected sources, opened once per command."""
+        if self._persistence is None:
+            self._persistence = open_sources(self.selection, self.config)
+        return self._persistence
+
+    def snapshot(self) -> SessionPersistence:
+        """The sources listed once, for reads that only need a consistent listing (titles).
+
+        Never for the search index: it pairs a listing with the store's change token, and an
+        older listing under a newer token would hide a change from every later search.
+        """
+        if self._snapshot is None:
+            self._snapshot = cast(SessionPersistence, ListedOnce(self.persistence()))
+        return self._snapshot
+
+    @contextmanager
+    def query(self, *, search: bool = False) -> Iterator[SessionQuery]:
+        """The query service over the selected sources (with the search index when asked).
+
+        With the index on a terminal, the index is brought up to date first under a progress
+        bar, so a first search over a large history shows what it is doing.
+        """
+        persistence = self.persistence()
+        backend = open_index(self.selection.index) if search else None
+        with SessionQuery(persistence=persistence, search=backend) as query:
+            if backend is not None and sys.stderr.isatty():
+                progress = Progress(sys.stderr, "Indexing", quiet=True)
+                try:
+                    backend.update(query.corpus, progress=progress)
+                finally:
+                    progress.finish()
+            yield query
+
+    def report_problems(self, stream: TextIO) -> None:
+        """One stderr line counting the sources' problems, if any (never raises)."""
+        if self._persistence is None or not self.summarise_problems:
+            return
+        try:
+            count = len(problems_of(self._persistence))
+        except Exception:  # the command's own outcome matters more than this summary
+            return
+        if count:
+            noun = "problem" if count == 1 else "problems"
+            stream.write(
+                f"warning: {count} {noun} reading the session sources "
+                "(run 'sessionquery sources' to see them)\n"
+            )
 
 
 # -- output ---------------------------------------------------------------------------------
 
 
 def style_for(config: Config) -> render.Style:
-    return render.Style(sys.stdout.isatty() and not config.no_color)
+    """Colour and emphasis only on a terminal, and never with ``NO_COLOR``; on a terminal
+    narrower than 100 columns, lines fit its width."""
+    tty = sys.stdout.isatty()
+    width = render.WIDTH
+    if tty:
+        width = min(width, shutil.get_terminal_size((render.WIDTH, 24)).columns)
+    return render.Style(tty and not config.no_color, width)
 
 
-def emit(args: argparse.Namespace, config: Config, document: Any, text: Callable[..., Any]) -> int:
-    if getattr(args, "json", False):
+def emit(inv: Invocation, document: Any, text: Callable[[render.Style], list[str]]) -> int:
+    """Print the command's result: one JSON document, or safe text lines."""
+    if getattr(inv.args, "json", False):
         sys.stdout.write(render.dumps(document) + "\n")
     else:
-        lines = text(style_for(config))
-        sys.stdout.write("\n".join(lines) + "\n")
+        style = style_for(inv.config)
+        sys.stdout.write("".join(render.terminal_line(line, style) + "\n" for line in text(style)))
     return EXIT_OK
 
 
-class ProgressBar:
-    """A one-line progress bar on a terminal stream; silent when the stream is not a TTY."""
+class Progress:
+    """Indexing progress on stderr: a bar on a terminal, else a plain line every few seconds.
 
-    def __init__(self, stream: TextIO, label: str, width: int = 30) -> None:
+    The first report is drawn at once; later plain lines at most every ``interval`` seconds,
+    and the last one (``done == total``) always. ``quiet`` keeps the bar but drops the plain
+    lines (for short builds whose output is the point, such as ``quickstart``).
+    """
+
+    def __init__(
+        self,
+        stream: TextIO,
+        label: str,
+        *,
+        interval: float = 3.0,
+        tty: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        quiet: bool = False,
+    ) -> None:
         self._stream = stream
         self._label = label
-        self._width = width
+        self._interval = interval
+        self._tty = stream.isatty() if tty is None else tty
+        self._quiet = quiet and not self._tty
+        self._clock = clock
+        self._last: float | None = None
         self._drawn = False
-        self._enabled = stream.isatty()
+
+    def start(self) -> None:
+        """Say at once that work began (before the first count is known)."""
+        if self._quiet:
+            return
+        if self._tty:
+            self._stream.write(f"\r{self._label}: reading the sources…")
+            self._drawn = True
+        else:
+            self._stream.write(f"{self._label}: reading the sources…\n")
+        self._stream.flush()
 
     def __call__(self, done: int, total: int) -> None:
-        """Draw ``done`` of ``total``."""
-        if not self._enabled or total <= 0:
+        """Report ``done`` of ``total`` sessions."""
+        if total <= 0 or self._quiet:
             return
-        filled = self._width * done // total
-        bar = "#" * filled + "." * (self._width - filled)
+        if self._tty:
+            self._bar(done, total)
+            return
+        now = self._clock()
+        if self._last is not None and now - self._last < self._interval and done < total:
+            return
+        self._last = now
+        percent = 100 * done // total
+        self._stream.write(f"{self._label}: {done} of {total} sessions ({percent}%)\n")
+        self._stream.flush()
+
+    def _bar(self, done: int, total: int, width: int = 30) -> None:
+        filled = width * min(done, total) // total
+        bar = "#" * filled + "." * (width - filled)
         self._stream.write(f"\r{self._label} [{bar}] {done}/{total} sessions")
         self._stream.flush()
         self._drawn = True

@@ -1,0 +1,405 @@
+"""A session read as a conversation: for the terminal, and exported as Markdown, HTML or JSON.
+
+One pass (:func:`entries`) turns a session's event log into conversation entries (user and
+assistant turns, tool calls and results, system messages, compactions, subagents); the
+renderers differ only in form. Invariants:
+
+* the terminal view (:func:`conversation_text`) shows each tool call on one line and cuts
+  long tool results with a visible marker saying how much was left out; every line passes
+  through the terminal escaping of :mod:`sessionquery.cli._terminal` when printed;
+* the exports are complete (nothing cut); the HTML page is self-contained (inline style, no
+  script, no external resource) and every piece of session data is HTML-escaped; Markdown
+  code fences are longer than any backtick run inside them;
+* reasoning is shown only in the exports, marked as such.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sessionquery.cli import _terminal as term
+from sessionquery.cli._render import Style, header_json, time_text, title_json
+from sessionquery.model import Replace, SessionEvent, SessionHeader, TitleSnapshot, thaw
+from sessionquery.query.types import SessionLog, SessionRecord
+
+__all__ = [
+    "Entry",
+    "conversation_text",
+    "entries",
+    "export_html",
+    "export_json",
+    "export_markdown",
+]
+
+Kind = Literal[
+    "user",
+    "assistant",
+    "reasoning",
+    "system",
+    "tool-call",
+    "tool-result",
+    "compaction",
+    "subagent",
+    "turn-end",
+    "boundary",
+]
+
+RESULT_LINES = 6
+"""Lines of a tool result the terminal view shows before cutting."""
+RESULT_CHARS = 600
+"""Characters of a tool result the terminal view shows before cutting."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One item of a conversation.
+
+    Attributes:
+        kind: what it is.
+        seq: the event's seq (``None`` for a subagent, which is another session).
+        time: epoch milliseconds.
+        text: the readable text (tool results: their output; tool calls: the arguments).
+        name: the tool name, or the subagent's session id.
+        detail: a short note (``error`` for a failed tool result, the replaced range of a
+            compaction, the subagent's title, a turn's end reason).
+    """
+
+    kind: Kind
+    seq: int | None
+    time: int
+    text: str = ""
+    name: str = ""
+    detail: str = ""
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _texts(blocks: object, kind: str = "text") -> str:
+    parts = []
+    for block in _list(blocks):
+        item = _dict(block)
+        if item.get("type") == kind and isinstance(item.get("text"), str):
+            parts.append(item["text"])
+        elif kind == "text" and item.get("type") == "tool-result":
+            parts.append(_texts(item.get("content")))
+    return "\n".join(part for part in parts if part)
+
+
+def _arguments(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(thaw(value), ensure_ascii=False, sort_keys=True)
+
+
+def _message_entries(event: SessionEvent, calls: set[str]) -> Iterator[Entry]:
+    data = _dict(event.data)
+    if event.type == "user/message":
+        text = _texts(data.get("content"))
+        if text:
+            yield Entry("user", event.seq, event.time, text)
+        return
+    message = _dict(data.get("message"))
+    content = message.get("content")
+    if event.type == "system/message":
+        if _texts(content):
+            yield Entry("system", event.seq, event.time, _texts(content))
+    elif event.type == "assistant/message":
+        reasoning = _texts(content, "reasoning")
+        if reasoning:
+            yield Entry("reasoning", event.seq, event.time, reasoning)
+        text = _texts(content)
+        if text:
+            yield Entry("assistant", event.seq, event.time, text)
+        for block in map(_dict, _list(content)):
+            if block.get("type") == "tool-call" and str(block.get("id")) not in calls:
+                args = _arguments(block.get("arguments"))
+                yield Entry("tool-call", event.seq, event.time, args, str(block.get("name")))
+    elif event.type == "tool/result":
+        failed = any(_dict(b).get("isError") is True for b in _list(content)) or bool(
+            data.get("error")
+        )
+        yield Entry(
+            "tool-result", event.seq, event.time, _texts(content), "", "error" if failed else ""
+        )
+
+
+def _event_entries(event: SessionEvent, calls: set[str]) -> Iterator[Entry]:
+    op = event.surface_op
+    if isinstance(op, Replace) and event.type != "tool/result":
+        span = f"replaces seq {op.start_seq} to {op.end_seq}"
+        text = _texts(_dict(_dict(event.data).get("message")).get("content")) or _texts(
+            _dict(event.data).get("content")
+        )
+        yield Entry("compaction", event.seq, event.time, text, "", span)
+        return
+    if event.type == "tool/call":
+        data = _dict(event.data)
+        args = _arguments(data.get("arguments"))
+        yield Entry("tool-call", event.seq, event.time, args, str(data.get("name")))
+        return
+    if event.type == "turn/end":
+        reason = _dict(_dict(event.data).get("reason"))
+        kind = reason.get("kind")
+        if isinstance(kind, str) and kind not in ("stop", "end-turn", "completed", "tool-use"):
+            message = _dict(reason.get("error")).get("message")
+            yield Entry("turn-end", event.seq, event.time, str(message or ""), "", kind)
+        return
+    yield from _message_entries(event, calls)
+    if isinstance(op, Replace):
+        yield Entry("compaction", event.seq, event.time, "", "", f"shortens seq {op.start_seq}")
+
+
+def entries(
+    log: SessionLog, children: Sequence[SessionRecord] = (), titles: dict[str, str] | None = None
+) -> list[Entry]:
+    """The conversation of ``log``, with its direct child sessions placed at their start time."""
+    calls = {str(_dict(e.data).get("callId")) for e in log.events if e.type == "tool/call"}
+    out: list[Entry] = []
+    pending = sorted(children, key=lambda r: (r.header.created_at, r.id))
+    inherited = log.inherited_event_count
+    parent = log.session.parent_session or "the parent session"
+    for event in log.events:
+        if inherited and event.seq == 0:
+            note = f"inherited from {parent}: the first {inherited} events"
+            out.append(Entry("boundary", None, event.time, "", "", note))
+        if inherited and event.seq == inherited:
+            out.append(Entry("boundary", None, event.time, "", "", "this session starts here"))
+        while pending and pending[0].header.created_at <= event.time:
+            out.append(_subagent(pending.pop(0), titles or {}))
+        out.extend(_event_entries(event, calls))
+    out.extend(_subagent(record, titles or {}) for record in pending)
+    return out
+
+
+def _subagent(record: SessionRecord, titles: dict[str, str]) -> Entry:
+    kind = record.header.origin or "child"
+    return Entry(
+        "subagent",
+        None,
+        record.header.created_at,
+        "",
+        record.id,
+        f"{kind}: {titles.get(record.id) or 'untitled'}",
+    )
+
+
+# -- terminal ---------------------------------------------------------------------------------
+
+
+def _rule(label: str, style: Style) -> str:
+    line = f"── {label} "
+    return style.dim(
+        term.cut(line + "─" * max(0, style.width - term.display_width(line)), style.width)
+    )
+
+
+def _cut_result(text: str, session_id: str, seq: int | None) -> list[str]:
+    lines = text.splitlines() or [""]
+    kept = lines[:RESULT_LINES]
+    shown = "\n".join(kept)
+    if len(shown) > RESULT_CHARS:
+        shown = shown[:RESULT_CHARS]
+        kept = shown.splitlines()
+    left = len(text) - len(shown)
+    if left > 0:
+        where = f"sessionquery read {session_id} {seq}" if seq is not None else ""
+        kept.append(f"[… {left:,} more characters cut; {where}]")
+    return kept
+
+
+def conversation_text(
+    header: SessionHeader, title: TitleSnapshot | None, items: Sequence[Entry], style: Style
+) -> list[str]:
+    """The terminal view: a heading, then each entry under a rule naming its speaker."""
+    sid = header.id
+    lines = [
+        style.bold(title.title if title else "untitled"),
+        style.dim(f"{sid} | {header.cwd or '-'} | created {time_text(header.created_at)} UTC"),
+    ]
+    for item in items:
+        at = f"seq {item.seq} · {time_text(item.time)}"
+        if item.kind in ("user", "assistant", "system"):
+            lines += ["", _rule(f"{item.kind} · {at}", style), *item.text.splitlines()]
+        elif item.kind == "tool-call":
+            call = " ".join(item.text.split())
+            lines.append(term.cut(f"  → {item.name} {call}", style.width))
+        elif item.kind == "tool-result":
+            mark = "  ← error" if item.detail else "  ←"
+            body = _cut_result(item.text, sid, item.seq)
+            lines += [f"{mark} {body[0]}", *(f"    {line}" for line in body[1:])]
+        elif item.kind == "compaction":
+            lines += ["", _rule(f"compaction · {at} · {item.detail}", style)]
+            lines += item.text.splitlines()
+        elif item.kind == "subagent":
+            lines += ["", _rule(f"{item.detail} · session {item.name}", style)]
+            lines.append(
+                style.dim(f"   read it with: sessionquery show {item.name} --conversation")
+            )
+        elif item.kind == "turn-end":
+            lines.append(style.dim(f"  (turn ended: {item.detail} {item.text})".rstrip()))
+        elif item.kind == "boundary":
+            lines += ["", _rule(item.detail, style)]
+    return lines
+
+
+# -- exports ----------------------------------------------------------------------------------
+
+
+def export_json(
+    log: SessionLog, title: TitleSnapshot | None, children: Sequence[SessionRecord]
+) -> dict[str, Any]:
+    """The complete session as one JSON document (events in their wire form)."""
+    return {
+        "session": header_json(log.session),
+        "title": title_json(title),
+        "inherited_event_count": log.inherited_event_count,
+        "events": [thaw(event.to_json()) for event in log.events],
+        "children": [record.id for record in children],
+    }
+
+
+def _fence(text: str, info: str = "") -> list[str]:
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}{info}", *text.splitlines(), fence]
+
+
+_MD_HEADINGS = {"user": "User", "assistant": "Assistant", "system": "System"}
+
+
+def _markdown_line(text: str) -> str:
+    # Inline data is escaped so it cannot open links, emphasis or HTML.
+    return re.sub(r"([\\`*_{}\[\]<>()#+!|])", r"\\\1", " ".join(text.split()))
+
+
+def _printable(items: Sequence[Entry]) -> list[Entry]:
+    return [
+        Entry(
+            i.kind,
+            i.seq,
+            i.time,
+            term.printable(i.text),
+            term.printable(i.name),
+            term.printable(i.detail),
+        )
+        for i in items
+    ]
+
+
+def export_markdown(
+    header: SessionHeader, title: TitleSnapshot | None, items: Sequence[Entry]
+) -> str:
+    """The complete conversation as Markdown (message text verbatim, tool data fenced).
+
+    Control characters are written as visible escapes (``\\x1b``), as on the terminal.
+    """
+    items = _printable(items)
+    lines = [
+        f"# {_markdown_line(title.title) if title else 'Untitled session'}",
+        "",
+        f"- Session: `{header.id}`",
+        f"- Created: {time_text(header.created_at)} UTC",
+        f"- Workspace: {_markdown_line(header.cwd or '-')}",
+    ]
+    for item in items:
+        at = f"seq {item.seq}, {time_text(item.time)} UTC"
+        lines.append("")
+        if item.kind in _MD_HEADINGS:
+            lines += [f"## {_MD_HEADINGS[item.kind]} ({at})", "", item.text]
+        elif item.kind == "reasoning":
+            lines += [f"*Reasoning ({at}):*", "", *(f"> {line}" for line in item.text.splitlines())]
+        elif item.kind == "tool-call":
+            lines += [f"**Tool call** `{_markdown_line(item.name)}` ({at})", ""]
+            lines += _fence(item.text, "json")
+        elif item.kind == "tool-result":
+            lines += [f"**Tool result{' (error)' if item.detail else ''}** ({at})", ""]
+            lines += _fence(item.text)
+        elif item.kind == "compaction":
+            lines += [f"## Compaction ({at}; {item.detail})", "", item.text]
+        elif item.kind == "subagent":
+            lines.append(f"> **Subagent** `{item.name}` ({_markdown_line(item.detail)})")
+        elif item.kind == "turn-end":
+            lines.append(f"*Turn ended: {_markdown_line(item.detail + ' ' + item.text)}*")
+        elif item.kind == "boundary":
+            lines.append(f"---\n\n*{_markdown_line(item.detail)}*")
+    return "\n".join(lines) + "\n"
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;
+color:#222;line-height:1.45}
+.meta{color:#666}
+section{border-left:4px solid #ccc;margin:1rem 0;padding:.25rem 1rem}
+section.user{border-color:#2b6cb0}section.assistant{border-color:#2f855a}
+section.compaction,section.subagent{border-color:#b7791f;background:#fffaf0}
+h2{font-size:1rem;margin:.25rem 0}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:.5rem}
+.error{color:#c53030}
+""".strip()
+
+
+def _html_entry(item: Entry) -> list[str]:
+    e = html.escape
+    at = e(f"seq {item.seq} · {time_text(item.time)} UTC") if item.seq is not None else ""
+    body: list[str]
+    if item.kind == "tool-call":
+        heading = f"Tool call <code>{e(item.name)}</code>"
+        body = [f"<pre>{e(item.text)}</pre>"]
+    elif item.kind == "tool-result":
+        heading = "Tool result" + (' <span class="error">(error)</span>' if item.detail else "")
+        body = [f"<pre>{e(item.text)}</pre>"]
+    elif item.kind == "boundary":
+        return [f'<p class="meta"><em>{e(item.detail)}</em></p>']
+    elif item.kind == "subagent":
+        heading = f"Subagent <code>{e(item.name)}</code>"
+        body = [f"<p>{e(item.detail)}</p>"]
+        at = e(f"started {time_text(item.time)} UTC")
+    else:
+        heading = e(item.kind.replace("-", " ").capitalize())
+        if item.detail:
+            heading += f" ({e(item.detail)})"
+        body = [f"<pre>{e(item.text)}</pre>"] if item.text else []
+    return [
+        f'<section class="{item.kind}">',
+        f'<h2>{heading} <span class="meta">{at}</span></h2>',
+        *body,
+        "</section>",
+    ]
+
+
+def export_html(header: SessionHeader, title: TitleSnapshot | None, items: Sequence[Entry]) -> str:
+    """The complete conversation as one self-contained, escaped HTML page.
+
+    Control characters (not allowed in HTML) are written as visible escapes.
+    """
+    items = _printable(items)
+    e = html.escape
+    name = e(title.title if title else "Untitled session")
+    meta = e(f"{header.id} · {header.cwd or '-'} · created {time_text(header.created_at)} UTC")
+    lines = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f"<title>{name}</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{name}</h1>",
+        f'<p class="meta">{meta}</p>',
+    ]
+    for item in items:
+        lines += _html_entry(item)
+    lines += ["</body>", "</html>"]
+    return "\n".join(lines) + "\n"

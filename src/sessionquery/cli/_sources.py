@@ -1,0 +1,117 @@
+"""``sessionquery sources``: which sources a command would use, why, and what they hold.
+
+Each source is opened and listed on its own, so one unreadable source is shown with its reason
+beside the others instead of failing the command. Problems are listed in full with ``--json``
+and up to :data:`PROBLEMS_SHOWN` per source in text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sessionquery.cli import _render as render
+from sessionquery.cli import _terminal as term
+from sessionquery.cli._services import (
+    Invocation,
+    SourceEntry,
+    emit,
+    open_sources,
+    problems_of,
+)
+from sessionquery.cli._services import Selection as _Selection
+
+__all__ = ["PROBLEMS_SHOWN", "cmd_sources"]
+
+PROBLEMS_SHOWN = 20
+"""Problems per source listed in the text output."""
+
+_KIND_TEXT = {"root": "store", "claude": "Claude Code", "codex": "Codex"}
+
+
+def _inspect(entry: SourceEntry, inv: Invocation) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "kind": entry.kind,
+        "label": entry.label,
+        "path": str(entry.path),
+        "from": entry.origin,
+        "exists": entry.exists,
+        "sessions": None,
+        "problems": [],
+        "error": None,
+    }
+    if not entry.exists and entry.origin == "default":
+        return item
+    one = _Selection((entry,), inv.selection.index, inv.selection.index_origin)
+    try:
+        source = open_sources(one, inv.config)
+        item["sessions"] = len(source.list())
+        item["problems"] = [
+            {"path": p.path, "line": p.line, "message": p.message} for p in problems_of(source)
+        ]
+    except Exception as error:  # a diagnostic command: show every source's failure, go on
+        item["error"] = str(getattr(error, "message", None) or error)
+    return item
+
+
+def _document(inv: Invocation) -> dict[str, Any]:
+    selection = inv.selection
+    config_file = selection.config_file
+    entries = [*selection.sources, *selection.absent_defaults]
+    return {
+        "config_file": None if config_file is None else str(config_file),
+        "config_file_exists": config_file is not None and config_file.is_file(),
+        "index": {"path": str(selection.index), "from": selection.index_origin},
+        "sources": [_inspect(entry, inv) for entry in entries],
+    }
+
+
+def _count(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _text(document: dict[str, Any], style: render.Style) -> list[str]:
+    rows = []
+    for item in document["sources"]:
+        state = "" if item["exists"] else " (not found)"
+        rows.append(
+            [
+                _KIND_TEXT[item["kind"]],
+                item["from"],
+                _count(item["sessions"]),
+                "-" if item["sessions"] is None else str(len(item["problems"])),
+                term.safe(item["path"]) + state,
+            ]
+        )
+    lines = render.table(rows, ["SOURCE", "FROM", "SESSIONS", "PROBLEMS", "PATH"], style)
+    index = document["index"]
+    lines += ["", f"Index: {term.safe(index['path'])} ({index['from']})"]
+    config = document["config_file"]
+    if config is not None:
+        used = "used" if document["config_file_exists"] else "none there"
+        lines.append(f"Config file: {term.safe(config)} ({used})")
+    for item in document["sources"]:
+        if item["error"]:
+            lines += ["", f"{_KIND_TEXT[item['kind']]} {item['label']}: {item['error']}"]
+        problems = item["problems"]
+        if not problems:
+            continue
+        lines += ["", style.bold(f"Problems in {item['label']} ({len(problems)}):")]
+        for problem in problems[:PROBLEMS_SHOWN]:
+            where = (
+                problem["path"]
+                if problem["line"] is None
+                else (f"{problem['path']}:{problem['line']}")
+            )
+            lines.append(f"  {where}: {problem['message']}")
+        if len(problems) > PROBLEMS_SHOWN:
+            lines.append(f"  … and {len(problems) - PROBLEMS_SHOWN} more (--json lists all)")
+    if not document["sources"]:
+        lines.append("No sources selected.")
+    return lines
+
+
+def cmd_sources(inv: Invocation) -> int:
+    """Show the sources, where each came from, its session and problem counts."""
+    inv.summarise_problems = False  # this command lists them itself
+    document = _document(inv)
+    return emit(inv, document, lambda s: _text(document, s))
