@@ -170,6 +170,15 @@ def test_a_symlinked_index_path_shares_the_write_lock_of_the_real_path(tmp_path:
     assert not (tmp_path / "alias" / "index.db.lock").is_symlink()
 
 
-def test_memory_indexes_are_independent(tmp_path: Path) -> None:
-    with SqliteSearch(":memory:"), SqliteSearch(":memory:"):
-        pass
+def _one_session(session_id: str, text: str) -> FakeCorpus:
+    store = FakePersistence()
+    store.put(header(session_id), log(text))
+    return FakeCorpus(store)
+
+
+def test_memory_indexes_are_independent() -> None:
+    first, second = _one_session("x", "alpha"), _one_session("y", "beta")
+    with SqliteSearch(":memory:") as one, SqliteSearch(":memory:") as two:
+        assert [hit.record.id for hit in one.search_sessions(first, "alpha").items] == ["x"]
+        assert list(two.search_sessions(second, "alpha").items) == []
+        assert one.update(first).persisted_indexed == 0  # the other index left this one alone

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
 from sessionquery.errors import PersistenceNotFound
 from sessionquery.model import SessionEvent, SessionHeader
@@ -25,6 +25,7 @@ from sessionquery.persistence.base import (
     DocumentLog,
     DocumentSource,
     PersistedSession,
+    ProblemSource,
     ReadHandle,
     SessionPersistence,
 )
@@ -217,7 +218,9 @@ class MultiSource:
         """The problems of every source that reports them, in source order."""
         out: list[Problem] = []
         for _, source in self._sources:
-            report: Any = getattr(source, "problems", None)
-            if callable(report):
-                out.extend(report())
+            if isinstance(source, ProblemSource):
+                out.extend(
+                    p if isinstance(p, Problem) else Problem(p.path, p.line, p.message)
+                    for p in source.problems()
+                )
         return out
