@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import Storage, raises_code
-from sessionquery.errors import ErrorCode, PersistenceError, SessionQueryError
+from sessionquery.errors import ErrorCode, PersistenceError
 from sessionquery.live import SessionStore
 from sessionquery.model import Replace, SessionEvent, SessionHeader
 from sessionquery.persistence.base import PersistedSession
