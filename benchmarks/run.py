@@ -34,6 +34,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import index_build  # noqa: E402
 import quality  # noqa: E402
 import search_cost  # noqa: E402
 from corpus import CorpusManifest, CorpusSpec  # noqa: E402
@@ -74,7 +75,7 @@ QUICK: dict[str, Any] = {
 }
 
 
-TOPICS = ["store.py"]
+TOPICS = ["store.py", "textmatch.py", "postgres.py"]
 """Topic benchmarks (``benchmarks/<topic>.py``, each runnable on its own), run after the main
 suite with ``--quick`` passed through; each prints its own section, appended to the output."""
 
@@ -299,7 +300,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--from-json", help="measure nothing: render the results saved by --json again"
     )
+    parser.add_argument(
+        "--history", action="store_true", help="run history_bench.py (real-size history) instead"
+    )
     args = parser.parse_args(argv)
+    if args.history:
+        from history_bench import main as history_main
+
+        return history_main([])
     plan = QUICK if args.quick else FULL
     default_name = "RESULTS-quick.md" if args.quick else "RESULTS.md"
     output = Path(args.output) if args.output else HERE / default_name
@@ -344,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
             manifest=results["corpora"][-1]["manifest"],
         )
         results["quality"] = quality.measure()
+        print("index lifecycle", flush=True)
+        lifecycle = index_build.measure(first["root"], str(workdir))  # appends to that store
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -352,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     text = render(results, notes.read_text() if notes.exists() and not args.quick else "")
     text += _extra_sections(results)
     output.write_text(text)
+    index_build.write_section(output, lifecycle)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     print(f"wrote {output} in {results['machine']['total_s']:.0f} s")

@@ -15,7 +15,7 @@ import tempfile
 import atheris  # type: ignore[import-untyped]  # no stubs published
 
 with atheris.instrument_imports():
-    from sessionquery.model import SessionEvent, SessionHeader
+    from sessionquery.model import SessionEvent, SessionHeader, messages
     from sessionquery.persistence.jsonl import JsonlPersistence
     from sessionquery.query.service import SessionQuery
     from sessionquery.search.sqlite import SqliteSearch
@@ -27,8 +27,7 @@ atexit.register(shutil.rmtree, ROOT, True)
 STORE = JsonlPersistence(ROOT)
 for number, cwd in enumerate(["/w", "/w/", "/v"]):
     with STORE.create(SessionHeader(id=f"s{number}", created_at=0, cwd=cwd)) as handle:
-        text = [{"type": "text", "text": f"alpha beta {number}"}]
-        data = {"id": "m", "role": "user", "content": text, "source": {"kind": "user"}}
+        data = messages.user_message(f"alpha beta {number}", id="m")
         handle.append([SessionEvent("user/message", 0, 1, data, "append")])
 QUERY = SessionQuery(persistence=STORE, search=SqliteSearch(":memory:"))
 TOOLS = SessionQueryTools(QUERY, max_search_results=3)

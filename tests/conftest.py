@@ -14,12 +14,17 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
+
+if TYPE_CHECKING:
+    from postgres_support import PostgresServer
 
 settings.register_profile(
     "ci",
@@ -56,6 +61,84 @@ def isolated_environment(
     monkeypatch.setenv("SESSIONQUERY_HOME", str(tmp_path_factory.mktemp("sessionquery_home")))
     for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
         monkeypatch.setenv(name, str(Path(home) / name.lower()))
+
+
+# --- PostgreSQL backend ------------------------------------------------------------------------
+# One throwaway cluster per test session (see postgres_support); every test that asks for
+# ``postgres_dsn`` gets a fresh, empty schema on it (the DSN sets ``search_path``). No server
+# means a loud failure, never a skip.
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The PostgreSQL server of this test session."""
+    from postgres_support import running_server
+
+    with running_server() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: PostgresServer) -> Iterator[str]:
+    """The DSN of a fresh, empty schema, dropped after the test."""
+    dsn = postgres_server.new_schema()
+    yield dsn
+    postgres_server.drop_schema(dsn)
+
+
+# --- backend parametrisation -------------------------------------------------------------------
+# Contract suites ask for ``storage`` and run once per backend: the embedded default (JSONL
+# store + SQLite index) and PostgreSQL (PostgresPersistence + PostgresSearch, one schema per
+# test). A test about one backend's own files is marked ``@pytest.mark.one_backend("sqlite")``.
+
+BACKENDS = ("sqlite", "postgres")
+
+
+@dataclass
+class Storage:
+    """A persistence and a factory of search indexes over it, for one backend."""
+
+    backend: str
+    persistence: Any
+    root: Path
+    dsn: str | None = None
+
+    def search(self, name: str = "index") -> Any:
+        """A new search index of this backend (SQLite: ``<root>/<name>.sqlite``)."""
+        if self.dsn is None:
+            from sessionquery.search.sqlite import SqliteSearch
+
+            return SqliteSearch(self.root / f"{name}.sqlite")
+        from sessionquery.search.postgres import PostgresSearch
+
+        return PostgresSearch(self.dsn)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize every test that uses ``storage`` over the backends."""
+    if "storage_backend" in metafunc.fixturenames:
+        only = metafunc.definition.get_closest_marker("one_backend")
+        metafunc.parametrize("storage_backend", list(only.args) if only else list(BACKENDS))
+
+
+@pytest.fixture
+def storage(
+    storage_backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Storage]:
+    """The persistence of one backend (see :data:`BACKENDS`), closed after the test."""
+    if storage_backend == "sqlite":
+        from sessionquery.persistence.jsonl import JsonlPersistence
+
+        yield Storage("sqlite", JsonlPersistence(tmp_path / "store"), tmp_path)
+        return
+    from sessionquery.persistence.postgres import PostgresPersistence
+
+    dsn = request.getfixturevalue("postgres_dsn")
+    persistence = PostgresPersistence(dsn)
+    try:
+        yield Storage("postgres", persistence, tmp_path, dsn)
+    finally:
+        persistence.close()
 
 
 @contextmanager

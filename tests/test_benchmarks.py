@@ -89,7 +89,13 @@ def test_quick_run_writes_a_well_formed_results_table(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     text = output.read_text()
-    for heading in ("## Machine", "## Corpora", "### Full index build", "## Targets"):
+    for heading in (
+        "## Machine",
+        "## Corpora",
+        "### Full index build",
+        "## Targets",
+        "## Index lifecycle",
+    ):
         assert heading in text
     assert "## SPEC §11 rule" in text
     for query in ("rare word", "common word", "two-word phrase", "filtered"):

@@ -325,6 +325,12 @@ def test_since_and_until_convert_to_the_exact_epoch_millisecond(text: str, epoch
     assert parsed.until == epoch_ms
 
 
+def test_since_and_until_keep_an_instant_between_two_milliseconds_inside_the_bounds() -> None:
+    text = "2025-03-07T00:00:00.0005Z"
+    parsed = build_parser(COMMANDS).parse_args(["search", "x", "--since", text, "--until", text])
+    assert (parsed.since, parsed.until) == (1_741_305_600_001, 1_741_305_600_000)
+
+
 def test_missing_store_exits_1_naming_the_directory(tmp_path: Path) -> None:
     result = run(["list"], _env(tmp_path))
     assert result.returncode == 1

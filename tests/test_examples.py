@@ -86,7 +86,7 @@ def test_ensure_example_store_refuses_a_directory_with_other_data(tmp_path: Path
     root = tmp_path / "sessions"
     root.mkdir()
     (root / "notes.txt").write_text("mine", encoding="utf-8")
-    with raises_code(ErrorCode.INVALID_CONFIG):
+    with raises_code(ErrorCode.INVALID_CONFIG, path=str(root.absolute())):
         ensure_example_store(root)
     assert (root / "notes.txt").read_text(encoding="utf-8") == "mine"
     assert [p.name for p in root.iterdir()] == ["notes.txt"]

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sessionquery.model import textmatch
 from sessionquery.model.textmatch import (
     WHITESPACE,
+    WHITESPACE_RUN,
     collapse_whitespace,
     fold_case,
     is_blank,
+    literal_pattern,
     split_words,
     trim,
 )
@@ -89,3 +94,64 @@ def test_whitespace_never_folds_and_folding_never_makes_whitespace(text: str) ->
     folded = fold_case(text)
     for before, after in zip(text, folded, strict=True):
         assert (before in WHITESPACE) == (after in WHITESPACE)
+
+
+def test_the_list_of_code_points_folding_unlike_lower_is_complete() -> None:
+    # Every other code point must fold exactly as str.lower() lowercases it on its own.
+    pattern = textmatch._FOLDS_UNLIKE_LOWER  # pyright: ignore[reportPrivateUsage]
+    for code_point in range(0x110000):
+        if 0xD800 <= code_point <= 0xDFFF:
+            continue
+        char = chr(code_point)
+        if pattern.fullmatch(char) is None:
+            assert textmatch._simple_folding(code_point) == char.lower(), hex(code_point)  # pyright: ignore[reportPrivateUsage]
+
+
+def test_final_sigma_folds_to_sigma_wherever_it_stands() -> None:
+    assert fold_case("ΟΔΥΣΣΕΥΣ") == "οδυσσευσ"
+    assert fold_case("\u03a3 \u03a3\u0391 a\u03a3") == "\u03c3 \u03c3\u03b1 a\u03c3"
+
+
+# Letters whose case-insensitive matching differs between Python's IGNORECASE and JavaScript
+# (U+0130, U+0131), or that fold to ASCII (KELVIN SIGN, LONG S, ANGSTROM SIGN), with spaces.
+_TRICKY_TEXT = "iIkKsSaA\u0130\u0131\u212a\u017f\u212b\u00e5 \u00a0\ufeff\x1c\x85"
+
+
+def _folded_search(words: list[str], text: str) -> bool:
+    pattern = re.compile(WHITESPACE_RUN.join(re.escape(fold_case(word)) for word in words))
+    return pattern.search(fold_case(text)) is not None
+
+
+@given(
+    st.lists(st.text(alphabet="iIkKsSaA", min_size=1, max_size=3), min_size=1, max_size=3),
+    st.text(alphabet=_TRICKY_TEXT, max_size=12),
+)
+def test_an_ascii_needle_matches_exactly_where_folded_text_would(
+    words: list[str], text: str
+) -> None:
+    pattern = literal_pattern(words)
+    assert not pattern.folds
+    assert pattern.found_in(text) == _folded_search(words, text)
+    joined = " ".join(words)
+    assert pattern.found_in(text + joined.swapcase() + text)
+
+
+@given(
+    st.lists(st.text(alphabet="\u0130\u0131\u212b\u00e5\u03a3\u03c2", min_size=1), min_size=1),
+    st.text(alphabet=_TRICKY_TEXT + "\u03a3\u03c2\u03c3", max_size=12),
+)
+def test_a_non_ascii_needle_is_matched_on_folded_text(words: list[str], text: str) -> None:
+    pattern = literal_pattern(words)
+    assert pattern.folds
+    assert pattern.found_in(text) == _folded_search(words, text)
+
+
+def test_istanbul_is_not_found_in_dotted_istanbul_either_way() -> None:
+    assert not literal_pattern(["istanbul"]).found_in("\u0130stanbul")
+    assert not literal_pattern(["\u0130stanbul"]).found_in("istanbul")
+    assert not literal_pattern(["i"]).found_in("\u0131")
+    assert literal_pattern(["ISTANBUL"]).found_in("istanbul")
+    assert literal_pattern(["k"]).found_in("\u212a")
+    assert literal_pattern(["istanbul"]).found_in("\u0130stanbul, ISTANBUL")
+    assert literal_pattern(["Ki"]).strict_i is not None
+    assert literal_pattern(["ok"]).strict_i is None

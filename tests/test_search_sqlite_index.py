@@ -7,6 +7,12 @@ and ``JsonlPersistence`` under ``tmp_path``.
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,7 +31,9 @@ from search_sqlite_support import (
     summary,
     user,
 )
+from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.persistence import JsonlPersistence
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import (
     AvailabilityIn,
@@ -222,8 +230,10 @@ HOSTILE = ['"', '""', "OR", "a OR b", "NEAR(a b)", "*", "a*", "-x", "a:b", "((",
 @pytest.mark.parametrize("query", HOSTILE)
 def test_fts5_syntax_in_queries_is_plain_data(index: SqliteSearch, query: str) -> None:
     corpus = corpus_of(("a", ["a OR b and NEAR(a b) with -x a:b"]))
-    index.search_sessions(corpus, query)
-    index.search_events(corpus, "a", query)
+    sessions = index.search_sessions(corpus, query).items
+    events = index.search_events(corpus, "a", query).items
+    assert {hit.record.id for hit in sessions} <= {"a"}
+    assert bool(sessions) == bool(events)  # one literal phrase, whichever way it is asked
 
 
 def test_operators_match_as_literal_words(index: SqliteSearch) -> None:
@@ -466,3 +476,194 @@ def test_search_through_the_query_service_over_real_jsonl_files(tmp_path: Path) 
         assert [hit.seq for hit in page.items] == [0]
     finally:
         query.close()
+
+
+# --------------------------------------------------------------------------- interrupted builds
+
+
+def _write_store(root: Path, sessions: int, turns: int) -> None:
+    """A JSONL store written line by line in the documented format (fast to create)."""
+    root.mkdir(mode=0o700)
+    for number in range(sessions):
+        sid = f"s{number:05}"
+        lines = [
+            json.dumps(
+                {
+                    "type": "session",
+                    "version": 3,
+                    "id": sid,
+                    "createdAt": number,
+                    "isSeeded": False,
+                    "delegationDepth": 0,
+                }
+            )
+        ]
+        for seq, event in enumerate(
+            event for turn in range(turns) for event in log(f"turn {turn} of {sid} words")
+        ):
+            record = {**event.to_json(), "seq": seq}
+            lines.append(json.dumps(record))
+        (root / f"{sid}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def _indexed(path: Path) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(
+            "SELECT p.id, d.id & 4294967295, d.text, d.type, d.time, d.surface, d.length "
+            "FROM doc_rows d JOIN persisted_sessions p ON p.key = d.id >> 32 ORDER BY p.id, d.id"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def _progress_of(path: Path) -> tuple[int, int] | None:
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.05)
+    except sqlite3.Error:
+        return None
+    try:
+        row = conn.execute("SELECT build_done, build_total FROM search_state").fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    return None if row is None else (int(row[0]), int(row[1]))
+
+
+def _index_command(root: Path, index: Path, home: Path) -> list[str]:
+    program = "import sys; from sessionquery.cli import main; sys.exit(main())"
+    return [sys.executable, "-c", program, "index", "--root", str(root), "--index", str(index)]
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGKILL, signal.SIGINT])
+def test_an_index_command_interrupted_halfway_keeps_its_batches_and_the_next_run_finishes(
+    tmp_path: Path, signal_number: int
+) -> None:
+    root, index, home = tmp_path / "store", tmp_path / "index.db", tmp_path / "home"
+    _write_store(root, sessions=1500, turns=8)
+    env = {**os.environ, "HOME": str(home), "SESSIONQUERY_HOME": str(home)}
+    command = _index_command(root, index, home)
+    quiet = subprocess.DEVNULL
+    child = subprocess.Popen(command, env=env, stdout=quiet, stderr=quiet)
+    try:
+        give_up = time.monotonic() + 120
+        while True:
+            progress = _progress_of(index)
+            if progress is not None and 0 < progress[0] < progress[1]:
+                break
+            assert child.poll() is None, "the build finished before it could be interrupted"
+            assert time.monotonic() < give_up, "the build never committed a batch"
+            time.sleep(0.002)  # polling the database, not synchronising on time
+        child.send_signal(signal_number)
+        child.wait(60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+    kept = len({row[0] for row in _indexed(index)})
+    assert 0 < kept < 1500
+    finished = subprocess.run(command, env=env, capture_output=True, timeout=300, check=False)
+    assert finished.returncode == 0, finished.stderr
+    assert _progress_of(index) == (1500, 1500)
+    fresh = tmp_path / "fresh.db"
+    rebuilt = subprocess.run(
+        _index_command(root, fresh, home), env=env, capture_output=True, timeout=300, check=False
+    )
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert _indexed(index) == _indexed(fresh)
+
+
+def test_a_deadline_interrupts_a_build_promptly_and_keeps_its_committed_batches(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "store"
+    _write_store(root, sessions=1500, turns=6)
+    persistence = JsonlPersistence(root)
+    with (
+        SqliteSearch(tmp_path / "index.db") as index,
+        SessionQuery(persistence=persistence, search=index) as service,
+    ):
+        token = CancelToken()
+
+        def start_the_clock(done: int, total: int) -> None:
+            if done == total // 3 and token.deadline is None:  # the deadline comes mid-build
+                token.deadline = time.monotonic()
+
+        with pytest.raises(SessionQueryError) as caught:
+            index.update(service.corpus, cancel=token, progress=start_the_clock)
+        late = time.monotonic() - (token.deadline or 0)
+        assert caught.value.code is ErrorCode.ABORTED
+        assert late < 1.0  # generous: the bound catches a build that ignores its deadline
+        kept = len({row[0] for row in _indexed(tmp_path / "index.db")})
+        assert 0 < kept < 1500
+        with pytest.raises(SessionQueryError) as searched:
+            service.search_sessions("words", cancel=CancelToken.after(0.05))
+        assert searched.value.code in (ErrorCode.INDEX_BUILDING, ErrorCode.ABORTED)
+        kept = len({row[0] for row in _indexed(tmp_path / "index.db")})  # the search resumed
+        assert index.update(service.corpus).persisted_indexed == 1500 - kept
+
+
+_SEARCH_LOOP = """
+import sys
+from sessionquery import JsonlPersistence, SessionQuery
+from sessionquery.errors import SessionQueryError
+from sessionquery.search.sqlite import SqliteSearch
+root, index, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+search = SqliteSearch(index)
+codes = []
+with SessionQuery(persistence=JsonlPersistence(root), search=search) as service:
+    for _ in range(rounds):
+        try:
+            service.search_sessions("words", limit=100)
+            codes.append("ok")
+        except SessionQueryError as exc:
+            codes.append(exc.code.value)
+            print(exc.message, file=sys.stderr)
+search.close()
+print(" ".join(codes))
+"""
+
+
+def test_processes_sharing_one_index_all_answer_while_a_writer_appends(tmp_path: Path) -> None:
+    root, index = tmp_path / "store", tmp_path / "index.db"
+    store = JsonlPersistence(root)
+    for number in range(20):
+        with store.create(header(f"s{number:02}", number + 1)) as writer:
+            writer.append(log(f"entry {number} words"))
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SEARCH_LOOP, str(root), str(index), "25"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    try:
+        with store.open_write("s05") as writer:
+            seq = writer.event_count
+            while any(child.poll() is None for child in children) and seq < 400:
+                writer.append(log(f"appended {seq} words", start=seq))
+                writer.flush()
+                seq += 1
+        outputs = [child.communicate(timeout=120) for child in children]
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.communicate()
+    for stdout, stderr in outputs:
+        assert stdout.split() == ["ok"] * 25, stderr
+    with (
+        SqliteSearch(index) as shared,
+        SessionQuery(persistence=store, search=shared) as service,
+    ):
+        shared_hits = service.search_sessions("appended", limit=100).items
+        shared_events = service.search_events("s05", "appended", limit=100).items
+    with (
+        SqliteSearch(tmp_path / "fresh.db") as fresh,
+        SessionQuery(persistence=store, search=fresh) as service,
+    ):
+        assert service.search_sessions("appended", limit=100).items == shared_hits
+        assert service.search_events("s05", "appended", limit=100).items == shared_events

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from search_sqlite_support import FakeCorpus, FakePersistence, assistant, header, log, summary, user
+from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.persistence.base import PersistedSession
+from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.persistence import JsonlPersistence
+from sessionquery.persistence.base import DocumentLog, PersistedSession
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import SurfaceIn
+from sessionquery.query.types import SessionLog
 from sessionquery.search.sqlite import SqliteSearch
+from sessionquery.search.sqlite import durable as durable_module
+from sessionquery.search.sqlite.schema import WriteLock
 
 
 @pytest.fixture
@@ -124,6 +133,16 @@ class _ChurningStore(FakePersistence):
     def list(self) -> list[PersistedSession]:
         self.put(header(f"new{self.token}"), log("churn"))
         return super().list()
+
+
+def test_a_store_that_never_stops_changing_is_caught_up_with_a_bounded_number_of_times(
+    index: SqliteSearch,
+) -> None:
+    store = _ChurningStore()
+    corpus = FakeCorpus(store)
+    hits = index.search_sessions(corpus, "churn").items  # a steady writer fails no search
+    assert store.list_calls == 3  # one pass, then two catching up; the rest is left for later
+    assert sorted(hit.record.id for hit in hits) == ["new0", "new1", "new2"]
 
 
 def test_a_listing_without_a_token_that_never_stabilizes_is_busy_and_retryable(
@@ -264,3 +283,282 @@ def test_unmounting_persistence_hides_durable_rows_without_deleting_them(
     corpus.store = store
     assert len(index.search_sessions(corpus, "words").items) == 2
     assert sorted(corpus.reads) == ["a", "b"]
+
+
+# --------------------------------------------------------------------------- journal, batches
+
+
+class _JournalStore(FakePersistence):
+    """A fake store with a change journal (``changed_since``) that counts its lookups."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changes: list[tuple[int, str]] = []
+        self.stat_calls: list[str] = []
+
+    def put(self, session_header: SessionHeader, events: Sequence[SessionEvent]) -> None:
+        super().put(session_header, events)
+        self.changes.append((self.token, session_header.id))
+
+    def append(self, session_id: str, events: Sequence[SessionEvent]) -> None:
+        super().append(session_id, events)
+        self.changes.append((self.token, session_id))
+
+    def delete(self, session_id: str) -> None:
+        super().delete(session_id)
+        self.changes.append((self.token, session_id))
+
+    def stat(self, session_id: str) -> PersistedSession | None:
+        self.stat_calls.append(session_id)
+        return super().stat(session_id)
+
+    def change_token(self) -> str:
+        return str(self.token)
+
+    def changed_since(self, token: str) -> frozenset[str] | None:
+        return frozenset(sid for at, sid in self.changes if at > int(token))
+
+
+def _rows(path: Path) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(
+            "SELECT p.id, p.header_json, d.id & 4294967295, d.text, d.type, d.time, d.surface, "
+            "d.length FROM doc_rows d JOIN persisted_sessions p ON p.key = d.id >> 32 "
+            "ORDER BY p.id, d.id"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_change_journal_limits_reconciliation_to_the_changed_sessions(tmp_path: Path) -> None:
+    store = _JournalStore()
+    for number in range(30):
+        store.put(header(f"s{number:02}", number + 1), log(f"entry {number} words"))
+    with (
+        SqliteSearch(tmp_path / "index.db") as index,
+        SessionQuery(persistence=store, search=index) as service,
+    ):
+        assert len(service.search_sessions("words", limit=50).items) == 30
+        lists = store.list_calls
+        store.stat_calls.clear()
+        store.append("s07", log("fresh journal entry", start=1))
+        store.delete("s08")
+        hits = service.search_sessions("journal").items
+        assert [hit.record.id for hit in hits] == ["s07"]
+        assert store.list_calls == lists  # no listing: the journal named the changes
+        assert sorted(set(store.stat_calls)) == ["s07", "s08"]
+        assert len(service.search_sessions("words", limit=50).items) == 29
+
+
+def test_a_journal_that_cannot_answer_falls_back_to_a_full_listing(tmp_path: Path) -> None:
+    store = _JournalStore()
+    store.put(header("a"), log("alpha words"))
+    store.changed_since = lambda token: None  # type: ignore[method-assign]
+    with (
+        SqliteSearch(tmp_path / "index.db") as index,
+        SessionQuery(persistence=store, search=index) as service,
+    ):
+        service.search_sessions("words")
+        lists = store.list_calls
+        store.put(header("b", 2), log("beta words"))
+        assert len(service.search_sessions("words").items) == 2
+        assert store.list_calls == lists + 1
+
+
+def test_progress_is_reported_before_the_first_session_is_read(index: SqliteSearch) -> None:
+    corpus = two_sessions()
+    seen: list[tuple[int, int, int]] = []
+    index.update(corpus, progress=lambda done, total: seen.append((done, total, len(corpus.reads))))
+    assert seen[0] == (0, 2, 0)
+
+
+def test_a_deadline_during_a_build_is_index_building_with_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(durable_module, "BATCH_DOCUMENTS", 1)
+    store = FakePersistence()
+    for number in range(6):
+        store.put(header(f"s{number}", number + 1), log(f"entry {number} words"))
+    corpus = FakeCorpus(store)
+    token = CancelToken(deadline=time.monotonic() + 60)
+    original = corpus.read_persisted
+
+    def read(session_id: str, cancel: CancelToken | None = None) -> SessionLog:
+        if len(corpus.reads) == 3:
+            token.deadline = time.monotonic() - 1  # the deadline passes mid-build
+        return original(session_id, cancel)
+
+    corpus.read_persisted = read  # type: ignore[method-assign]
+    with SqliteSearch(tmp_path / "index.db") as index:
+        with pytest.raises(SessionQueryError) as caught:
+            index.search_sessions(corpus, "words", cancel=token)
+        error = caught.value
+        assert error.code is ErrorCode.INDEX_BUILDING
+        assert error.retryable
+        assert error.context == {"sessions_indexed": 3, "sessions_total": 6}
+        assert "still being built: 3 of 6 sessions" in error.message
+        assert len(index.search_sessions(corpus, "words").items) == 6
+
+
+def test_a_search_during_a_background_build_answers_index_building_not_queueing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(durable_module, "BATCH_DOCUMENTS", 1)
+    store = FakePersistence()
+    for number in range(4):
+        store.put(header(f"s{number}", number + 1), log(f"entry {number} words"))
+    corpus = FakeCorpus(store)
+    reached, release = threading.Event(), threading.Event()
+    original = corpus.read_persisted
+
+    def read(session_id: str, cancel: CancelToken | None = None) -> SessionLog:
+        if len(corpus.reads) == 2:
+            reached.set()
+            assert release.wait(10)
+        return original(session_id, cancel)
+
+    corpus.read_persisted = read  # type: ignore[method-assign]
+    with SqliteSearch(tmp_path / "index.db") as index:
+        builder = threading.Thread(target=index.update, args=(corpus,))
+        builder.start()
+        try:
+            assert reached.wait(10)
+            started = time.monotonic()
+            with pytest.raises(SessionQueryError) as caught:
+                index.search_sessions(corpus, "words", cancel=CancelToken.after(0.2))
+            assert time.monotonic() - started < 2
+            assert caught.value.code is ErrorCode.INDEX_BUILDING
+            assert caught.value.context["sessions_total"] == 4
+        finally:
+            release.set()
+            builder.join(10)
+        assert len(index.search_sessions(corpus, "words").items) == 4
+
+
+def test_the_index_built_from_jsonl_documents_equals_the_one_built_from_folded_reads(
+    tmp_path: Path,
+) -> None:
+    store = JsonlPersistence(tmp_path / "store")
+    with store.create(header("a", 1, cwd="/w")) as writer:
+        writer.append(log("first words", "second words", "third"))
+        writer.append([summary(3, "a compaction summary", 0, 1)])
+    with store.create(header("b", 2)) as writer:
+        writer.append([SessionEvent("turn/start", 0, 1, {"turn": 0}), user(1, "open turn")])
+    fast_corpus = SessionQuery(persistence=store).corpus
+    with SqliteSearch(tmp_path / "fast.db") as fast:
+        fast.update(fast_corpus)
+    slow_corpus = FakeCorpus()
+    slow_corpus.read_persisted = fast_corpus.read_persisted  # type: ignore[method-assign]
+    slow_corpus.list_persisted = fast_corpus.list_persisted  # type: ignore[method-assign]
+    slow_corpus.store = store  # type: ignore[assignment]
+    slow_corpus.with_token = False
+    with SqliteSearch(tmp_path / "slow.db") as slow:
+        slow.update(slow_corpus)
+    rows = _rows(tmp_path / "fast.db")
+    assert rows == _rows(tmp_path / "slow.db")
+    assert ("b", rows[-1][1], 2, "interrupted", "turn/end", 1001, "log-only", 11) in rows
+
+
+def test_a_search_waits_for_another_writer_within_its_deadline_then_sees_its_change(
+    tmp_path: Path,
+) -> None:
+    corpus = two_sessions()
+    assert corpus.store is not None
+    with SqliteSearch(tmp_path / "index.db") as index:
+        index.search_sessions(corpus, "words")
+        corpus.store.put(header("c", 3), log("gamma words"))
+        other_process = WriteLock(tmp_path / "index.db")  # as another process reconciling
+        assert other_process.try_acquire()
+        try:
+            started = time.monotonic()
+            with pytest.raises(SessionQueryError) as caught:
+                index.search_sessions(corpus, "gamma", cancel=CancelToken.after(0.2))
+            assert caught.value.code is ErrorCode.ABORTED  # the index is complete: no build
+            assert time.monotonic() - started < 2
+        finally:
+            other_process.release()
+        assert [hit.record.id for hit in index.search_sessions(corpus, "gamma").items] == ["c"]
+
+
+def test_a_deadline_during_the_first_listing_is_index_building_too(index: SqliteSearch) -> None:
+    corpus = two_sessions()
+    token = CancelToken(deadline=time.monotonic() + 60)
+    original = corpus.list_persisted
+
+    def slow_listing(cancel: CancelToken | None = None) -> list[PersistedSession]:
+        token.deadline = time.monotonic() - 1  # listing a big history outlasts the deadline
+        return original(cancel)
+
+    corpus.list_persisted = slow_listing  # type: ignore[method-assign]
+    with pytest.raises(SessionQueryError) as caught:
+        index.search_sessions(corpus, "words", cancel=token)
+    assert caught.value.code is ErrorCode.INDEX_BUILDING
+    assert caught.value.context == {}  # no count is known before the listing ends
+    corpus.list_persisted = original  # type: ignore[method-assign]
+    assert len(index.search_sessions(corpus, "words").items) == 2
+    with pytest.raises(SessionQueryError) as later:  # built once: a deadline is a deadline
+        index.search_sessions(corpus, "words", cancel=CancelToken(deadline=0))
+    assert later.value.code is ErrorCode.ABORTED
+
+
+class _CountingStore(JsonlPersistence):
+    """The real JSONL store, counting full listings and document reads."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.lists = 0
+        self.documents_read: list[str] = []
+
+    def list(self) -> list[PersistedSession]:
+        self.lists += 1
+        return super().list()
+
+    def read_documents(self, session_id: str) -> DocumentLog:
+        self.documents_read.append(session_id)
+        return super().read_documents(session_id)
+
+
+def _jsonl_store(root: Path, sessions: int) -> _CountingStore:
+    store = _CountingStore(root)
+    for number in range(sessions):
+        with store.create(header(f"s{number:02}", number + 1)) as writer:
+            writer.append(log(f"entry {number} words"))
+    return store
+
+
+def test_one_append_to_a_real_store_rereads_that_session_without_listing(tmp_path: Path) -> None:
+    store = _jsonl_store(tmp_path / "store", 40)
+    with (
+        SqliteSearch(tmp_path / "index.db") as index,
+        SessionQuery(persistence=store, search=index) as service,
+    ):
+        assert len(service.search_sessions("words", limit=50).items) == 40
+        lists, store.documents_read = store.lists, []
+        with store.open_write("s17") as writer:
+            writer.append(log("appended journal text", start=1))
+        hits = service.search_sessions("journal").items
+        assert [hit.record.id for hit in hits] == ["s17"]
+        assert store.documents_read == ["s17"]
+        assert store.lists == lists
+
+
+def test_session_files_deleted_or_replaced_by_hand_are_noticed_by_a_long_running_index(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "store"
+    store = _jsonl_store(root, 5)
+    spare = _jsonl_store(tmp_path / "spare", 0)
+    with spare.create(header("s03", 4)) as writer:
+        writer.append(log("replacement text"))
+    with (
+        SqliteSearch(tmp_path / "index.db") as index,
+        SessionQuery(persistence=store, search=index) as service,
+    ):
+        assert len(service.search_sessions("words").items) == 5
+        os.unlink(store.path_of("s01"))  # rm by hand
+        os.replace(spare.path_of("s03"), store.path_of("s03"))  # mv by hand
+        ids = sorted(hit.record.id for hit in service.search_sessions("words").items)
+        assert ids == ["s00", "s02", "s04"]
+        replaced = service.search_sessions("replacement").items
+        assert [hit.record.id for hit in replaced] == ["s03"]

@@ -1,4 +1,4 @@
-"""Tests for sessionquery.search.sqlite.schema: the guarded open, rebuilds and the owner lock."""
+"""Tests for sessionquery.search.sqlite.schema: guarded open, rebuilds, sharing, write lock."""
 
 from __future__ import annotations
 
@@ -11,9 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from search_sqlite_support import FakeCorpus, FakePersistence, header, log
+from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.persistence import JsonlPersistence
+from sessionquery.query.cancel import CancelToken
 from sessionquery.search.sqlite import SqliteSearch
-from sessionquery.search.sqlite.schema import APPLICATION_ID, SCHEMA_VERSION
+from sessionquery.search.sqlite.schema import APPLICATION_ID, SCHEMA_VERSION, WriteLock
 
 
 def digest(path: Path) -> str:
@@ -98,50 +102,83 @@ def test_journal_mode_is_applied_after_validation(tmp_path: Path) -> None:
         conn.close()
 
 
-def test_a_second_instance_on_the_same_path_is_refused_until_the_first_closes(
-    tmp_path: Path,
-) -> None:
+def test_two_instances_on_one_path_share_the_index_without_rereading(tmp_path: Path) -> None:
     path = tmp_path / "index.db"
-    first = SqliteSearch(path)
-    with pytest.raises(SessionQueryError) as caught:
-        SqliteSearch(path)
-    assert caught.value.code is ErrorCode.INDEX_FAILED
-    first.close()
-    SqliteSearch(path).close()
+    store = FakePersistence()
+    store.put(header("a"), log("shared words"))
+    first_corpus, second_corpus = FakeCorpus(store), FakeCorpus(store)
+    with SqliteSearch(path) as first, SqliteSearch(path) as second:
+        assert [hit.record.id for hit in first.search_sessions(first_corpus, "shared").items] == [
+            "a"
+        ]
+        hits = second.search_sessions(second_corpus, "shared").items
+        assert [hit.record.id for hit in hits] == ["a"]
+    assert first_corpus.reads == ["a"]
+    assert second_corpus.reads == []  # indexed by the first instance, found current
 
 
-def test_a_second_process_opening_the_index_gets_index_failed(tmp_path: Path) -> None:
-    path = tmp_path / "index.db"
-    script = (
-        "import sys\n"
-        "from sessionquery.errors import SessionQueryError\n"
-        "from sessionquery.search.sqlite import SqliteSearch\n"
-        "try:\n"
-        "    SqliteSearch(sys.argv[1]).close()\n"
-        "except SessionQueryError as exc:\n"
-        "    print(exc.code.value)\n"
-        "else:\n"
-        "    print('opened')\n"
-    )
-    with SqliteSearch(path):
-        held = subprocess.run(
-            [sys.executable, "-c", script, str(path)],
+_SEARCH_SCRIPT = """
+import sys
+from sessionquery import SessionQuery
+from sessionquery.persistence import JsonlPersistence
+from sessionquery.search.sqlite import SqliteSearch
+search = SqliteSearch(sys.argv[2])
+with SessionQuery(persistence=JsonlPersistence(sys.argv[1]), search=search) as service:
+    print(len(service.search_sessions("shared").items))
+search.close()
+"""
+
+
+def test_another_process_searches_an_index_this_process_holds_open(tmp_path: Path) -> None:
+    root, path = tmp_path / "store", tmp_path / "index.db"
+    persistence = JsonlPersistence(root)
+    with persistence.create(header("a")) as writer:
+        writer.append(log("shared words"))
+    with SqliteSearch(path) as held, SessionQuery(persistence=persistence, search=held) as service:
+        assert len(service.search_sessions("shared").items) == 1
+        other = subprocess.run(
+            [sys.executable, "-c", _SEARCH_SCRIPT, str(root), str(path)],
             capture_output=True,
             text=True,
             timeout=60,
             check=False,
         )
-    free = subprocess.run(
-        [sys.executable, "-c", script, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert held.stdout.strip() == ErrorCode.INDEX_FAILED.value
-    assert free.stdout.strip() == "opened"
+        assert other.stdout.strip() == "1", other.stderr
+        assert len(service.search_sessions("shared").items) == 1
 
 
-def test_memory_indexes_are_independent(tmp_path: Path) -> None:
-    with SqliteSearch(":memory:"), SqliteSearch(":memory:"):
-        pass
+def test_a_symlinked_index_path_shares_the_write_lock_of_the_real_path(tmp_path: Path) -> None:
+    real = tmp_path / "real" / "index.db"
+    real.parent.mkdir()
+    alias = tmp_path / "alias"
+    alias.symlink_to(real.parent, target_is_directory=True)
+    store = FakePersistence()
+    store.put(header("a"), log("linked words"))
+    holder = WriteLock(real)
+    assert holder.try_acquire()
+    try:
+        with SqliteSearch(alias / "index.db") as linked:
+            with pytest.raises(SessionQueryError) as caught:
+                linked.update(FakeCorpus(store), cancel=CancelToken.after(0.2))
+            assert caught.value.code is ErrorCode.ABORTED  # waited for the real path's lock
+            assert not WriteLock(alias / "index.db").try_acquire()
+    finally:
+        holder.release()
+    with SqliteSearch(alias / "index.db") as linked:
+        assert linked.update(FakeCorpus(store)).persisted_indexed == 1
+    assert (tmp_path / "real" / "index.db.lock").exists()
+    assert not (tmp_path / "alias" / "index.db.lock").is_symlink()
+
+
+def _one_session(session_id: str, text: str) -> FakeCorpus:
+    store = FakePersistence()
+    store.put(header(session_id), log(text))
+    return FakeCorpus(store)
+
+
+def test_memory_indexes_are_independent() -> None:
+    first, second = _one_session("x", "alpha"), _one_session("y", "beta")
+    with SqliteSearch(":memory:") as one, SqliteSearch(":memory:") as two:
+        assert [hit.record.id for hit in one.search_sessions(first, "alpha").items] == ["x"]
+        assert list(two.search_sessions(second, "alpha").items) == []
+        assert one.update(first).persisted_indexed == 0  # the other index left this one alone

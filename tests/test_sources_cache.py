@@ -228,3 +228,38 @@ def test_without_a_cache_file_an_unchanged_file_is_read_once_per_source(
     for _ in range(3):
         assert _titles(source) == {"s-0": _titles(source)["s-0"]}
     assert reads.paths == ["s-0.jsonl"]
+
+
+def test_a_cache_path_that_cannot_be_created_falls_back_to_memory(tmp_path: Path) -> None:
+    _transcript(tmp_path / "p", "s-0", ["one"])
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache's folder would be")
+    source = ClaudeCodeSource(tmp_path / "p", metadata_cache=blocker / "cache.sqlite3")
+    assert [e.header.id for e in source.list()] == ["s-0"]
+    assert blocker.read_text() == "a file where the cache's folder would be"
+
+
+def test_an_interrupted_first_listing_keeps_what_it_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: ReadCounter
+) -> None:
+    from sessionquery.sources._catalog import FileCatalog, ParsedFile
+    from sessionquery.sources.claude import parse_claude_file
+
+    root, cache = tmp_path / "projects", tmp_path / "cache.sqlite3"
+    for index in range(4):
+        _transcript(root, f"s-{index}", ["one"])
+    monkeypatch.setattr(_catalog, "_FLUSH_SECONDS", 0.0)
+
+    def stopped_at_the_third(path: Path, rel: str, data: bytes, mtime_ms: int) -> ParsedFile:
+        if path.name == "s-2.jsonl":
+            raise KeyboardInterrupt
+        return parse_claude_file(path, rel, data, mtime_ms)
+
+    interrupted = FileCatalog(root, stopped_at_the_third, lambda _n: True, metadata_cache=cache)
+    with pytest.raises(KeyboardInterrupt):
+        interrupted.list()
+    interrupted.close()
+    reads.paths.clear()
+    listed = ClaudeCodeSource(root, metadata_cache=cache).list()
+    assert [e.header.id for e in listed] == ["s-0", "s-1", "s-2", "s-3"]
+    assert reads.paths == ["s-2.jsonl", "s-3.jsonl"]

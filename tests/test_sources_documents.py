@@ -159,3 +159,30 @@ def test_documents_equal_the_full_read_for_any_mix_of_claude_lines(
     records = [_claude_line(kind, index, text) for index, (kind, text) in enumerate(lines)]
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     _check_every_session(ClaudeCodeSource(root))
+
+
+def test_multisource_documents_come_from_the_owning_source_under_the_public_id(
+    tmp_path: Path,
+) -> None:
+    from sessionquery import JsonlPersistence
+    from sessionquery.examples import build_examples
+    from sessionquery.sources import MultiSource
+
+    claude_root = _copy_tree(
+        tmp_path / "claude", sorted((CORPUS / "claude-code-viewer").glob("*.jsonl"))
+    )
+    build_examples(tmp_path / "store")
+    store = JsonlPersistence(tmp_path / "store")  # may lack a fast path: then read in full
+    multi = MultiSource([ClaudeCodeSource(claude_root), store])
+    listed = multi.list()
+    stored = {entry.header.id for entry in store.list()}
+    assert stored and stored < {entry.header.id for entry in listed}
+    for entry in listed:
+        log = multi.read_documents(entry.header.id)
+        assert log.header == entry.header
+        with multi.open_read(entry.header.id) as handle:
+            events = handle.read()
+        events = events + interrupted_turn_closers(events)
+        assert log.event_count == len(events)
+        texts = [extract_event_text(e) for e in events]
+        assert [d.text for d in log.documents] == [t for t in texts if t]

@@ -92,3 +92,15 @@ def test_a_home_that_already_holds_a_claude_folder_is_refused_untouched(tmp_path
         generate_history(tmp_path, SMALL)
     assert marker.read_text() == "mine"
     assert not (tmp_path / ".codex").exists()
+
+
+def test_the_end_to_end_benchmark_runs_on_a_tiny_history(tmp_path: Path) -> None:
+    from history_bench import render, run
+
+    manifest = generate_history(tmp_path / "home", replace(SMALL, transcripts=6))
+    figures = run(manifest, tmp_path, reps=1)
+    assert figures["search_finds_needle"] is True
+    assert figures["search_after_append_found"] is True
+    assert figures["documents"] > 0 and figures["peak_rss_mb"] > 0
+    table = render(figures)
+    assert "first `sessionquery index`" in table and "peak RSS" in table

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from sessionquery.errors import PersistenceNotFound
+from sessionquery.persistence import JsonlPersistence
+from sessionquery.persistence.base import ProblemSource
 from sessionquery.query.service import SessionQuery
-from sessionquery.sources import ClaudeCodeSource, CodexSource, MultiSource
+from sessionquery.sources import ClaudeCodeSource, CodexSource, MultiSource, Problem
 
 CORPUS = Path(__file__).resolve().parent / "data" / "real"
 
@@ -78,6 +80,18 @@ def test_problems_concatenate_in_source_order(tmp_path: Path) -> None:
     multi = MultiSource([ClaudeCodeSource(tmp_path / "claude"), CodexSource(tmp_path / "none")])
     paths = [Path(p.path).name for p in multi.problems()]
     assert paths == ["bad.jsonl", "none"]
+
+
+def test_problems_of_a_jsonl_store_come_through_as_importer_problems(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "broken.jsonl").write_text("not a header\n", encoding="utf-8")
+    jsonl = JsonlPersistence(store)
+    multi = MultiSource([jsonl])
+    assert isinstance(jsonl, ProblemSource) and isinstance(multi, ProblemSource)
+    problems = multi.problems()
+    assert [(type(p), Path(p.path).name) for p in problems] == [(Problem, "broken.jsonl")]
+    assert problems[0].line == 1
 
 
 def test_duplicate_labels_are_refused(tmp_path: Path) -> None:

@@ -29,12 +29,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import BACKENDS, Storage
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 from sessionquery.live import Session, SessionStore
 from sessionquery.model import Replace
 from sessionquery.persistence.jsonl import JsonlPersistence
+from sessionquery.persistence.postgres import PostgresPersistence
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.service import SessionQuery
+from sessionquery.search.postgres import PostgresSearch
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition, ToolResult
 from sessionquery.tools.schemas import PROMPT_SECTION, TOOL_NAMES
@@ -174,7 +177,7 @@ def _build_corpus(store: SessionStore) -> Session:
 @dataclass
 class _World:
     store: SessionStore
-    persistence: JsonlPersistence
+    persistence: Any
     query: SessionQuery
     tools: SessionQueryTools
     live: Session
@@ -188,11 +191,11 @@ class _World:
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[_World]:
-    persistence = JsonlPersistence(tmp_path / "store")
+def world(storage: Storage, tmp_path: Path) -> Iterator[_World]:
+    persistence = storage.persistence
     store = SessionStore(persistence, clock=_Clock())
     live = _build_corpus(store)
-    search = SqliteSearch(tmp_path / "index.sqlite")
+    search = storage.search()
     query = SessionQuery(store, persistence, search)
     try:
         yield _World(
@@ -490,6 +493,7 @@ def test_own_event_search_at_the_first_event_matches_nothing(world: _World) -> N
 # --- errors ----------------------------------------------------------------------------------
 
 
+@pytest.mark.one_backend("sqlite")
 def test_corrupt_stored_session_yields_an_error_without_its_path(world: _World) -> None:
     path = Path(world.persistence.path_of("alpha-compact"))
     lines = path.read_text(encoding="utf-8").split("\n")
@@ -575,6 +579,7 @@ def test_a_timestamp_with_thousands_of_fraction_digits_is_a_filter_error_not_a_f
         assert "time_to" in result.text
 
 
+@pytest.mark.one_backend("sqlite")
 def test_a_hit_whose_file_was_replaced_from_another_workspace_is_dropped(world: _World) -> None:
     before = _ok(world.call("session_search", {"query": "login"}))
     assert "Session alpha-sub " in before
@@ -586,6 +591,24 @@ def test_a_hit_whose_file_was_replaced_from_another_workspace_is_dropped(world: 
     assert "alpha-sub" not in after
     assert "elsewhere" not in after
     assert "Session alpha-root " in after
+
+
+def test_a_hit_whose_file_was_removed_by_hand_is_dropped(world: _World) -> None:
+    assert "Session alpha-sub " in _ok(world.call("session_search", {"query": "login"}))
+    os.remove(world.persistence.path_of("alpha-sub"))
+    after = _ok(world.call("session_search", {"query": "login"}))
+    assert "alpha-sub" not in after
+    assert "Session alpha-root " in after
+
+
+def test_a_session_whose_last_title_is_blank_shows_untitled(world: _World) -> None:
+    renamed = world.store.create("alpha-renamed", cwd=ALPHA)
+    _turn(renamed, 0, "Rename me later", "Sure.")
+    _title(renamed, "A first title")
+    _title(renamed, "   ")
+    world.store.close(renamed.id)
+    text = _ok(world.call("session_trace", {"session_id": "alpha-renamed"}))
+    assert text.split("\n")[0] == "Session alpha-renamed \u2014 untitled"
 
 
 def test_caller_without_a_session_must_name_the_target(world: _World) -> None:
@@ -822,13 +845,19 @@ def test_caller_cancellation_while_searching_is_raised_unchanged(
 # --- adversarial isolation -------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def shared_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_World]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared_world(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[_World]:
     root = tmp_path_factory.mktemp("isolation")
-    persistence = JsonlPersistence(root / "store")
+    persistence: Any = JsonlPersistence(root / "store")
+    search: Any = SqliteSearch(root / "index.sqlite")
+    if request.param == "postgres":
+        dsn = request.getfixturevalue("postgres_server").new_schema()
+        persistence, search = PostgresPersistence(dsn), PostgresSearch(dsn)
     store = SessionStore(persistence, clock=_Clock())
     live = _build_corpus(store)
-    query = SessionQuery(store, persistence, SqliteSearch(root / "index.sqlite"))
+    query = SessionQuery(store, persistence, search)
     try:
         yield _World(
             store,

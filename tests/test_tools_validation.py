@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from sessionquery.errors import SessionQueryError, ToolErrorCode
 from sessionquery.tools.validation import (
     MAX_INTEGER_DIGITS,
     MAX_JSON_DEPTH,
+    _nesting_depth,  # pyright: ignore[reportPrivateUsage]
     check_arguments,
     describe_value,
     parse_arguments,
@@ -71,6 +73,41 @@ def test_json_text_nested_within_the_bound_parses_and_brackets_in_strings_do_not
     assert parse_arguments('{"x": ' + nested + "}")["x"] is not None
     brackets = "[" * 5000
     assert parse_arguments('{"query": "' + brackets + '\\" {"}') == {"query": brackets + '" {'}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['"' + '\\"' * 200_000, '{"q": "' + '\\"' * 200_000, '"' * 400_000, "][" * 200_000],
+    ids=["unterminated-escapes", "unterminated-string", "quotes", "brackets"],
+)
+def test_hostile_quotes_and_brackets_are_refused_in_linear_time(text: str) -> None:
+    started = time.monotonic()
+    error = _error(parse_arguments, text)
+    assert error.code is INVALID_ARGUMENTS
+    assert time.monotonic() - started < 20  # quadratic scanning would take hours
+
+
+def _depth(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    return 0
+
+
+@given(
+    st.recursive(
+        st.text(alphabet='[]{}"\\ax'),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text('[]{}"\\'), inner, max_size=3)
+        ),
+        max_leaves=30,
+    )
+)
+def test_nesting_is_counted_outside_string_literals(value: object) -> None:
+    text = json.dumps(value)
+    assert _nesting_depth(text) == _depth(value)
+    assert _nesting_depth(json.dumps(value, ensure_ascii=False)) == _depth(value)
 
 
 def test_json_text_with_an_integer_of_thousands_of_digits_is_an_argument_error() -> None:

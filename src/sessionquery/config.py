@@ -81,7 +81,7 @@ NO_COLOR_ENV = "NO_COLOR"
 SOURCE_KINDS = ("root", "claude", "codex")
 """The kinds of session source, named as their command-line options and config keys."""
 
-_KEYS = frozenset({*SOURCE_KINDS, "index"})
+_KEYS = frozenset({*SOURCE_KINDS, "index", "postgres"})
 
 
 def _absolute(path: Path) -> Path:
@@ -98,16 +98,18 @@ class FileSettings:
         sources: per kind (``root``, ``claude``, ``codex``) the directories it names; a kind
             the file does not mention is absent.
         index: the index path it names, or ``None``.
+        postgres: a PostgreSQL DSN used as session store and search index, or ``None``.
     """
 
     path: Path
     sources: Mapping[str, tuple[Path, ...]] = field(default_factory=dict)
     index: Path | None = None
+    postgres: str | None = None
 
     @property
     def names_sources(self) -> bool:
         """Whether the file chooses the sources (then it replaces the defaults)."""
-        return bool(self.sources)
+        return bool(self.sources) or self.postgres is not None
 
 
 def _invalid(path: Path, message: str) -> SessionQueryError:
@@ -144,7 +146,10 @@ def read_settings(path: Path) -> FileSettings:
         if not isinstance(value, str) or not value:
             raise _invalid(path, "'index' must be a path")
         index = _absolute(path.parent / Path(value).expanduser())
-    return FileSettings(path=path, sources=sources, index=index)
+    postgres = data.get("postgres")
+    if postgres is not None and (not isinstance(postgres, str) or not postgres.strip()):
+        raise _invalid(path, "'postgres' must be a PostgreSQL connection string")
+    return FileSettings(path=path, sources=sources, index=index, postgres=postgres)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

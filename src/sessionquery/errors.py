@@ -5,16 +5,21 @@ Every failure a caller is expected to handle is one of these::
     Exception
     ├── ValueError
     │   ├── SurfaceError            an event log that cannot be folded (sessionquery.model)
-    │   └── (plain ValueError)      an invalid header, event, id or argument at construction
+    │   └── (plain ValueError)      an invalid header, event, id or argument
+    ├── KeyError                    SessionStore.fork/flush/close of an id that is not live
+    ├── RuntimeError
+    │   └── SessionClosed           an append to a session its store has closed (sessionquery.live)
     ├── PersistenceError            a storage failure inside a SessionPersistence
-    │   ├── PersistenceNotFound     the session is not stored
+    │   ├── PersistenceNotFound     the session is not stored (also a KeyError)
     │   ├── PersistenceCorrupt      a stored log is damaged or of an unsupported version
     │   ├── PersistenceOwned        a second writer for one session was refused
     │   ├── PersistenceClosed       a handle was used after close()
     │   ├── PersistenceExists       create() of an id that is already stored (also a ValueError)
     │   └── PersistenceWriteFailed  writing or syncing a log failed (also an OSError)
-    └── SessionQueryError           the query service, search index and tools (closed codes;
-                                    the tool layer's own codes are ToolErrorCode values)
+    └── SessionQueryError           the query service, the search index and the tools
+                                    (``code``: an ErrorCode, or a ToolErrorCode for failures only
+                                    the tool layer produces; ``context``: structured details;
+                                    ``retryable``: the code is in RETRYABLE_CODES)
 
 Foreign exceptions (``OSError``, ``sqlite3.Error``, ``json.JSONDecodeError``) are translated
 where they enter our code; callers of the query service only ever see ``SessionQueryError``.

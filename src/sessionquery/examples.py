@@ -546,7 +546,8 @@ def ensure_example_store(root: Path) -> list[str]:
 
     Raises:
         SessionQueryError: ``INVALID_CONFIG`` when ``root`` exists and holds other data;
-            ``PERSISTENCE_FAILED`` when the store cannot be written.
+            ``PERSISTENCE_FAILED`` when the store cannot be written. Its ``context`` holds
+            the store directory as ``path``.
     """
     root = root.absolute()
     if root.exists() and not (root.is_dir() and _is_example_store(root)):
@@ -554,24 +555,29 @@ def ensure_example_store(root: Path) -> list[str]:
             ErrorCode.INVALID_CONFIG,
             f"{root} already exists and holds more than the example sessions; "
             "choose an empty or new directory for the sample store",
+            context={"path": str(root)},
         )
     try:
         root.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.new-", dir=root.parent))
     except OSError as error:
-        raise SessionQueryError(
-            ErrorCode.PERSISTENCE_FAILED, f"cannot create the sample store at {root}: {error}"
-        ) from error
+        raise _write_failed(root, error) from error
     try:
         written = build_examples(staging)
         _swap_in(staging, root)
     except (OSError, PersistenceError, ValueError) as error:
-        raise SessionQueryError(
-            ErrorCode.PERSISTENCE_FAILED, f"cannot create the sample store at {root}: {error}"
-        ) from error
+        raise _write_failed(root, error) from error
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return written
+
+
+def _write_failed(root: Path, error: Exception) -> SessionQueryError:
+    return SessionQueryError(
+        ErrorCode.PERSISTENCE_FAILED,
+        f"cannot create the sample store at {root}: {error}",
+        context={"path": str(root)},
+    )
 
 
 def _swap_in(staging: Path, root: Path) -> None:

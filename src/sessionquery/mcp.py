@@ -34,7 +34,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -51,6 +51,9 @@ from sessionquery.query.service import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition
 from sessionquery.tools.boundary import sanitize
+
+if TYPE_CHECKING:
+    from sessionquery.search.postgres import PostgresSearch
 
 __all__ = [
     "SERVER_NAME",
@@ -352,6 +355,7 @@ def run_stdio(
     cwd: str | None,
     session_id: str | None,
     problem: SessionQueryError | None = None,
+    postgres: str | None = None,
 ) -> None:
     """Serve the tools over stdin/stdout until the client disconnects.
 
@@ -365,6 +369,8 @@ def run_stdio(
         cwd: the caller's workspace.
         session_id: the session the server acts as.
         problem: a configuration error found before serving.
+        postgres: a PostgreSQL DSN whose database holds the search index (instead of
+            ``index_path``).
     """
     _log_to_stderr()
     caller = CallerSpec(session_id=session_id, cwd=cwd)
@@ -374,11 +380,17 @@ def run_stdio(
                 caller = resolve_caller(probe, cwd=cwd, session_id=session_id)
         except SessionQueryError as error:
             problem = error
-    search: list[SqliteSearch] = []
+    search: list[SqliteSearch | PostgresSearch] = []
 
     def open_query() -> SessionQuery:
         assert persistence is not None and index_path is not None
-        backend = SqliteSearch(index_path)
+        backend: SqliteSearch | PostgresSearch
+        if postgres:  # the shared index lives in the same database as the store
+            from sessionquery.search.postgres import PostgresSearch
+
+            backend = PostgresSearch(postgres)
+        else:
+            backend = SqliteSearch(index_path)
         search.append(backend)
         return SessionQuery(persistence=persistence, search=backend)
 

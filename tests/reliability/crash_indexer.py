@@ -1,6 +1,6 @@
 """Child program: reconcile a search index over a JSONL store until killed.
 
-Usage: ``crash_indexer.py ROOT INDEX_PATH``. Opens the index (taking its owner lock) and runs
+Usage: ``crash_indexer.py ROOT INDEX_PATH``. Opens the (shared) index and runs
 one reconciliation, printing ``progress <done> <total>`` from the progress callback (so a
 parent can kill it in the middle of indexing), then ``done`` and waits for stdin to close.
 """

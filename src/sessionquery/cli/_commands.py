@@ -53,6 +53,7 @@ from sessionquery.query.types import (
 )
 
 if TYPE_CHECKING:
+    from sessionquery.search.postgres import PostgresSearch
     from sessionquery.search.sqlite import SqliteSearch
 
 __all__ = ["COMMANDS", "resolve_id"]
@@ -371,7 +372,11 @@ def _cmd_search_events(inv: Invocation) -> int:
 
 
 def _update_index(
-    search: SqliteSearch, query: SessionQuery, stream: TextIO, *, plain: bool = True
+    search: SqliteSearch | PostgresSearch,
+    query: SessionQuery,
+    stream: TextIO,
+    *,
+    plain: bool = True,
 ) -> dict[str, Any]:
     """Bring the search index up to date, showing progress on ``stream``; returns a summary.
 
@@ -391,16 +396,17 @@ def _update_index(
 
 
 def _cmd_index(inv: Invocation) -> int:
-    index = inv.selection.index
+    index, postgres = inv.selection.index, inv.selection.postgres
     persistence = inv.persistence()
     with (
-        open_index(index) as search,
+        open_index(index, postgres) as search,
         SessionQuery(persistence=persistence, search=search) as query,
     ):
-        summary = {"index": str(index), **_update_index(search, query, sys.stderr)}
+        place = "the PostgreSQL database" if postgres else str(index)
+        summary = {"index": place, **_update_index(search, query, sys.stderr)}
 
     def text(style: render.Style) -> list[str]:
-        where = style.bold(term.safe(str(index)))
+        where = style.bold(term.safe(place))
         if summary["skipped"] or not (summary["persisted_indexed"] or summary["persisted_removed"]):
             return [f"Index {where} is up to date (nothing changed)."]
         return [
@@ -426,7 +432,13 @@ def _cmd_mcp(inv: Invocation) -> int:
             persistence=None, index_path=None, cwd=cwd, session_id=args.session, problem=error
         )
         return EXIT_OK
-    run_stdio(persistence=persistence, index_path=index, cwd=cwd, session_id=args.session)
+    run_stdio(
+        persistence=persistence,
+        index_path=index,
+        cwd=cwd,
+        session_id=args.session,
+        postgres=inv.selection.postgres,
+    )
     return EXIT_OK
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, NoReturn
 
 from sessionquery.model import SURFACE_CLASSES
+from sessionquery.model.timestamp import Instant, TimestampError, parse_iso_timestamp
 
 if TYPE_CHECKING:
     from sessionquery.cli._services import Invocation
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 __all__ = ["SETUP", "Command", "Parser", "UsageError", "build_parser", "version_text"]
 
 SURFACES = SURFACE_CLASSES
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class UsageError(Exception):
@@ -57,19 +56,25 @@ def _positive(text: str) -> int:
     return value
 
 
-def _time(text: str) -> int:
-    """An ISO 8601 date or date-time (UTC when it has no offset) as epoch milliseconds."""
+def _instant(text: str) -> Instant:
+    """An ISO 8601 date or date-time (UTC when it has no offset), exactly."""
     try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
+        return parse_iso_timestamp(text, naive_utc=True, allow_date=True)
+    except TimestampError:
         raise argparse.ArgumentTypeError(
             f"expected an ISO 8601 date or time such as 2025-03-07 or 2025-03-07T09:30Z, "
             f"not {text!r}"
         ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    # Exact integer arithmetic: float seconds * 1000 can land one millisecond low.
-    return (parsed - _EPOCH) // timedelta(milliseconds=1)
+
+
+def _since(text: str) -> int:
+    """The first epoch millisecond at or after the instant (inclusive lower bound)."""
+    return _instant(text).ceil_ms
+
+
+def _until(text: str) -> int:
+    """The last epoch millisecond at or before the instant (inclusive upper bound)."""
+    return _instant(text).floor_ms
 
 
 # -- the parser -----------------------------------------------------------------------------
@@ -104,6 +109,14 @@ def _add_sources(parser: argparse.ArgumentParser, prefix: str) -> None:
         metavar="DIR",
         default=suppress,
         help="a Codex sessions directory, e.g. ~/.codex/sessions (repeatable)",
+    )
+    group.add_argument(
+        "--postgres",
+        dest=f"{prefix}postgres",
+        metavar="DSN",
+        default=suppress,
+        help="a PostgreSQL database used as session store and search index, e.g. "
+        "postgresql://user@host/db (needs the 'postgres' extra)",
     )
     group.add_argument(
         "--index",
@@ -248,8 +261,8 @@ def _setup_search(p: argparse.ArgumentParser) -> None:
     p.add_argument("--session", action="append", metavar="ID", help="only this session")
     p.add_argument("--parent", action="append", metavar="ID", help="only children of session ID")
     p.add_argument("--roots", action="store_true", help="only sessions without a parent")
-    p.add_argument("--since", type=_time, metavar="TIME", help="sessions created at/after TIME")
-    p.add_argument("--until", type=_time, metavar="TIME", help="sessions created at/before TIME")
+    p.add_argument("--since", type=_since, metavar="TIME", help="sessions created at/after TIME")
+    p.add_argument("--until", type=_until, metavar="TIME", help="sessions created at/before TIME")
     _add_event_filters(p)
     _add_limit(p, 20)
     _add_json(p)

@@ -31,6 +31,7 @@ from sessionquery.persistence import JsonlPersistence, SessionPersistence
 from sessionquery.query.service import SessionQuery
 
 if TYPE_CHECKING:
+    from sessionquery.search.postgres import PostgresSearch
     from sessionquery.search.sqlite import SqliteSearch
 
 __all__ = [
@@ -101,6 +102,8 @@ class Selection:
     index_origin: Origin
     absent_defaults: tuple[SourceEntry, ...] = ()
     config_file: Path | None = None
+    postgres: str | None = None
+    """A PostgreSQL DSN (``--postgres`` or the config file): a source, and the search index."""
 
 
 def _option_paths(args: argparse.Namespace, kind: str) -> list[Path]:
@@ -128,10 +131,11 @@ def select_sources(args: argparse.Namespace, config: Config) -> Selection:
     """
     kinds = ("root", "claude", "codex")
     chosen = [(kind, path) for kind in kinds for path in _option_paths(args, kind)]
+    postgres: str | None = getattr(args, "postgres", None) or getattr(args, "pre_postgres", None)
     raw_index = getattr(args, "index", None) or getattr(args, "pre_index", None)
     index = None if raw_index is None else Path(raw_index).expanduser().absolute()
     settings = None
-    if not chosen or index is None:
+    if not (chosen or postgres) or index is None:
         settings = config.settings()
     index_origin: Origin = "option"
     if index is None:
@@ -142,12 +146,14 @@ def select_sources(args: argparse.Namespace, config: Config) -> Selection:
             else (config.index_path, "default")
         )
     config_file = None if settings is None else settings.path
-    if chosen:
-        return Selection(_entries(chosen, "option"), index, index_origin, (), config_file)
+    if chosen or postgres:
+        entries = _entries(chosen, "option")
+        return Selection(entries, index, index_origin, (), config_file, postgres)
     assert settings is not None
     if settings.names_sources:
         pairs = [(kind, path) for kind in kinds for path in settings.sources.get(kind, ())]
-        return Selection(_entries(pairs, "config"), index, index_origin, (), config_file)
+        entries = _entries(pairs, "config")
+        return Selection(entries, index, index_origin, (), config_file, settings.postgres)
     defaults = _entries(
         [
             ("root", config.store_root),
@@ -195,13 +201,15 @@ def open_sources(selection: Selection, config: Config) -> SessionPersistence:
         SessionQueryError: ``INVALID_CONFIG`` when a selected directory does not exist or
             nothing is selected.
     """
-    if not selection.sources:
+    if not selection.sources and not selection.postgres:
         raise _nothing_found(selection)
     pairs: list[tuple[str, SessionPersistence]] = []
     for entry in selection.sources:
         if not entry.exists:
             raise SessionQueryError(ErrorCode.INVALID_CONFIG, _advice(entry))
         pairs.append((entry.label, _open_one(entry, config)))
+    if selection.postgres:
+        pairs.append(("postgres", _postgres_store(selection.postgres)))
     if len(pairs) == 1:
         return pairs[0][1]
     from sessionquery.sources import MultiSource
@@ -220,8 +228,30 @@ def _open_one(entry: SourceEntry, config: Config) -> SessionPersistence:
     return CodexSource(entry.path, metadata_cache=config.importer_cache)
 
 
-def open_index(path: Path) -> SqliteSearch:
-    """The SQLite search index at ``path``."""
+def _postgres_store(dsn: str) -> SessionPersistence:
+    from sessionquery.errors import PersistenceError
+
+    try:
+        from sessionquery.persistence.postgres import PostgresPersistence
+    except ImportError as exc:
+        raise SessionQueryError(ErrorCode.INVALID_CONFIG, str(exc)) from exc
+    try:
+        return PostgresPersistence(dsn)
+    except PersistenceError as exc:
+        raise SessionQueryError(ErrorCode.PERSISTENCE_FAILED, str(exc)) from exc
+
+
+def open_index(path: Path, postgres: str | None = None) -> SqliteSearch | PostgresSearch:
+    """The search index: in the PostgreSQL database when one is selected, else at ``path``."""
+    if postgres:
+        try:
+            from sessionquery.search.postgres import PostgresSearch
+        except ImportError as exc:
+            raise SessionQueryError(
+                ErrorCode.INVALID_CONFIG,
+                "the PostgreSQL backend needs psycopg 3: pip install 'sessionquery[postgres]'",
+            ) from exc
+        return PostgresSearch(postgres)
     from sessionquery.search.sqlite import SqliteSearch
 
     return SqliteSearch(path)
@@ -299,7 +329,8 @@ class Invocation:
         bar, so a first search over a large history shows what it is doing.
         """
         persistence = self.persistence()
-        backend = open_index(self.selection.index) if search else None
+        selection = self.selection
+        backend = open_index(selection.index, selection.postgres) if search else None
         with SessionQuery(persistence=persistence, search=backend) as query:
             if backend is not None and sys.stderr.isatty():
                 progress = Progress(sys.stderr, "Indexing", quiet=True)

@@ -25,7 +25,7 @@ from sessionquery.model.surface import (
     SurfaceFolder,
     fold_surface,
 )
-from sessionquery.model.text import extract_event_text
+from sessionquery.model.text import extract_event_text, extract_text
 from sessionquery.model.title import TitleSnapshot, fold_title
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "TitleSnapshot",
     "canonical_json",
     "extract_event_text",
+    "extract_text",
     "fold_surface",
     "fold_title",
     "freeze_json",

@@ -81,7 +81,7 @@ class _ToolResultBlock(TypedDict):
     type: Literal["tool-result"]
     toolCallId: str
     isError: bool
-    content: list[TextBlock]
+    content: list[ContentBlock]
 
 
 ContentBlock = TextBlock | ToolCallBlock | dict[str, JsonValue]
@@ -103,7 +103,7 @@ class UserMessageData(TypedDict):
     id: str
     role: Literal["user"]
     content: list[ContentBlock]
-    source: _Source
+    source: dict[str, JsonValue]
 
 
 class _AssistantMessage(TypedDict):
@@ -223,20 +223,31 @@ def tool_call_block(
     return {"type": "tool-call", "id": call_id, "name": name, "arguments": text}
 
 
-def user_message(text: str, *, id: str, source: str = "user") -> UserMessageData:
-    """The data of a ``user/message`` with one text block.
+def user_message(
+    text: str | Sequence[ContentBlock],
+    *,
+    id: str,
+    source: str | Mapping[str, JsonValue] = "user",
+) -> UserMessageData:
+    """The data of a ``user/message``.
 
     Args:
-        text: what the user (or, with another ``source``, the system) said.
+        text: what the user (or, with another ``source``, the system) said: one text, or the
+            content blocks as they are (images and other blocks are kept as given).
         id: the message id, unique within the session.
         source: ``source.kind``: ``"user"``, or for example ``"compaction"`` for a summary that
-            replaces earlier messages.
+            replaces earlier messages; or the whole ``source`` object (with its ``kind``).
     """
-    return {"id": id, "role": "user", "content": [text_block(text)], "source": {"kind": source}}
+    return {
+        "id": id,
+        "role": "user",
+        "content": _content(text),
+        "source": {"kind": source} if isinstance(source, str) else _source(source),
+    }
 
 
 def assistant_message(
-    text: str | None = None,
+    text: str | Sequence[ContentBlock] | None = None,
     *,
     turn: int,
     step: int,
@@ -247,7 +258,8 @@ def assistant_message(
     """The data of an ``assistant/message``: reasoning, then text, then tool-call blocks.
 
     Args:
-        text: the visible answer, or ``None`` for a message that only calls tools.
+        text: the visible answer, or ``None`` for a message that only calls tools; or the
+            content blocks as they are (then typically without ``tool_calls``).
         turn: the turn number.
         step: the step number within the turn.
         tool_calls: blocks made with :func:`tool_call_block`, in call order.
@@ -258,7 +270,7 @@ def assistant_message(
     if reasoning is not None:
         content.append({"type": "reasoning", "text": reasoning})
     if text is not None:
-        content.append(text_block(text))
+        content.extend(_content(text))
     content.extend(dict(block) for block in tool_calls)
     data: AssistantMessageData = {
         "turn": turn,
@@ -291,7 +303,7 @@ def tool_call(block: ToolCallBlock, *, turn: int, step: int) -> ToolCallData:
 
 
 def tool_result(
-    output: str,
+    output: str | Sequence[ContentBlock],
     *,
     call_id: str,
     turn: int,
@@ -303,7 +315,7 @@ def tool_result(
     """The data of a ``tool/result`` answering the call ``call_id``.
 
     Args:
-        output: the text the tool returned.
+        output: the text the tool returned, or its content blocks as they are.
         call_id: the id of the tool call this answers.
         turn: the turn number.
         step: the step number within the turn.
@@ -319,7 +331,7 @@ def tool_result(
                 "type": "tool-result",
                 "toolCallId": call_id,
                 "isError": is_error,
-                "content": [text_block(output)],
+                "content": _content(output),
             }
         ],
     }
@@ -337,17 +349,22 @@ def turn_start(turn: int) -> TurnStartData:
 
 
 def turn_end(
-    turn: int, reason: TurnEndKind | str = "completed", **details: JsonValue
+    turn: int,
+    reason: TurnEndKind | str | Mapping[str, JsonValue] = "completed",
+    **details: JsonValue,
 ) -> TurnEndData:
     """The data of a ``turn/end``.
 
     Args:
         turn: the turn number.
-        reason: ``reason.kind``; ``"completed"`` for a normal end.
+        reason: ``reason.kind``; ``"completed"`` for a normal end. Or the whole ``reason``
+            object (with its ``kind``), as an importer finds it.
         **details: further ``reason`` fields, for example ``error={"message": "..."}`` with
             ``reason="error"`` (the message is searchable).
     """
-    return {"turn": turn, "reason": {"kind": reason, **details}}
+    if isinstance(reason, str):
+        return {"turn": turn, "reason": {"kind": reason, **details}}
+    return {"turn": turn, "reason": {**reason, **details}}
 
 
 def step_start(turn: int, step: int) -> StepData:
@@ -370,3 +387,15 @@ def session_title(
 def todo_write(todos: Iterable[tuple[str, str]]) -> TodoData:
     """The data of a ``todo/write`` from ``(content, status)`` pairs, in list order."""
     return {"todos": [{"content": content, "status": status} for content, status in todos]}
+
+
+def _content(text: str | Sequence[ContentBlock]) -> list[ContentBlock]:
+    if isinstance(text, str):
+        return [text_block(text)]
+    return list(text)
+
+
+def _source(source: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    if not isinstance(source.get("kind"), str):
+        raise TypeError("a message source needs a string 'kind'")
+    return dict(source)

@@ -12,7 +12,7 @@ from typing import Any
 
 from sessionquery.model.event import SessionEvent
 
-__all__ = ["extract_event_text"]
+__all__ = ["extract_event_text", "extract_text"]
 
 _TURN_END_TEXT = {"aborted": "aborted", "max-tokens": "max-tokens", "interrupted": "interrupted"}
 
@@ -38,9 +38,8 @@ def _block_parts(blocks: object) -> Iterator[object]:
             yield from _block_parts(block.get("content"))
 
 
-def _parts(event: SessionEvent) -> Iterator[object]:
-    data = _dict(event.data)
-    kind = event.type
+def _parts(kind: str, raw: object) -> Iterator[object]:
+    data = _dict(raw)
     if kind == "user/message":
         yield from _block_parts(data.get("content"))
     elif kind == "assistant/message":
@@ -74,8 +73,18 @@ def extract_event_text(event: SessionEvent) -> str:
     ``tool-call`` arguments that are not strings (structured JSON) are not text and are
     skipped, as are any other non-string parts.
     """
+    return extract_text(event.type, event.data)
+
+
+def extract_text(kind: str, data: object) -> str:
+    """:func:`extract_event_text` of an event given as its ``type`` and plain ``data``.
+
+    ``data`` may be the frozen data of a :class:`SessionEvent` or plain parsed JSON (dicts
+    and lists straight from ``json.loads``), so an indexer can extract text without building
+    frozen events; both give the same text.
+    """
     parts: list[str] = []
-    for part in _parts(event):
+    for part in _parts(kind, data):
         if isinstance(part, str):
             stripped = part.strip()
             if stripped:

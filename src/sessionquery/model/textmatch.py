@@ -22,13 +22,17 @@ that database folds to itself.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 __all__ = [
     "WHITESPACE",
     "WHITESPACE_RUN",
+    "LiteralPattern",
     "collapse_whitespace",
     "fold_case",
     "is_blank",
+    "literal_pattern",
     "split_words",
     "trim",
 ]
@@ -85,7 +89,7 @@ def _simple_folding(code_point: int) -> str:
 
 
 class _FoldingTable(dict[int, str]):
-    """``str.translate`` table filled on first use of each code point."""
+    """Simple foldings, computed on first use of each code point."""
 
     def __missing__(self, code_point: int) -> str:
         folded = _simple_folding(code_point)
@@ -94,6 +98,17 @@ class _FoldingTable(dict[int, str]):
 
 
 _FOLDING = _FoldingTable()
+
+# The code points whose simple folding is not what ``str.lower()`` makes of them: U+0130
+# (lowercased to two code points), capital sigma (``lower()`` applies the final-sigma rule),
+# and letters whose folding is another letter than their lowercase. Every other code point
+# folds exactly as ``lower()`` lowercases it, in C; a test derives this list afresh.
+_FOLDS_UNLIKE_LOWER = re.compile(
+    "(["
+    "\u00b5\u0130\u017f\u0345\u03a3\u03c2\u03d0\u03d1\u03d5\u03d6\u03f0\u03f1\u03f5"
+    "\u13a0-\u13f5\u13f8-\u13fd\u1c80-\u1c88\u1e9b\u1fbe\u1fd3\u1fe3\uab70-\uabbf\ufb05"
+    "])"
+)
 
 
 def fold_case(text: str) -> str:
@@ -104,4 +119,59 @@ def fold_case(text: str) -> str:
     """
     if text.isascii():
         return text.lower()  # for ASCII, simple folding is lowercasing A-Z
-    return text.translate(_FOLDING)
+    parts = _FOLDS_UNLIKE_LOWER.split(text)  # odd items are single exceptional code points
+    parts[::2] = [part.lower() for part in parts[::2]]
+    parts[1::2] = [_FOLDING[ord(char)] for char in parts[1::2]]
+    return "".join(parts)
+
+
+# For an ASCII needle, Python's IGNORECASE agrees with simple case folding on every code point
+# except that it lets "i" match U+0130 and U+0131. Texts holding either of those are searched
+# with "i" and "I" matched case-sensitively as a class of the two. (The Kelvin sign still
+# matches "k", and U+017F "s", in both systems.)
+_ASCII_I = "(?-i:[iI])"
+_DOTTED_AND_DOTLESS_I = ("\u0130", "\u0131")
+
+
+@dataclass(frozen=True, slots=True)
+class LiteralPattern:
+    """A compiled literal, case-insensitive, whitespace-flexible search for a word sequence.
+
+    Attributes:
+        regex: the compiled expression.
+        folds: whether texts are case-folded before ``regex`` runs over them (needles with
+            non-ASCII characters); ASCII needles run over the text as it is.
+        strict_i: for an ASCII needle, the expression used on texts that hold U+0130 or
+            U+0131 (``i`` matched as ``[iI]`` only); ``None`` otherwise.
+    """
+
+    regex: re.Pattern[str]
+    folds: bool
+    strict_i: re.Pattern[str] | None = None
+
+    def found_in(self, text: str) -> bool:
+        """Whether the words occur in ``text``, in order, separated by whitespace runs."""
+        if self.folds:
+            return self.regex.search(fold_case(text)) is not None
+        regex = self.regex
+        if self.strict_i is not None and any(char in text for char in _DOTTED_AND_DOTLESS_I):
+            regex = self.strict_i
+        return regex.search(text) is not None
+
+
+def literal_pattern(words: Sequence[str]) -> LiteralPattern:
+    """The search for ``words`` (non-empty pieces without whitespace) as one literal phrase:
+    case-insensitive as JavaScript's ``iu`` matching, any whitespace run between words."""
+    if all(word.isascii() for word in words):
+        plain = WHITESPACE_RUN.join(map(re.escape, words))
+        strict = WHITESPACE_RUN.join(
+            "".join(_ASCII_I if char in "iI" else re.escape(char) for char in word)
+            for word in words
+        )
+        return LiteralPattern(
+            re.compile(plain, re.IGNORECASE),
+            folds=False,
+            strict_i=re.compile(strict, re.IGNORECASE) if strict != plain else None,
+        )
+    pieces = (re.escape(fold_case(word)) for word in words)
+    return LiteralPattern(re.compile(WHITESPACE_RUN.join(pieces)), folds=True)

@@ -55,7 +55,8 @@ from sessionquery.persistence._format import (
 )
 from sessionquery.persistence._handles import JsonlReadHandle, JsonlWriteHandle
 from sessionquery.persistence._names import is_session_file_name, session_file_name
-from sessionquery.persistence.base import PersistedSession
+from sessionquery.persistence.base import DocumentLog, PersistedSession
+from sessionquery.persistence.documents import jsonl_body_documents
 
 __all__ = ["HEADER_TYPE", "JsonlPersistence", "LogProblem"]
 
@@ -271,6 +272,23 @@ class JsonlPersistence:
         except BaseException:
             os.close(fd)
             raise
+
+    def read_documents(self, session_id: str) -> DocumentLog:
+        """The searchable documents of one stored log (the search index's fast path).
+
+        Raises:
+            ValueError: ``session_id`` is not a valid session id.
+            PersistenceNotFound: the id is not stored.
+            PersistenceCorrupt: the log is damaged (see :mod:`.documents`).
+        """
+        path = self.path_of(session_id)
+        fd = self._open_existing(path, session_id, os.O_RDONLY)
+        try:
+            revision, data = _files.revision(os.fstat(fd)), _files.read_from(fd, 0)
+        finally:
+            os.close(fd)
+        header, _inherited, end = self._header_of(data, path, session_id)
+        return jsonl_body_documents(header, revision, data[end:], path)
 
     def verify(self) -> builtins.list[LogProblem]:
         """Read every session file completely and report what is wrong, without raising.

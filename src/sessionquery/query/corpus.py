@@ -35,12 +35,18 @@ from sessionquery.errors import (
     SessionQueryError,
 )
 from sessionquery.model import SessionEvent, SessionHeader, interrupted_turn_closers
+from sessionquery.model.surface import SurfaceError, SurfaceFolder
+from sessionquery.model.text import extract_event_text
 from sessionquery.persistence.base import (
     ChangeJournal,
     ChangeTokenSource,
+    DocumentLog,
+    DocumentSource,
     PersistedSession,
     SessionPersistence,
+    TextDocument,
 )
+from sessionquery.persistence.documents import checking
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken, check_cancel
@@ -53,6 +59,7 @@ __all__ = [
     "LiveStore",
     "ServiceCorpus",
     "busy",
+    "documents_of",
     "not_found",
     "settle_attempts",
 ]
@@ -250,6 +257,22 @@ class ServiceCorpus:
             ) from error
         return None if token is None else str(token)
 
+    # -- what search indexing reads -------------------------------------------------------
+
+    def stat_persisted(
+        self, session_id: str, cancel: CancelToken | None = None
+    ) -> PersistedSession | None:
+        """One persisted session's listing entry, or ``None`` when it is not stored.
+
+        Raises:
+            SessionQueryError: ``PERSISTENCE_FAILED``, ``CORRUPT_SESSION`` or ``ABORTED``.
+        """
+        check_cancel(cancel)
+        if self._persistence is None:
+            return None
+        with _mapped(session_id, "look up"):
+            return self._persistence.stat(session_id)
+
     def changed_since(self, token: str) -> frozenset[str] | None:
         """Ids of the persisted sessions changed since ``token``, or ``None`` when unknown.
 
@@ -264,6 +287,32 @@ class ServiceCorpus:
         except _STORAGE_ERRORS:
             return None  # cannot tell: the full listing is always right
         return None if changed is None else frozenset(changed)
+
+    def read_documents(self, session_id: str, cancel: CancelToken | None = None) -> DocumentLog:
+        """The searchable documents of one persisted log (crash-tail closers included).
+
+        Uses the persistence's :class:`DocumentSource` capability when it has one, else a cold
+        read folded here; both give the same documents for a valid log.
+
+        Raises:
+            SessionQueryError: ``SESSION_NOT_FOUND``, ``CORRUPT_SESSION``,
+                ``PERSISTENCE_FAILED`` or ``ABORTED``.
+        """
+        check_cancel(cancel)
+        persistence = self._persistence
+        if persistence is None:
+            raise not_found(session_id)
+        if isinstance(persistence, DocumentSource):
+            with _mapped(session_id, "read"), checking(None if cancel is None else cancel.check):
+                return persistence.read_documents(session_id)
+        with _mapped(session_id, "look up"):
+            listed = persistence.stat(session_id)
+        if listed is None:
+            raise not_found(session_id)
+        log = self.read_persisted(session_id, cancel)
+        return DocumentLog(
+            log.session, listed.revision, len(log.events), documents_of(session_id, log.events)
+        )
 
     # -- service-side reads --------------------------------------------------------------
 
@@ -390,3 +439,26 @@ class ServiceCorpus:
         closers = interrupted_turn_closers(stored)
         events = tuple(stored) + tuple(closers) if closers else tuple(stored)
         return PreparedLog(header, inherited, events, live=False)
+
+
+def documents_of(session_id: str, events: Sequence[SessionEvent]) -> list[TextDocument]:
+    """The searchable documents of a whole log (events with non-empty text, seq order).
+
+    Raises:
+        SessionQueryError: ``CORRUPT_SESSION`` when the log does not fold.
+    """
+    folder = SurfaceFolder()
+    try:
+        for event in events:
+            folder.apply(event)
+    except SurfaceError as error:
+        raise SessionQueryError(
+            ErrorCode.CORRUPT_SESSION, f"stored session {session_id!r} is corrupt: {error}"
+        ) from None
+    documents: list[TextDocument] = []
+    for event in events:
+        text = extract_event_text(event)
+        if text:
+            surface = folder.surface_class(event.seq)
+            documents.append(TextDocument(event.seq, event.type, event.time, surface, text))
+    return documents

@@ -9,14 +9,13 @@ nothing; ranges are inclusive and may be half-open. Every invalid clause raises
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, get_args
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SURFACE_CLASSES, SurfaceClass
-from sessionquery.model.textmatch import WHITESPACE_RUN, fold_case, split_words
+from sessionquery.model.textmatch import LiteralPattern, literal_pattern, split_words
 from sessionquery.query.types import Availability
 
 __all__ = [
@@ -203,7 +202,7 @@ class TextContains:
 
     text: str
     kind: ClassVar[str] = "text"
-    pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    pattern: LiteralPattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
@@ -211,13 +210,11 @@ class TextContains:
         parts = split_words(self.text)
         if not parts:
             raise _invalid("session text filter must contain non-whitespace text")
-        # Both sides are case-folded code point for code point, so the pattern is literal.
-        literal = WHITESPACE_RUN.join(re.escape(fold_case(part)) for part in parts)
-        object.__setattr__(self, "pattern", re.compile(literal))
+        object.__setattr__(self, "pattern", literal_pattern(parts))
 
     def matches(self, text: str) -> bool:
         """Whether ``text`` contains the filter text."""
-        return self.pattern.search(fold_case(text)) is not None
+        return self.pattern.found_in(text)
 
 
 SessionFilter = IdIn | CwdIn | CreatedBetween | ParentIn | AvailabilityIn

@@ -9,10 +9,11 @@ or replaces the *whole* current surface, so the class of every seq is known with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from sessionquery.model import Replace, SessionEvent
+from sessionquery.model import Replace, SessionEvent, messages
 from sessionquery.model.surface import SurfaceClass
 from sessionquery.sources._common import ORIGIN_KEY
 
@@ -88,7 +89,7 @@ class LogBuilder:
     def emit(
         self,
         kind: str,
-        data: dict[str, Any],
+        data: Mapping[str, object],
         line: int | list[int],
         time: int | None = None,
         *,
@@ -135,7 +136,7 @@ class LogBuilder:
         self.step = -1
         self.turn_open, self.turn_explicit = True, explicit
         self.pending_calls.clear()
-        self.emit("turn/start", {"turn": self.turn}, line, time)
+        self.emit("turn/start", messages.turn_start(self.turn), line, time)
 
     def default_close_reason(self) -> dict[str, Any]:
         """``completed``, or ``aborted`` by the user when calls are still without results."""
@@ -148,14 +149,14 @@ class LogBuilder:
         if not self.turn_open:
             return
         self.close_step(line, time)
-        self.emit("turn/end", {"turn": self.turn, "reason": reason}, line, time)
+        self.emit("turn/end", messages.turn_end(self.turn, reason), line, time)
         self.turn_open = False
         self.pending_calls.clear()
 
     def close_step(self, line: int, time: int | None) -> None:
         """End the open step, if any."""
         if self.step_open:
-            self.emit("step/end", {"turn": self.turn, "step": self.step}, line, time)
+            self.emit("step/end", messages.step_end(self.turn, self.step), line, time)
             self.step_open = False
 
     def ensure_turn(self, line: int, time: int | None) -> None:
@@ -172,7 +173,7 @@ class LogBuilder:
             self.step += 1
             self.step_open, self.step_has_results = True, False
             self.pending_calls.clear()
-            self.emit("step/start", {"turn": self.turn, "step": self.step}, line, time)
+            self.emit("step/start", messages.step_start(self.turn, self.step), line, time)
 
     def begin_result(self, line: int, time: int | None) -> None:
         """Prepare for a tool result (opening a turn/step if the log lacks one)."""
@@ -194,12 +195,7 @@ class LogBuilder:
         extra: dict[str, Any] | None = None,
     ) -> int:
         """A ``user/message`` on the surface (appended, or replacing the whole surface)."""
-        data: dict[str, Any] = {
-            "id": message_id,
-            "role": "user",
-            "content": content,
-            "source": {"kind": kind, **(extra or {})},
-        }
+        data = messages.user_message(content, id=message_id, source={"kind": kind, **(extra or {})})
         return self.emit(
             "user/message", data, line, time, surface=True, replace_surface=replace_surface
         )
@@ -214,21 +210,16 @@ class LogBuilder:
         """An ``assistant/message`` plus one ``tool/call`` per ``tool-call`` block."""
         first = line[0] if isinstance(line, list) else line
         self.begin_output(first, time)
-        message: dict[str, Any] = {"role": "assistant", "content": content}
-        data: dict[str, Any] = {"turn": self.turn, "step": self.step, "message": message}
-        if extra:
-            data.update(extra)
+        data: dict[str, Any] = {
+            **messages.assistant_message(content, turn=self.turn, step=self.step),
+            **(extra or {}),
+        }
         self.emit("assistant/message", data, line, time, surface=True)
         for block in content:
             if isinstance(block, dict) and block.get("type") == "tool-call":
                 call_id = block["id"]
-                call = {
-                    "turn": self.turn,
-                    "step": self.step,
-                    "callId": call_id,
-                    "name": block["name"],
-                    "arguments": block["arguments"],
-                }
+                typed = cast(messages.ToolCallBlock, block)
+                call = messages.tool_call(typed, turn=self.turn, step=self.step)
                 self.call_seqs[call_id] = self.emit("tool/call", call, first, time)
                 self.pending_calls.add(call_id)
 
@@ -237,23 +228,14 @@ class LogBuilder:
     ) -> None:
         """A ``tool/result`` citing its ``tool/call`` when that call is in this log."""
         self.begin_result(line, time)
-        message = {
-            "role": "user",
-            "source": {"kind": "tool", "callId": call_id},
-            "content": [
-                {
-                    "type": "tool-result",
-                    "toolCallId": call_id,
-                    "isError": is_error,
-                    "content": content,
-                }
-            ],
-        }
+        data = messages.tool_result(
+            content, call_id=call_id, turn=self.turn, step=self.step, is_error=is_error
+        )
         call_seq = self.call_seqs.get(call_id)
         self.pending_calls.discard(call_id)
         self.emit(
             "tool/result",
-            {"turn": self.turn, "step": self.step, "message": message},
+            data,
             line,
             time,
             surface=True,

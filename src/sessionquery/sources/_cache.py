@@ -12,7 +12,8 @@ differs from the cached one, so an unchanged history lists without opening a tra
 * Many processes may share it: WAL journal, a busy timeout, and every write is a short
   transaction of upserts. A write that cannot get the lock in time is skipped (the cache only
   saves work), never an error; a read that fails is a miss.
-* ``path=None`` keeps the cache in memory for the lifetime of the source object.
+* ``path=None`` keeps the cache in memory for the lifetime of the source object, and so does a
+  path that cannot be created or opened (a read-only folder, say): the cache only saves work.
 """
 
 from __future__ import annotations
@@ -67,7 +68,13 @@ class MetadataCache:
         self._path = None if path is None else Path(path)
         self._conn: sqlite3.Connection | None = None
         if self._path is not None:
-            self._conn = self._open(self._path)
+            self._check_foreign(self._path)
+            try:
+                self._conn = self._open(self._path)
+            except (OSError, sqlite3.Error):
+                # Cannot create or open it (read-only folder, full disk...): the cache only
+                # saves work, so this source keeps its cache in memory instead.
+                self._conn = None
 
     @property
     def path(self) -> Path | None:
@@ -75,7 +82,6 @@ class MetadataCache:
         return self._path
 
     def _open(self, path: Path) -> sqlite3.Connection:
-        self._check_foreign(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             return self._connect(path)
@@ -92,10 +98,8 @@ class MetadataCache:
         try:
             with path.open("rb") as handle:
                 head = handle.read(100)
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise _refuse(path, f"cannot be read ({exc.strerror})") from None
+        except OSError:
+            return  # missing or unreadable: nothing of anyone's is touched (memory fallback)
         if not head:
             return
         if not head.startswith(_SQLITE_MAGIC) or len(head) < 72:

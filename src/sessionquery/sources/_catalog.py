@@ -20,8 +20,9 @@ from __future__ import annotations
 import builtins
 import os
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
@@ -68,6 +69,9 @@ class ParsedFile:
     sessions: tuple[ParsedSession, ...]
     problems: tuple[Problem, ...]
 
+
+_FLUSH_SECONDS = 2.0
+"""A first listing stores what it read in the cache file at least this often."""
 
 Parser = Callable[[Path, str, bytes, int], ParsedFile]
 """``(path, path relative to the root, file bytes, mtime in ms) -> ParsedFile``."""
@@ -243,21 +247,28 @@ class FileCatalog:
         stored = self._load_stored()
         seen: dict[str, _Entry] = {}
         changed: dict[str, _Entry] = {}
-        for path, stamp in files:
-            rel = path.relative_to(root).as_posix()
-            entry = self._entry(path, rel, stamp, stored)
+        flushed = time.monotonic()
+        for rel, stamp in files:
+            entry = self._entry(root / rel, rel, stamp, stored)
             seen[rel] = entry
             if self._entries.get(rel) is not entry and stored.get(rel) is not entry:
                 changed[rel] = entry
-        gone = (set(self._entries) | set(stored)) - set(seen)
-        self._cache.store(
-            self._cache_key,
-            {rel: (_stamp_tuple(e.stamp), e.payload()) for rel, e in changed.items()},
-            gone,
-        )
+            if changed and time.monotonic() - flushed > _FLUSH_SECONDS:
+                # A long first listing keeps its work even if the process is stopped.
+                self._store(changed, ())
+                changed, flushed = {}, time.monotonic()
+        self._store(changed, (set(self._entries) | set(stored)) - set(seen))
         self._stored = {}
+        unchanged = len(seen) == len(self._entries) and all(
+            self._entries.get(rel) is entry for rel, entry in seen.items()
+        )
         self._entries = seen
-        self._ids, self._headers = _resolve_ids(seen)
+        if not unchanged or not self._ids:
+            self._ids, self._headers = _resolve_ids(seen)
+
+    def _store(self, changed: dict[str, _Entry], gone: Iterable[str]) -> None:
+        rows = {rel: (_stamp_tuple(e.stamp), e.payload()) for rel, e in changed.items()}
+        self._cache.store(self._cache_key, rows, gone)
 
     def _load_stored(self) -> dict[str, _Entry]:
         if self._stored is not None:
@@ -291,6 +302,9 @@ class FileCatalog:
             data, stamp = read_regular(path, self._max_bytes)
         except SkippedFile as exc:
             return ParsedFile((), (Problem(str(path), None, str(exc)),)), None
+        except Exception as exc:  # e.g. MemoryError reading a huge file under a memory limit
+            message = f"cannot read file ({type(exc).__name__}: {exc}); skipped"
+            return ParsedFile((), (Problem(str(path), None, message[:2000]),)), None
         key = (rel, stamp.revision)
         cached = self._parsed.get(key)
         if cached is not None:
@@ -325,16 +339,34 @@ class FileCatalog:
         )
 
     def stat(self, session_id: str) -> PersistedSession | None:
-        """One session's listing entry, or ``None``."""
+        """One session's listing entry, or ``None``.
+
+        A session listed before costs one ``stat`` of its file when that file is unchanged;
+        otherwise (or for an unknown id) the folder is scanned again.
+        """
         with self._lock:
-            self._scan()
+            if not self._fresh(session_id):
+                self._scan()
             if session_id not in self._ids:
                 return None
             return self._listing(session_id)
 
+    def _fresh(self, session_id: str) -> bool:
+        """Whether ``session_id`` was listed and its file's stamp is still the listed one."""
+        target = self._ids.get(session_id)
+        if target is None:
+            return False
+        rel = target[0]
+        try:
+            info = os.stat(self._root / rel)
+        except OSError:
+            return False
+        return FileStamp.of(info) == self._entries[rel].stamp
+
     def _locate(self, session_id: str) -> tuple[ParsedSession, SessionHeader, str, Path]:
         with self._lock:
-            self._scan()
+            if not self._fresh(session_id):
+                self._scan()
             target = self._ids.get(session_id)
             if target is None:
                 raise PersistenceNotFound(f"session {session_id!r} is not in {self._root}")
@@ -410,8 +442,8 @@ def _closers(drafts: Sequence[Draft]) -> builtins.list[SessionEvent]:
     start = next(
         (i for i in range(len(drafts) - 1, -1, -1) if drafts[i].type == "turn/start"), None
     )
-    if start is None:
-        return []
+    if start is None or any(d.type == "turn/end" for d in drafts[start:]):
+        return []  # no turn left open: nothing to close (and nothing to freeze)
     return interrupted_turn_closers([draft.freeze() for draft in drafts[start:]])
 
 
@@ -442,12 +474,12 @@ def _resolve_ids(
             attempt += 1
             public = derived_id(f"{candidate}#{attempt}")
         ids[public] = (rel, index)
-        summary = entries[rel].summaries[index]
-        headers[public] = replace(
-            summary.header,
-            id=public,
-            parent_session=parent if summary.suffix is not None else summary.header.parent_session,
-        )
+        header = entries[rel].summaries[index].header
+        if entries[rel].summaries[index].suffix is not None:
+            header = replace(header, id=public, parent_session=parent)
+        elif header.id != public:
+            header = replace(header, id=public)
+        headers[public] = header
         if index == 0:
             main_of[rel] = public
 

@@ -17,12 +17,12 @@ import hashlib
 import json
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
 from sessionquery.model import validate_session_id
 from sessionquery.model.header import MAX_ID_LENGTH
+from sessionquery.model.timestamp import TimestampError, parse_iso_timestamp
 
 __all__ = ["Problem"]
 
@@ -62,20 +62,14 @@ def usable_cwd(value: object) -> str | None:
 
 
 def iso_to_ms(value: object) -> int | None:
-    """An ISO-8601 timestamp (``Z`` or offset) as epoch milliseconds, or ``None``."""
-    if not isinstance(value, str) or "T" not in value or len(value) > 64:
+    """An ISO-8601 timestamp (``Z`` or offset) as exact epoch milliseconds, or ``None`` for
+    anything else (including instants before 1970)."""
+    if not isinstance(value, str) or len(value) > 64:
         return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
     try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
+        millis = parse_iso_timestamp(value.strip()).floor_ms
+    except TimestampError:
         return None
-    if parsed.tzinfo is None:
-        return None
-    delta = parsed - datetime.fromisoformat("1970-01-01T00:00:00+00:00")
-    millis = (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
     return millis if millis >= 0 else None
 
 

@@ -17,6 +17,7 @@ import stat as stat_module
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from sessionquery.sources._common import Problem
 
@@ -53,61 +54,67 @@ class SkippedFile(Exception):
     """A candidate file that is not read; the message says why."""
 
 
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def find_files(
     root: Path, accept: Callable[[str], bool], *, follow_outside: bool
-) -> tuple[list[tuple[Path, FileStamp]], list[Problem]]:
-    """``*.jsonl`` files under ``root`` accepted by ``accept`` (given the name), sorted by path,
-    with their stamps; and a problem for each one skipped (not regular, a link leaving the root,
-    unreadable folder). Folders reached through a link are walked only when inside the root."""
-    real_root = root.resolve()
-    found: list[tuple[Path, FileStamp]] = []
+) -> tuple[list[tuple[str, FileStamp]], list[Problem]]:
+    """``*.jsonl`` files under ``root`` accepted by ``accept`` (given the name), as paths
+    relative to ``root`` (``/``-separated, sorted) with their stamps; and a problem for each one
+    skipped (not regular, a link leaving the root or dangling, an unreadable folder). Folders
+    reached through a link are walked only when they stay inside the root (and once)."""
+    real_root = os.path.realpath(root)
+    found: list[tuple[str, FileStamp]] = []
     problems: list[Problem] = []
+    visited: set[tuple[int, int]] = set()
 
-    def walk_error(error: OSError) -> None:
-        problems.append(Problem(str(error.filename), None, f"cannot list folder: {error.strerror}"))
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=walk_error, followlinks=True):
-        folder = Path(dirpath)
-        kept: list[str] = []
-        for name in sorted(dirnames):
-            sub = folder / name
-            if sub.is_symlink() and not (follow_outside or _inside(sub.resolve(), real_root)):
-                problems.append(Problem(str(sub), None, "link leaves the source folder; skipped"))
-                continue
-            kept.append(name)
-        dirnames[:] = kept
-        for name in sorted(filenames):
-            if not name.endswith(".jsonl") or not accept(name):
-                continue
-            path = folder / name
+    def walk(folder: str, prefix: str) -> None:
+        try:
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(Problem(folder, None, f"cannot list folder: {exc.strerror}; skipped"))
+            return
+        for entry in entries:
+            rel = f"{prefix}{entry.name}"
             try:
-                found.append((path, _stamp(path, real_root, follow_outside=follow_outside)))
-            except SkippedFile as exc:
-                problems.append(Problem(str(path), None, str(exc)))
-    return found, problems
+                link = entry.is_symlink()
+                if (
+                    link
+                    and not follow_outside
+                    and not _inside(os.path.realpath(entry.path), real_root)
+                ):
+                    if entry.is_dir() or entry.name.endswith(".jsonl"):
+                        message = "link leaves the source folder; skipped"
+                        problems.append(Problem(entry.path, None, message))
+                    continue
+                if entry.is_dir():
+                    info = entry.stat()
+                    if (info.st_dev, info.st_ino) not in visited:
+                        visited.add((info.st_dev, info.st_ino))
+                        walk(entry.path, f"{rel}/")
+                    continue
+                if not entry.name.endswith(".jsonl") or not accept(entry.name):
+                    continue
+                info = entry.stat()
+            except OSError as exc:
+                message = f"cannot read file: {exc.strerror or exc}; skipped"
+                problems.append(Problem(entry.path, None, message))
+                continue
+            if not stat_module.S_ISREG(info.st_mode):
+                problems.append(Problem(entry.path, None, "not a regular file; skipped"))
+                continue
+            found.append((rel, FileStamp.of(info)))
 
-
-def _stamp(path: Path, real_root: Path, *, follow_outside: bool) -> FileStamp:
     try:
-        info = path.lstat()
-        if stat_module.S_ISLNK(info.st_mode):
-            target = path.resolve()
-            if not follow_outside and not _inside(target, real_root):
-                raise SkippedFile(f"link to {target} leaves the source folder; skipped")
-            info = path.stat()
-    except OSError as exc:
-        raise SkippedFile(f"cannot read file: {exc.strerror or exc}; skipped") from None
-    if not stat_module.S_ISREG(info.st_mode):
-        raise SkippedFile("not a regular file; skipped")
-    return FileStamp.of(info)
+        top = os.stat(root)
+        visited.add((top.st_dev, top.st_ino))
+    except OSError:
+        pass
+    walk(str(root), "")
+    return found, problems
 
 
 def read_regular(path: Path, max_bytes: int) -> tuple[bytes, FileStamp]:
@@ -130,7 +137,7 @@ def read_regular(path: Path, max_bytes: int) -> tuple[bytes, FileStamp]:
                 "(max_file_bytes); skipped"
             )
         try:
-            data = handle.read(max_bytes + 1)
+            data = _read_to_end(handle, info.st_size, max_bytes)
         except OSError as exc:
             raise SkippedFile(f"cannot read file: {exc.strerror or exc}; skipped") from None
     if len(data) > max_bytes:
@@ -138,3 +145,17 @@ def read_regular(path: Path, max_bytes: int) -> tuple[bytes, FileStamp]:
             f"file grew past the {max_bytes}-byte limit per transcript (max_file_bytes); skipped"
         )
     return data, FileStamp.of(info)
+
+
+def _read_to_end(handle: BinaryIO, expected: int, max_bytes: int) -> bytes:
+    # read(n) allocates n bytes up front, so ask for the stat size, then small chunks for
+    # whatever was appended since (stopping once past the cap).
+    parts = [handle.read(expected)]
+    total = len(parts[0])
+    while total <= max_bytes:
+        chunk = handle.read(1 << 20)
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)

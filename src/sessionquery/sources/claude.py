@@ -376,11 +376,19 @@ _dict, _list = as_dict, as_list
 
 def _storable(value: object) -> object:
     """``value`` when the event model can store it, else a note saying it was dropped."""
+    if isinstance(value, dict) and all(
+        type(item) in _SCALARS
+        for item in value.values()  # pyright: ignore[reportUnknownVariableType]
+    ):
+        return value  # the usual flat usage object: nothing that could fail to freeze
     try:
         freeze_json(value)
     except (ValueError, RecursionError):
         return {"dropped": "not storable as lossless JSON"}
     return value
+
+
+_SCALARS = frozenset({int, str, bool, type(None)})
 
 
 def _user_blocks(blocks: list[Any]) -> list[Any]:

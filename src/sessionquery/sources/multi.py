@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
 from sessionquery.errors import PersistenceNotFound
 from sessionquery.model import SessionEvent, SessionHeader
@@ -25,6 +25,7 @@ from sessionquery.persistence.base import (
     DocumentLog,
     DocumentSource,
     PersistedSession,
+    ProblemSource,
     ReadHandle,
     SessionPersistence,
 )
@@ -143,21 +144,43 @@ class MultiSource:
         self, header: SessionHeader, index: int, owners: dict[str, set[int]]
     ) -> SessionHeader:
         parent = header.parent_session
-        return replace(
-            header,
-            id=self._public(header.id, index, owners),
-            parent_session=self._public(parent, index, owners) if parent is not None else None,
-        )
+        public = self._public(header.id, index, owners)
+        public_parent = self._public(parent, index, owners) if parent is not None else None
+        if public == header.id and public_parent == parent:
+            return header  # the usual case: nothing renamed, no new (validated) header
+        return replace(header, id=public, parent_session=public_parent)
 
     def list(self) -> list[PersistedSession]:
         """Every session of every source, with collision-free ids."""
         return self._listing()
 
+    def _route(self, session_id: str, *, relist: bool) -> tuple[int, str, dict[str, set[int]]]:
+        if relist:
+            self._listing()
+        with self._lock:
+            route, owners = self._routes.get(session_id), self._owners
+        if route is None and not relist:
+            return self._route(session_id, relist=True)
+        if route is None:
+            raise PersistenceNotFound(f"session {session_id!r} is in none of {self.labels}")
+        return route[0], route[1], owners
+
     def stat(self, session_id: str) -> PersistedSession | None:
-        """One session's listing entry, or ``None``."""
-        for entry in self._listing():
-            if entry.header.id == session_id:
-                return entry
+        """One session's listing entry, or ``None``.
+
+        A session listed before is looked up in its own source only (its source's ``stat``);
+        the whole corpus is listed again when the id is unknown or no longer maps to it.
+        """
+        for relist in (False, True):
+            try:
+                index, own, owners = self._route(session_id, relist=relist)
+            except PersistenceNotFound:
+                return None
+            entry = self._sources[index][1].stat(own)
+            if entry is not None:
+                header = self._renamed(entry.header, index, owners)
+                if header.id == session_id:
+                    return replace(entry, header=header)
         return None
 
     def open_read(self, session_id: str) -> ReadHandle:
@@ -168,11 +191,9 @@ class MultiSource:
             PersistenceCorrupt: as raised by the owning source.
         """
         entry = self.stat(session_id)
-        with self._lock:
-            route = self._routes.get(session_id)
-        if entry is None or route is None:
+        if entry is None:
             raise PersistenceNotFound(f"session {session_id!r} is in none of {self.labels}")
-        index, own = route
+        index, own, _owners = self._route(session_id, relist=False)
         inner = self._sources[index][1].open_read(own)
         return _RenamedHandle(inner, entry.header)
 
@@ -184,15 +205,7 @@ class MultiSource:
             PersistenceNotFound: no source has that id.
             PersistenceCorrupt: as raised by the owning source.
         """
-        with self._lock:
-            route, owners = self._routes.get(session_id), self._owners
-        if route is None:
-            self._listing()
-            with self._lock:
-                route, owners = self._routes.get(session_id), self._owners
-        if route is None:
-            raise PersistenceNotFound(f"session {session_id!r} is in none of {self.labels}")
-        index, own = route
+        index, own, owners = self._route(session_id, relist=False)
         source = self._sources[index][1]
         log = (
             source.read_documents(own)
@@ -205,7 +218,9 @@ class MultiSource:
         """The problems of every source that reports them, in source order."""
         out: list[Problem] = []
         for _, source in self._sources:
-            report: Any = getattr(source, "problems", None)
-            if callable(report):
-                out.extend(report())
+            if isinstance(source, ProblemSource):
+                out.extend(
+                    p if isinstance(p, Problem) else Problem(p.path, p.line, p.message)
+                    for p in source.problems()
+                )
         return out

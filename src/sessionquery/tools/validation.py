@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from itertools import accumulate
 from typing import Any
 
 from sessionquery.errors import SessionQueryError, ToolErrorCode
@@ -41,9 +42,11 @@ need two levels)."""
 MAX_INTEGER_DIGITS = 32
 """The most digits an integer in a JSON-text argument may have (safe integers have 16)."""
 
-# A JSON string literal: brackets inside one are text, not nesting.
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKETS = re.compile(r"[\[\]{}]")
+# A JSON string literal, or an unterminated one running to the end of the text. It always
+# matches from a quote (the closing quote is optional), so no quote is ever scanned twice.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.?[^"\\]*)*"?', re.DOTALL)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_BRACKET_STEPS = {"[": 1, "{": 1, "]": -1, "}": -1}
 _JSON_TYPE_NAMES = {
     str: "string",
     int: "integer",
@@ -104,14 +107,8 @@ def _loads(text: str) -> object:
 
 def _nesting_depth(text: str) -> int:
     """The deepest bracket nesting of a JSON text, outside string literals (linear time)."""
-    depth = deepest = 0
-    for match in _BRACKETS.finditer(_JSON_STRING.sub("", text)):
-        if match.group() in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
+    brackets = _NOT_BRACKETS.sub("", _JSON_STRING.sub("", text))
+    return max(accumulate(map(_BRACKET_STEPS.__getitem__, brackets)), default=0)
 
 
 def _bounded_int(literal: str) -> int:

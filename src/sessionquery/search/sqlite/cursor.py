@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.model import canonical_json
 from sessionquery.query.filters import (
     AvailabilityIn,
     CreatedBetween,
@@ -77,11 +78,7 @@ def _canonical_clause(clause: SessionFilter | EventFilter) -> dict[str, Any]:
 
 
 def _canonical_filters(filters: Sequence[SessionFilter | EventFilter]) -> list[str]:
-    return sorted(_json(_canonical_clause(clause)) for clause in filters)
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return sorted(canonical_json(_canonical_clause(clause)) for clause in filters)
 
 
 def request_fingerprint(
@@ -108,7 +105,7 @@ def request_fingerprint(
         "eventFilters": _canonical_filters(event_filters),
         "sessionId": session_id,
     }
-    encoded = _json(request).encode("utf-8", "surrogatepass")
+    encoded = canonical_json(request).encode("utf-8", "surrogatepass")
     return hashlib.sha256(encoded).hexdigest()[:32]
 
 
@@ -139,7 +136,7 @@ class CursorCodec:
 
     def encode(self, scope: Scope, fingerprint: str, generation: str, offset: int) -> str:
         """The cursor for the page starting at ``offset``."""
-        body = _json(
+        body = canonical_json(
             {
                 "v": CURSOR_VERSION,
                 "i": self._instance,

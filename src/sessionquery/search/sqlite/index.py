@@ -1,18 +1,30 @@
-"""``SqliteSearch``: the SQLite FTS5 search backend (SPEC §7).
+"""``SqliteSearch``: the SQLite FTS5 search backend (SPEC §7, shared by processes §13.2).
 
-One instance owns one SQLite connection (and the index path's owner lock) and serialises
-everything done with it behind one lock: reconciliation, queries and close. Every search
+Any number of ``SqliteSearch`` instances, in any number of processes, open one index path at
+once (SQLite WAL). Each instance has one connection, used for a short while at a time (one
+query, one batch of writes), and one reconciliation at a time; durable writes are serialised
+across processes by the index's write lock (:class:`.schema.WriteLock`, ``flock`` on
+``<realpath>.lock``), held only while a reconciliation writes. Identity and lock follow the
+real path, so a symlinked path shares them. Every search
 
 1. refuses at once when the backend is configured ``open_at="never"`` (``SEARCH_DISABLED``)
    or the token is already cancelled (``ABORTED``);
 2. validates the whole request (query, filters, limit, predicate budget, cursor shape);
-3. waits for the connection (the wait honours ``cancel``), opens the index if needed;
-4. reconciles the index with the corpus (:mod:`.reconcile`);
-5. checks the cursor's generation (``STALE_CURSOR``) and runs one ranked statement.
+3. waits for this instance's reconciliation turn (the wait honours ``cancel``), opens the
+   index if needed and reconciles the index with the corpus (:mod:`.reconcile`): another
+   process's reconciliation in progress is waited for, within the deadline;
+4. checks the cursor's generation (``STALE_CURSOR``) and runs one ranked statement in one read
+   transaction (a consistent snapshot of what was committed).
+
+**A search during a build.** When the deadline comes while a build is unfinished (ours or
+another process's: ``search_state`` records its progress), the search raises
+``INDEX_BUILDING`` with ``context={"sessions_indexed": n, "sessions_total": m}`` instead of
+``ABORTED``; every batch committed so far stays, and the next search continues the build.
+Otherwise a search past its deadline raises ``ABORTED``. A search never serves results from
+a half-reconciled corpus it knows about: it waits (within its deadline) or says why not.
 
 While a statement runs, an SQLite progress handler polls ``cancel``, so an expiring deadline
-interrupts the statement (``ABORTED``) instead of waiting for it; an interrupted
-reconciliation is rolled back, leaving the index as it was.
+interrupts the statement (``ABORTED``) instead of waiting for it.
 """
 
 from __future__ import annotations
@@ -21,8 +33,9 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from types import TracebackType
 from typing import Final, Literal, Self
@@ -90,6 +103,7 @@ _HEADER_CACHE_SIZE: Final = 4096
 PROGRESS_STEPS: Final = 1000
 """SQLite VM instructions between two polls of the cancel token during a statement."""
 _LOCK_POLL_SECONDS: Final = 0.005
+_WRITE_LOCK_POLL_SECONDS: Final = 0.01
 
 
 def _config_error(message: str) -> SessionQueryError:
@@ -157,9 +171,13 @@ class SqliteSearch:
         self._snippet_chars = _positive_int(snippet_chars, "snippet_chars", 2**31 - 1)
         self._open_at: OpenAt = open_at
         self._journal_mode: JournalMode = journal_mode
+        self._real = self._path if self._path == ":memory:" else os.path.realpath(self._path)
         self._lock = threading.Lock()
+        """Guards the connection: held for one statement group (a query, a batch of writes)."""
+        self._turn = threading.Lock()
+        """One reconciliation (and the query that follows it) at a time in this instance."""
         self._conn: sqlite3.Connection | None = None
-        self._owner: schema.IndexLock | None = None
+        self._access = _Access(self)
         self._state = IndexState()
         self._codec = CursorCodec()
         self._closed = False
@@ -184,40 +202,25 @@ class SqliteSearch:
     def _open(self) -> sqlite3.Connection:
         if self._conn is not None:
             return self._conn
-        owner: schema.IndexLock | None = None
-        if self._path != ":memory:":
-            location = Path(self._path)
+        if self._real != ":memory:":
             try:
-                schema.ensure_parent(location)
+                schema.ensure_parent(Path(self._real))
             except OSError as exc:
                 raise SessionQueryError(
                     ErrorCode.INDEX_FAILED,
                     f"session-search index {self._path!r} failed to open: {exc}",
                 ) from exc
-            owner = schema.IndexLock(location)
-            owner.acquire()
-        try:
-            conn = schema.open_index(self._path, self._journal_mode)
-        except BaseException:
-            if owner is not None:
-                owner.release()
-            raise
-        (generation,) = conn.execute("SELECT global_generation FROM main.search_state").fetchone()
-        self._state = IndexState(generation=int(generation))
-        self._conn, self._owner = conn, owner
-        return conn
+        self._conn = schema.open_index(self._real, self._journal_mode)
+        return self._conn
 
     def close(self) -> None:
-        """Close the index and release its owner lock; idempotent. Later searches fail with
-        ``INDEX_FAILED``."""
+        """Close this instance's connection; idempotent. Later searches fail with
+        ``INDEX_FAILED``. Other instances and processes on the same index are unaffected."""
         self._closed = True
         with self._lock:
             conn, self._conn = self._conn, None
-            owner, self._owner = self._owner, None
             if conn is not None:
                 schema.close_quietly(conn)
-            if owner is not None:
-                owner.release()
 
     def __enter__(self) -> Self:
         return self
@@ -241,14 +244,11 @@ class SqliteSearch:
             raise SessionQueryError(ErrorCode.INDEX_FAILED, "session-search index is closed")
 
     @contextmanager
-    def _connection(self, cancel: CancelToken | None) -> Iterator[sqlite3.Connection]:
-        """Hold the connection (opening it if needed) with ``cancel`` wired to SQLite."""
+    def _hold(self, cancel: CancelToken | None) -> Iterator[sqlite3.Connection]:
+        """Exclusive use of the connection (opening it if needed) with ``cancel`` wired to
+        SQLite; held for one statement group only."""
         self._check_open()
-        if cancel is None:
-            self._lock.acquire()
-        else:
-            while not self._lock.acquire(timeout=_LOCK_POLL_SECONDS):
-                cancel.check()
+        _acquire(self._lock, cancel)
         try:
             self._check_open()
             check_cancel(cancel)
@@ -267,6 +267,80 @@ class SqliteSearch:
         finally:
             self._lock.release()
 
+    @contextmanager
+    def _writing(self, cancel: CancelToken | None) -> Iterator[None]:
+        """The index's cross-process write lock, waited for within ``cancel``'s deadline."""
+        if self._real == ":memory:":
+            with nullcontext():
+                yield
+            return
+        lock = schema.WriteLock(Path(self._real))
+        try:
+            while not lock.try_acquire():
+                check_cancel(cancel)
+                time.sleep(_WRITE_LOCK_POLL_SECONDS)
+        except OSError as exc:
+            raise SessionQueryError(
+                ErrorCode.INDEX_FAILED, f"session-search index lock failed: {exc}"
+            ) from exc
+        try:
+            yield
+        finally:
+            lock.release()
+
+    @contextmanager
+    def _reconciled(self, corpus: Corpus, cancel: CancelToken | None) -> Iterator[None]:
+        """Take this instance's turn and reconcile; the turn is held inside the block.
+
+        A deadline that passes while a build is unfinished becomes ``INDEX_BUILDING``.
+        """
+        try:
+            _acquire(self._turn, cancel)
+        except SessionQueryError as exc:
+            raise self._building_or(exc, cancel, corpus) from None
+        try:
+            try:
+                reconcile(self._access, self._state, corpus, cancel)
+            except SessionQueryError as exc:
+                raise self._building_or(exc, cancel, corpus) from None
+            yield
+        finally:
+            self._turn.release()
+
+    def _building_or(
+        self, error: SessionQueryError, cancel: CancelToken | None, corpus: Corpus
+    ) -> Exception:
+        """``INDEX_BUILDING`` for a deadline that passed during an unfinished build (or before
+        the first one got to its first batch), else ``error`` unchanged."""
+        if (
+            error.code is not ErrorCode.ABORTED
+            or cancel is None
+            or cancel.cancelled
+            or self._closed
+            or corpus.persistence is None
+        ):
+            return error
+        try:
+            with self._hold(None) as conn:
+                done, total, completed = conn.execute(
+                    "SELECT build_done, build_total, completed FROM main.search_state"
+                ).fetchone()
+        except SessionQueryError:
+            return error
+        if done >= total and completed:
+            return error
+        if not total:  # still listing: no honest count yet
+            return SessionQueryError(
+                ErrorCode.INDEX_BUILDING,
+                "the history index is still being built (listing the sessions); try again shortly",
+            )
+        return SessionQueryError(
+            ErrorCode.INDEX_BUILDING,
+            f"the history index is still being built: {done:,} of {total:,} sessions; "
+            "try again shortly",
+            context={"sessions_indexed": int(done), "sessions_total": int(total)},
+        )
+
     # -- public operations -------------------------------------------------------------
 
     def update(
@@ -280,9 +354,11 @@ class SqliteSearch:
 
         Args:
             corpus: the service's corpus (``SessionQuery.corpus``).
-            cancel: aborts between sessions and inside SQLite statements.
+            cancel: aborts between sessions and inside SQLite statements; every batch
+                committed before it expired stays (the next reconciliation continues).
             progress: called as ``progress(done, total)`` while persisted sessions are
-                (re)indexed.
+                (re)indexed: ``(0, total)`` as soon as the stale sessions are known, then
+                after each session.
 
         Raises:
             SessionQueryError: ``SEARCH_DISABLED``, ``INDEX_FAILED``, ``ABORTED``,
@@ -290,8 +366,12 @@ class SqliteSearch:
         """
         self._check_enabled()
         check_cancel(cancel)
-        with self._connection(cancel) as conn:
-            return reconcile(conn, self._state, corpus, cancel, progress)
+        self._check_open()
+        _acquire(self._turn, cancel)
+        try:
+            return reconcile(self._access, self._state, corpus, cancel, progress)
+        finally:
+            self._turn.release()
 
     def search_sessions(
         self,
@@ -330,9 +410,10 @@ class SqliteSearch:
             match=mode,
         )
         position = self._decode(cursor, "sessions", fingerprint)
-        with self._connection(cancel) as conn:
-            reconcile(conn, self._state, corpus, cancel)
-            generation = str(self._state.generation)
+        with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
+            (durable,) = conn.execute("SELECT global_generation FROM main.search_state").fetchone()
+            state = self._state
+            generation = f"{state.epoch}:{durable}:{state.live_generation}"
             offset = self._offset(position, generation)
             matcher = self._matcher(conn, text, mode, cancel)
             persisted = corpus.persistence is not None
@@ -407,8 +488,7 @@ class SqliteSearch:
             match=mode,
         )
         position = self._decode(cursor, "events", fingerprint)
-        with self._connection(cancel) as conn:
-            reconcile(conn, self._state, corpus, cancel)
+        with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
             live, key, header, generation = self._target(conn, corpus, session_id)
             offset = self._offset(position, generation)
             matcher = self._matcher(conn, text, mode, cancel)
@@ -597,3 +677,39 @@ class SqliteSearch:
             record = SessionRecord(header, live=False, persisted=True)
         best = self._event_hit(conn, matcher, live, sid, (rid, *event))
         return SessionSearchHit(record=record, best_match=best)
+
+
+class _Access:
+    """What reconciliation may use of a :class:`SqliteSearch` (:class:`.reconcile.IndexAccess`)."""
+
+    __slots__ = ("_search",)
+
+    def __init__(self, search: SqliteSearch) -> None:
+        self._search = search
+
+    def hold(self, cancel: CancelToken | None) -> AbstractContextManager[sqlite3.Connection]:
+        return self._search._hold(cancel)  # pyright: ignore[reportPrivateUsage]
+
+    def writing(self, cancel: CancelToken | None) -> AbstractContextManager[None]:
+        return self._search._writing(cancel)  # pyright: ignore[reportPrivateUsage]
+
+
+def _acquire(lock: threading.Lock, cancel: CancelToken | None) -> None:
+    """Take ``lock``, polling ``cancel`` while waiting (``ABORTED`` when it expires)."""
+    if cancel is None:
+        lock.acquire()
+        return
+    while not lock.acquire(timeout=_LOCK_POLL_SECONDS):
+        cancel.check()
+
+
+@contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction: every statement inside sees the same committed state."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:
+            conn.set_progress_handler(None, 0)
+            conn.execute("COMMIT")

@@ -1,4 +1,4 @@
-"""The index database: its guarded open procedure, its schema and its owner lock.
+"""The index database: its guarded open procedure, its schema and its write lock.
 
 The index is **derived and disposable**: everything in it can be rebuilt from the corpus.
 It is marked with our own ``application_id`` (:data:`APPLICATION_ID`) and a schema
@@ -14,8 +14,9 @@ Invariants of :func:`open_index`:
   but damaged (e.g. truncated: a probe of its structures fails) is replaced by a new file.
 * The journal mode is applied only after validation. New files are ``0600``, new parent
   directories ``0700``.
-* One owner per index path: an exclusive ``flock`` on ``<path>.lock`` is held while open; a
-  second opener (another process or another instance in this one) gets ``INDEX_FAILED``.
+* Any number of connections, in any number of processes, open one index (WAL). Writers are
+  serialised by :class:`WriteLock` (``flock`` on ``<realpath>.lock``), held only while a
+  reconciliation writes; a damaged file is replaced only by the holder of that lock.
 
 Layout: ``doc_rows`` (explicit ``INTEGER PRIMARY KEY`` rowid = ``session_key << 32 | seq``)
 holds each document's text and metadata, ``doc_fts`` is an external-content FTS5 index over
@@ -44,7 +45,7 @@ __all__ = [
     "APPLICATION_ID",
     "DERIVED_TABLES",
     "SCHEMA_VERSION",
-    "IndexLock",
+    "WriteLock",
     "close_quietly",
     "create_temp_schema",
     "ensure_parent",
@@ -54,8 +55,11 @@ __all__ = [
 APPLICATION_ID = 0x53514958
 """``PRAGMA application_id`` of a sessionquery index (ASCII ``SQIX``)."""
 
-SCHEMA_VERSION = 1
-"""``PRAGMA user_version``; any other value on a database of ours means "rebuild"."""
+SCHEMA_VERSION = 2
+"""``PRAGMA user_version``; any other value on a database of ours means "rebuild".
+
+Version 2 keeps in ``search_state`` what every process sharing the index must see: the store's
+change token at the last complete reconciliation and the progress of the current build."""
 
 DERIVED_TABLES = frozenset(
     {
@@ -74,7 +78,9 @@ DERIVED_TABLES = frozenset(
 _MAIN_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS main.search_state ("
     " singleton INTEGER PRIMARY KEY CHECK (singleton = 1),"
-    " global_generation INTEGER NOT NULL)",
+    " global_generation INTEGER NOT NULL, token TEXT,"
+    " build_done INTEGER NOT NULL DEFAULT 0, build_total INTEGER NOT NULL DEFAULT 0,"
+    " completed INTEGER NOT NULL DEFAULT 0)",
     "INSERT OR IGNORE INTO main.search_state (singleton, global_generation) VALUES (1, 0)",
     "CREATE TABLE IF NOT EXISTS main.persisted_sessions ("
     " key INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL,"
@@ -105,8 +111,13 @@ def _failed(path: str, detail: str) -> SessionQueryError:
     )
 
 
-class IndexLock:
-    """An exclusive advisory lock on ``<path>.lock``, held while an index is open."""
+class WriteLock:
+    """The cross-process lock of one index, held only while a reconciliation writes.
+
+    An exclusive ``flock`` on ``<realpath>.lock``; ``flock`` locks belong to open file
+    descriptions, so two :class:`WriteLock` objects of one path exclude each other even inside
+    one process. Readers never take it: searches run concurrently under SQLite WAL.
+    """
 
     __slots__ = ("_fd", "path")
 
@@ -114,20 +125,28 @@ class IndexLock:
         self.path = index_path.with_name(index_path.name + ".lock")
         self._fd: int | None = None
 
-    def acquire(self) -> None:
-        """Take the lock or raise ``INDEX_FAILED`` naming the owner conflict."""
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the lock."""
+        return self._fd is not None
+
+    def try_acquire(self) -> bool:
+        """Take the lock if it is free; return whether it is now held.
+
+        Raises:
+            OSError: the lock file cannot be opened.
+        """
+        if self._fd is not None:
+            return True
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
         if fcntl is not None:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 os.close(fd)
-                raise _failed(
-                    str(self.path.with_suffix("")),
-                    "the index is already open in another process or SqliteSearch instance "
-                    "(one owner per index path)",
-                ) from None
+                return False
         self._fd = fd
+        return True
 
     def release(self) -> None:
         """Release the lock (idempotent). The lock file itself is left in place."""
@@ -242,7 +261,8 @@ def _readable(conn: sqlite3.Connection) -> bool:
 def open_index(path: str, journal_mode: str) -> sqlite3.Connection:
     """Open, validate and (if needed) build the index at ``path`` (``":memory:"`` allowed).
 
-    The caller holds the :class:`IndexLock` for file paths.
+    Opening takes no lock; replacing a damaged file of ours takes the :class:`WriteLock`
+    without waiting (when another process holds it, the open fails and the next one retries).
 
     Raises:
         SessionQueryError: ``INDEX_FAILED`` for a database that is not ours or cannot be
@@ -268,6 +288,7 @@ def _open_index(path: str, journal_mode: str, *, discard_damaged: bool) -> sqlit
         raise _failed(path, str(exc)) from exc
     ours = False
     try:
+        conn.execute("PRAGMA busy_timeout = 5000")
         rebuild = _validate(conn, path)
         ours = not memory and conn.execute("PRAGMA main.application_id").fetchone()[0] != 0
         if rebuild:
@@ -275,7 +296,6 @@ def _open_index(path: str, journal_mode: str, *, discard_damaged: bool) -> sqlit
         if not memory:
             conn.execute(f"PRAGMA main.journal_mode = {journal_mode}")
             conn.execute("PRAGMA main.synchronous = NORMAL")  # derived data: no fsync per commit
-        conn.execute("PRAGMA busy_timeout = 5000")
         conn.execute("PRAGMA temp_store = MEMORY")
         conn.execute("PRAGMA cache_size = -32768")
         _create_main_schema(conn)
@@ -289,9 +309,14 @@ def _open_index(path: str, journal_mode: str, *, discard_damaged: bool) -> sqlit
         conn.close()
         if ours and discard_damaged:
             # Ours (our application_id) but damaged, e.g. truncated: the index is derived, so
-            # the file is replaced by a fresh one. The owner lock is held, nobody else has it.
-            _discard(path)
-            return _open_index(path, journal_mode, discard_damaged=False)
+            # the file is replaced by a fresh one, by the holder of the write lock only.
+            lock = WriteLock(Path(path))
+            if lock.try_acquire():
+                try:
+                    _discard(path)
+                    return _open_index(path, journal_mode, discard_damaged=False)
+                finally:
+                    lock.release()
         raise _failed(path, str(exc)) from exc
     return conn
 

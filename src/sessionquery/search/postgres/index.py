@@ -1,0 +1,560 @@
+"""``PostgresSearch``: the SPEC §7 search backend on PostgreSQL (SPEC §13.5).
+
+One instance owns one connection and serialises its work behind one lock. Every search
+
+1. refuses at once when disabled (``SEARCH_DISABLED``) or already cancelled (``ABORTED``);
+2. validates the whole request (query, match mode, filters, limit, budgets, cursor);
+3. brings the shared persisted index up to date (:meth:`PostgresSearch.update`): under a
+   transaction-scoped advisory lock, so any number of processes share one index; by the
+   store's change journal when it has one (only the changed sessions are read), else by
+   comparing revisions with a listing; nothing at all when the change token is unchanged,
+   and nothing either while another process is updating an already built index
+   (:mod:`.sync`);
+4. updates this process's live overlay (:mod:`.overlay`) and merges its hits with one ranked
+   statement over the persisted documents.
+
+While statements run, a watcher thread cancels them on the server as soon as ``cancel``
+expires (``ABORTED`` within a few tens of milliseconds); the running batch of an
+interrupted update is rolled back (committed batches stay).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any, Final, Literal, Self
+
+import psycopg
+
+from sessionquery.errors import (
+    ErrorCode,
+    SessionQueryError,
+)
+from sessionquery.model import SessionHeader
+from sessionquery.query.backend import Corpus, SearchMatch, validate_match
+from sessionquery.query.cancel import CancelToken, check_cancel
+from sessionquery.query.filters import (
+    EventFilter,
+    SessionFilter,
+    validate_event_filters,
+    validate_session_filters,
+)
+from sessionquery.query.types import (
+    EventSearchHit,
+    EventSearchPage,
+    SessionRecord,
+    SessionSearchHit,
+    SessionSearchPage,
+)
+from sessionquery.search.postgres import schema
+from sessionquery.search.postgres.overlay import LiveHit, LiveOverlay
+from sessionquery.search.postgres.sql import (
+    EVENT_PREDICATE_LIMIT,
+    SESSION_PREDICATE_LIMIT,
+    compile_filters,
+    event_search_sql,
+    match_params,
+    session_search_sql,
+)
+from sessionquery.search.postgres.sync import sync_persisted
+from sessionquery.search.postgres.tokens import (
+    MatchPlan,
+    first_match,
+    match_plan,
+)
+from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, request_fingerprint
+from sessionquery.search.sqlite.query import normalize_query, validate_limit
+from sessionquery.search.sqlite.reconcile import IndexUpdate, ProgressCallback
+from sessionquery.search.sqlite.snippet import MATCH_MARK, snippet_from_highlight
+
+__all__ = ["PostgresSearch"]
+
+OpenAt = Literal["startup", "first-search", "never"]
+_OPEN_AT: Final = ("startup", "first-search", "never")
+_MAX_SAFE_LIMIT: Final = 2**53 - 2
+_LOCK_POLL_SECONDS: Final = 0.005
+_WATCH_SECONDS: Final = 0.01
+_MATCHES: Final = ("phrase", "words")
+
+
+def _config_error(message: str) -> SessionQueryError:
+    return SessionQueryError(
+        ErrorCode.INVALID_CONFIG, f"session-search PostgreSQL config: {message}"
+    )
+
+
+def _positive_int(value: object, name: str, maximum: int = _MAX_SAFE_LIMIT) -> int:
+    if type(value) is not int or not 1 <= value <= maximum:
+        raise _config_error(f"{name} must be an integer between 1 and {maximum}, not {value!r}")
+    return value
+
+
+class PostgresSearch:
+    """A PostgreSQL full-text index over the corpus, usable as ``SessionQuery(search=...)``.
+
+    The persisted part of the index lives in the database named by ``dsn`` and is shared by
+    every process that uses it; keep one database (or schema, via ``search_path``) per corpus.
+
+    Args:
+        dsn: a libpq connection string or URI.
+        open_at: ``"startup"`` (connect and create the tables now), ``"first-search"`` or
+            ``"never"`` (every search raises ``SEARCH_DISABLED``).
+        default_limit: page size when a search passes no ``limit``.
+        max_limit: the largest accepted ``limit``.
+        snippet_chars: maximum snippet length in code points.
+        connect_timeout: seconds to wait for the server when connecting.
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` for invalid arguments; ``INDEX_FAILED`` when
+            ``open_at="startup"`` and the server cannot be reached or refuses.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        open_at: OpenAt = "startup",
+        default_limit: int = 20,
+        max_limit: int = 100,
+        snippet_chars: int = 240,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        if not isinstance(dsn, str) or not dsn.strip():
+            raise _config_error("dsn must be a non-empty connection string")
+        if open_at not in _OPEN_AT:
+            raise _config_error(f"open_at must be one of {', '.join(_OPEN_AT)}, not {open_at!r}")
+        self._max_limit = _positive_int(max_limit, "max_limit")
+        self._default_limit = _positive_int(default_limit, "default_limit")
+        if self._default_limit > self._max_limit:
+            raise _config_error(
+                f"default_limit {default_limit} must not exceed max_limit {max_limit}"
+            )
+        self._snippet_chars = _positive_int(snippet_chars, "snippet_chars", 2**31 - 1)
+        self._dsn = dsn
+        self._timeout = max(1, round(connect_timeout))
+        self._open_at: OpenAt = open_at
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._closed = False
+        self._codec = CursorCodec()
+        self._overlay = LiveOverlay()
+        self._binding: object = None
+        self._token: str | None = None
+        self._generation = 0
+        self._headers: dict[str, SessionHeader] = {}
+        if open_at == "startup":
+            with self._lock:
+                self._open()
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def _open(self) -> psycopg.Connection[Any]:
+        if self._conn is not None and not self._conn.closed and not self._conn.broken:
+            return self._conn
+        self._binding, self._token = None, None  # a new connection re-checks the index
+        try:
+            conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=self._timeout)
+        except psycopg.Error as exc:
+            raise SessionQueryError(
+                ErrorCode.INDEX_FAILED, f"session-search PostgreSQL index cannot connect: {exc}"
+            ) from exc
+        try:
+            with conn.transaction():
+                schema.ensure_schema(conn)
+        except psycopg.Error as exc:
+            conn.close()
+            raise SessionQueryError(
+                ErrorCode.INDEX_FAILED, f"session-search PostgreSQL index failed to open: {exc}"
+            ) from exc
+        self._conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Close the connection; idempotent. Later searches fail with ``INDEX_FAILED``."""
+        self._closed = True
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                conn.close()
+
+    def __del__(self) -> None:
+        # An index dropped without close() still hangs up its connection.
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _check_enabled(self) -> None:
+        if self._open_at == "never":
+            raise SessionQueryError(
+                ErrorCode.SEARCH_DISABLED, "session search is disabled (open_at='never')"
+            )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionQueryError(ErrorCode.INDEX_FAILED, "session-search index is closed")
+
+    @contextmanager
+    def _connection(self, cancel: CancelToken | None) -> Iterator[psycopg.Connection[Any]]:
+        """Hold the connection (opening it if needed), with ``cancel`` wired to the server."""
+        self._check_open()
+        if cancel is None:
+            self._lock.acquire()
+        else:
+            while not self._lock.acquire(timeout=_LOCK_POLL_SECONDS):
+                cancel.check()
+        try:
+            self._check_open()
+            check_cancel(cancel)
+            conn = self._open()
+            try:
+                with _watch(conn, cancel):
+                    yield conn
+            except psycopg.Error as exc:
+                check_cancel(cancel)
+                raise SessionQueryError(
+                    ErrorCode.INDEX_FAILED, f"session-search PostgreSQL query failed: {exc}"
+                ) from exc
+        finally:
+            self._lock.release()
+
+    # -- reconciliation ----------------------------------------------------------------
+
+    def update(
+        self,
+        corpus: Corpus,
+        *,
+        cancel: CancelToken | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> IndexUpdate:
+        """Bring the index up to date now (what every search does first) and report it.
+
+        Raises:
+            SessionQueryError: ``SEARCH_DISABLED``, ``INDEX_FAILED``, ``ABORTED``,
+                ``PERSISTENCE_FAILED``, ``CORRUPT_SESSION``, ``SOURCE_CONFLICT`` or
+                ``INVALID_SURFACE``.
+        """
+        self._check_enabled()
+        check_cancel(cancel)
+        with self._connection(cancel) as conn:
+            return self._reconcile(conn, corpus, cancel, progress)
+
+    def _reconcile(
+        self,
+        conn: psycopg.Connection[Any],
+        corpus: Corpus,
+        cancel: CancelToken | None,
+        progress: ProgressCallback | None = None,
+    ) -> IndexUpdate:
+        persistence = corpus.persistence
+        token = corpus.change_token() if persistence is not None else None
+        snapshots = corpus.live_snapshots()
+        indexed = removed = docs = 0
+        skipped = True
+        if persistence is not None and (
+            persistence is not self._binding or token is None or token != self._token
+        ):
+            synced = sync_persisted(
+                conn=conn,
+                corpus=corpus,
+                persistence=persistence,
+                token=token,
+                cancel=cancel,
+                progress=progress,
+            )
+            self._generation = synced.generation
+            indexed, removed, docs = synced.indexed, synced.removed, synced.documents
+            self._binding, self._token = persistence, None if synced.busy else token
+            skipped = False
+        elif persistence is None:
+            self._binding, self._token = None, None
+        if (snapshots and (indexed or removed)) or not self._overlay.unchanged(snapshots):
+            persisted: frozenset[str] = frozenset()
+            if persistence is not None:
+                live_ids = [snapshot.header.id for snapshot in snapshots]
+                rows = conn.execute(
+                    "SELECT id FROM sqi_sessions WHERE id = ANY(%s::text[])", (live_ids,)
+                ).fetchall()
+                persisted = frozenset(str(row[0]) for row in rows)
+            live_indexed, live_removed = self._overlay.update(snapshots, persisted)
+            return IndexUpdate(
+                persisted_indexed=indexed,
+                persisted_removed=removed,
+                live_indexed=live_indexed,
+                live_removed=live_removed,
+                documents_written=docs,
+            )
+        if skipped:
+            return IndexUpdate(skipped=True)
+        return IndexUpdate(
+            persisted_indexed=indexed, persisted_removed=removed, documents_written=docs
+        )
+
+    # -- searches ----------------------------------------------------------------------
+
+    def search_sessions(
+        self,
+        corpus: Corpus,
+        query: str,
+        *,
+        session_filters: Sequence[SessionFilter] = (),
+        event_filters: Sequence[EventFilter] = (),
+        limit: int | None = None,
+        cursor: str | None = None,
+        cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
+    ) -> SessionSearchPage:
+        """Sessions matching ``query``, each with its best event (SPEC §7, §13.3).
+
+        Raises:
+            SessionQueryError: ``SEARCH_DISABLED``, ``INVALID_QUERY``, ``INVALID_FILTER``,
+                ``INVALID_LIMIT``, ``INVALID_CURSOR``, ``STALE_CURSOR``, ``ABORTED``,
+                ``INDEX_FAILED`` and the corpus errors of :meth:`update`.
+        """
+        self._check_enabled()
+        check_cancel(cancel)
+        text = normalize_query(query)
+        mode = validate_match(match)
+        sessions = validate_session_filters(session_filters)
+        events = validate_event_filters(event_filters, allow_text=False)
+        page_size = validate_limit(limit, self._default_limit, self._max_limit)
+        compiled = compile_filters(sessions, events, predicate_limit=SESSION_PREDICATE_LIMIT)
+        fingerprint = request_fingerprint(
+            "sessions",
+            text,
+            limit=page_size,
+            session_filters=sessions,
+            event_filters=events,
+            match=mode,
+        )
+        position = self._decode(cursor, "sessions", fingerprint)
+        plan = match_plan(text, mode)
+        with self._connection(cancel) as conn:
+            self._reconcile(conn, corpus, cancel)
+            generation = f"{self._generation}:{self._overlay.generation}"
+            offset = self._offset(position, generation)
+            ranked: list[tuple[tuple[Any, ...], object]] = []
+            if plan is not None:
+                live = self._overlay.best_per_session(plan, sessions, events)
+                ranked = [(hit.session_key(), hit) for hit in live]
+                start = offset if not live else 0
+                if corpus.persistence is not None:
+                    params = {
+                        **compiled.params,
+                        **match_params(plan),
+                        "live": sorted(self._overlay.sessions),
+                        "lim": offset + page_size + 1 - start,
+                        "off": start,
+                    }
+                    rows = conn.execute(session_search_sql(plan, compiled), params).fetchall()
+                    ranked += [((-r[6], r[5], -r[3], r[0], -r[1]), r) for r in rows]
+                ranked.sort(key=lambda item: item[0])
+                window = ranked[offset - start :]
+            else:
+                window = []
+            hits = self._session_hits(conn, plan, [item for _key, item in window[:page_size]])
+        next_cursor = None
+        if len(window) > page_size:
+            next_cursor = self._codec.encode(
+                "sessions", fingerprint, generation, offset + page_size
+            )
+        return SessionSearchPage(items=hits, next_cursor=next_cursor)
+
+    def search_events(
+        self,
+        corpus: Corpus,
+        session_id: str,
+        query: str,
+        *,
+        filters: Sequence[EventFilter] = (),
+        limit: int | None = None,
+        cursor: str | None = None,
+        cancel: CancelToken | None = None,
+        match: SearchMatch = "phrase",
+    ) -> EventSearchPage:
+        """Events of one session matching ``query``, best first (SPEC §7, §13.3).
+
+        Raises:
+            SessionQueryError: as :meth:`search_sessions`, plus ``SESSION_NOT_FOUND`` when
+                the id is neither live nor persisted.
+        """
+        self._check_enabled()
+        check_cancel(cancel)
+        if not isinstance(session_id, str):
+            raise SessionQueryError(
+                ErrorCode.INVALID_FILTER,
+                f"session-search session id must be a string, not {type(session_id).__name__}",
+            )
+        text = normalize_query(query)
+        mode = validate_match(match)
+        events = validate_event_filters(filters, allow_text=False)
+        page_size = validate_limit(limit, self._default_limit, self._max_limit)
+        compiled = compile_filters((), events, predicate_limit=EVENT_PREDICATE_LIMIT)
+        fingerprint = request_fingerprint(
+            "events",
+            text,
+            limit=page_size,
+            event_filters=events,
+            session_id=session_id,
+            match=mode,
+        )
+        position = self._decode(cursor, "events", fingerprint)
+        plan = match_plan(text, mode)
+        with self._connection(cancel) as conn:
+            self._reconcile(conn, corpus, cancel)
+            live = self._overlay.sessions.get(session_id)
+            if live is not None:
+                header, generation = live.header, f"live:{live.generation}"
+                offset = self._offset(position, generation)
+                found = [] if plan is None else self._overlay.search(plan, live, events)
+                window: list[Any] = found[offset : offset + page_size + 1]
+                hits = [_live_event_hit(hit, self._snippet(plan, hit.doc.text)) for hit in window]
+            else:
+                header, generation = self._persisted_target(conn, corpus, session_id)
+                offset = self._offset(position, generation)
+                window = []
+                if plan is not None:
+                    params = {
+                        **compiled.params,
+                        **match_params(plan),
+                        "sid": session_id,
+                        "lim": page_size + 1,
+                        "off": offset,
+                    }
+                    window = conn.execute(event_search_sql(plan, compiled), params).fetchall()
+                hits = [
+                    EventSearchHit(
+                        session_id=session_id,
+                        seq=int(seq),
+                        type=str(kind),
+                        time=int(time),
+                        surface=surface,
+                        snippet=self._snippet(plan, str(text)),
+                    )
+                    for seq, kind, time, surface, _length, _mc, text in window[:page_size]
+                ]
+        next_cursor = None
+        if len(window) > page_size:
+            next_cursor = self._codec.encode("events", fingerprint, generation, offset + page_size)
+        return EventSearchPage(session=header, items=hits[:page_size], next_cursor=next_cursor)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _decode(
+        self, cursor: object, scope: Literal["sessions", "events"], fingerprint: str
+    ) -> CursorPosition | None:
+        if cursor is None:
+            return None
+        return self._codec.decode(cursor, scope, fingerprint)
+
+    @staticmethod
+    def _offset(position: CursorPosition | None, generation: str) -> int:
+        if position is None:
+            return 0
+        if position.generation != generation:
+            raise SessionQueryError(
+                ErrorCode.STALE_CURSOR,
+                "session-search cursor is stale because its relevant corpus changed; "
+                "retry the complete search",
+            )
+        return position.offset
+
+    def _persisted_target(
+        self, conn: psycopg.Connection[Any], corpus: Corpus, session_id: str
+    ) -> tuple[SessionHeader, str]:
+        if corpus.persistence is not None:
+            row = conn.execute(
+                "SELECT header_json, generation FROM sqi_sessions WHERE id = %s", (session_id,)
+            ).fetchone()
+            if row is not None:
+                return self._header(str(row[0])), f"persisted:{row[1]}"
+        raise SessionQueryError(ErrorCode.SESSION_NOT_FOUND, f"session {session_id!r} not found")
+
+    def _header(self, header_json: str) -> SessionHeader:
+        header = self._headers.get(header_json)
+        if header is None:
+            if len(self._headers) >= 4096:
+                self._headers.clear()
+            header = SessionHeader.from_json(json.loads(header_json))
+            self._headers[header_json] = header
+        return header
+
+    def _snippet(self, plan: MatchPlan | None, text: str) -> str:
+        first = None if plan is None else first_match(text, plan)
+        highlighted = text if first is None else text[:first] + MATCH_MARK + text[first:]
+        return snippet_from_highlight(highlighted, self._snippet_chars)
+
+    def _session_hits(
+        self, conn: psycopg.Connection[Any], plan: MatchPlan | None, items: list[object]
+    ) -> list[SessionSearchHit]:
+        hits = []
+        for item in items:
+            if isinstance(item, LiveHit):
+                session = item.session
+                record = SessionRecord(session.header, live=True, persisted=session.persisted)
+                best = _live_event_hit(item, self._snippet(plan, item.doc.text))
+            else:
+                row: tuple[Any, ...] = item  # type: ignore[assignment]
+                sid, seq, kind, time, surface, _length, _mc, header_json, text = row
+                record = SessionRecord(self._header(str(header_json)), live=False, persisted=True)
+                best = EventSearchHit(
+                    session_id=str(sid),
+                    seq=int(seq),
+                    type=str(kind),
+                    time=int(time),
+                    surface=surface,
+                    snippet=self._snippet(plan, str(text)),
+                )
+            hits.append(SessionSearchHit(record=record, best_match=best))
+        return hits
+
+
+def _live_event_hit(hit: LiveHit, snippet: str) -> EventSearchHit:
+    doc = hit.doc
+    return EventSearchHit(
+        session_id=hit.session.header.id,
+        seq=doc.seq,
+        type=doc.type,
+        time=doc.time,
+        surface=hit.surface,
+        snippet=snippet,
+    )
+
+
+@contextmanager
+def _watch(conn: psycopg.Connection[Any], cancel: CancelToken | None) -> Iterator[None]:
+    """Cancel the running statement on the server as soon as ``cancel`` expires."""
+    if cancel is None:
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(_WATCH_SECONDS):
+            if cancel.expired:
+                try:
+                    conn.cancel_safe(timeout=1.0)
+                except psycopg.Error:
+                    pass
+                return
+
+    watcher = threading.Thread(target=watch, name="sessionquery-pg-cancel", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()

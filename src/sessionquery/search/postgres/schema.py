@@ -1,0 +1,140 @@
+"""The PostgreSQL search index's tables, migrations and counting function.
+
+Tables (prefixed ``sqi_``, in the connection's ``search_path``; put ``options=-csearch_path=X``
+in the DSN to keep several indexes in one database):
+
+* ``sqi_state``: one row: which corpus the index mirrors (``source``), the corpus change token
+  it was last brought up to date with, and the index ``generation`` (bumped by every change);
+* ``sqi_sessions``: one row per indexed persisted session (header fields used by filters);
+* ``sqi_docs``: one row per event with text: metadata, the text, its normal form
+  (:func:`~.tokens.normal_form`) and a position-less ``tsvector`` of its lexemes (GIN
+  indexed). A document whose lexemes exceed the tsvector size limit stores ``NULL`` there
+  and is always a candidate (a partial index finds them).
+
+Invariants: the index is derived and disposable (a source switch or an unknown schema rebuilds
+it); migrations run under an advisory lock, so concurrent openers never race.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import psycopg
+
+__all__ = ["INDEX_LOCK", "SCHEMA_VERSION", "ensure_schema"]
+
+INDEX_LOCK: Final = 0x5351_494E_4458_0001
+"""Advisory lock held (transaction-scoped) by every reconciliation and migration."""
+
+_TABLES: Final = (
+    """CREATE TABLE sqi_state (
+        singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+        source text,
+        token text,
+        generation bigint NOT NULL DEFAULT 0)""",
+    "INSERT INTO sqi_state DEFAULT VALUES",
+    """CREATE TABLE sqi_sessions (
+        id text COLLATE "C" PRIMARY KEY,
+        created_at bigint NOT NULL,
+        cwd text,
+        parent_session text,
+        header_json text NOT NULL,
+        revision text NOT NULL,
+        generation bigint NOT NULL)""",
+    """CREATE TABLE sqi_docs (
+        session_id text COLLATE "C" NOT NULL REFERENCES sqi_sessions (id) ON DELETE CASCADE,
+        seq integer NOT NULL,
+        type text NOT NULL,
+        time bigint NOT NULL,
+        surface text NOT NULL,
+        length integer NOT NULL,
+        text text NOT NULL,
+        norm text NOT NULL,
+        tsv tsvector,
+        PRIMARY KEY (session_id, seq))""",
+    "CREATE INDEX sqi_docs_tsv ON sqi_docs USING gin (tsv)",
+    "CREATE INDEX sqi_docs_oversized ON sqi_docs (session_id) WHERE tsv IS NULL",
+    # Match spans as FTS5 highlight() counts them: every instance of every pattern (instances
+    # may overlap), overlapping ones merged. Used only for queries where summing
+    # non-overlapping counts would differ (MatchPlan.simple is false).
+    """CREATE FUNCTION sqi_span_count(norm text, patterns text[]) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    DECLARE
+        starts integer[] := '{}';
+        ends integer[] := '{}';
+        pattern text;
+        found integer;
+        base integer;
+        spans integer := 0;
+        span_end integer := -1;
+        s integer;
+        e integer;
+    BEGIN
+        FOREACH pattern IN ARRAY patterns LOOP
+            base := 0;
+            LOOP
+                found := strpos(substr(norm, base + 1), pattern);
+                EXIT WHEN found = 0;
+                starts := starts || (base + found);
+                ends := ends || (base + found + length(pattern));
+                base := base + found;
+            END LOOP;
+            IF base = 0 THEN
+                RETURN 0;
+            END IF;
+        END LOOP;
+        FOR s, e IN SELECT u.s, u.e FROM unnest(starts, ends) AS u(s, e) ORDER BY 1, 2 LOOP
+            IF s >= span_end THEN
+                spans := spans + 1;
+                span_end := e;
+            ELSIF e > span_end THEN
+                span_end := e;
+            END IF;
+        END LOOP;
+        RETURN spans;
+    END $$""",
+)
+
+MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (("m001_initial", _TABLES),)
+SCHEMA_VERSION: Final = len(MIGRATIONS)
+
+_DROP: Final = (
+    "DROP TABLE IF EXISTS sqi_docs",
+    "DROP TABLE IF EXISTS sqi_sessions",
+    "DROP TABLE IF EXISTS sqi_state",
+    "DROP FUNCTION IF EXISTS sqi_span_count(text, text[])",
+    "DELETE FROM sqi_migrations",
+)
+
+
+def _is_current(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute("SELECT to_regclass('sqi_migrations') IS NOT NULL").fetchone()
+    if not row or not row[0]:
+        return False
+    applied = {str(r[0]) for r in conn.execute("SELECT name FROM sqi_migrations")}
+    return applied == {name for name, _ in MIGRATIONS}
+
+
+def ensure_schema(conn: psycopg.Connection[Any]) -> None:
+    """Create or migrate the index tables (the caller commits).
+
+    An index written by a newer version (unknown migrations) is derived data: it is dropped
+    and rebuilt rather than refused.
+    """
+    if _is_current(conn):
+        return  # the common case takes no lock: a long update elsewhere never delays an open
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK,))
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS sqi_migrations (name text PRIMARY KEY, "
+        "applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    applied = {str(row[0]) for row in conn.execute("SELECT name FROM sqi_migrations")}
+    if applied - {name for name, _ in MIGRATIONS}:
+        for statement in _DROP:
+            conn.execute(statement)
+        applied = set()
+    for name, statements in MIGRATIONS:
+        if name not in applied:
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute("INSERT INTO sqi_migrations (name) VALUES (%s)", (name,))

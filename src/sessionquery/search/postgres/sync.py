@@ -1,0 +1,358 @@
+"""Synchronising the shared persisted index with the store (one transaction per update).
+
+Invariants:
+
+* Every update holds the index's transaction-scoped advisory lock, so processes sharing the
+  index take turns; it commits in batches of :data:`BATCH_SESSIONS` sessions, each all or
+  nothing, and records the store's token only with its last batch (an interrupted build
+  keeps its batches; the next update finds their revisions current and continues). A search
+  that finds the lock taken by another process searches the index as it is (already built)
+  instead of waiting; only the very first build of an index is waited for.
+* ``sqi_state`` records which corpus the tables mirror (``source``) and the store's change
+  token they are current with: a process that finds the token it read already recorded does
+  nothing; a different source empties the tables first.
+* With a change journal only the sessions it names are looked at (``stat`` each); otherwise a
+  listing is compared by revision. A changed session's rows are replaced as a whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import psycopg
+
+from sessionquery.errors import (
+    ErrorCode,
+    PersistenceCorrupt,
+    PersistenceError,
+    PersistenceNotFound,
+    SessionQueryError,
+)
+from sessionquery.model import SurfaceError, SurfaceFolder, extract_event_text
+from sessionquery.persistence.base import (
+    ChangeJournal,
+    DocumentSource,
+    PersistedSession,
+    SessionPersistence,
+)
+from sessionquery.query.backend import Corpus
+from sessionquery.query.cancel import CancelToken, check_cancel
+from sessionquery.search.postgres import schema
+from sessionquery.search.postgres.tokens import lexeme, normal_form, tokens
+from sessionquery.search.sqlite.reconcile import ProgressCallback
+from sessionquery.search.sqlite.snippet import sanitize_text
+
+__all__ = ["SyncResult", "sync_persisted"]
+
+_TSVECTOR_BUDGET: Final = 1_000_000
+"""Bytes of lexemes above which a document stores no tsvector (PostgreSQL's limit is 1 MiB)."""
+
+_DocRow = tuple[str, int, str, int, str, int, str, str, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    """What one synchronisation did, and the index generation it left."""
+
+    generation: int
+    indexed: int = 0
+    removed: int = 0
+    documents: int = 0
+    busy: bool = False
+    """Another process held the update lock; nothing was synchronised."""
+
+
+def _try_lock(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (schema.INDEX_LOCK,)).fetchone()
+    return bool(row and row[0])
+
+
+def _source_of(persistence: SessionPersistence) -> str:
+    """A stable name for the corpus a shared index mirrors (a switch rebuilds the index)."""
+    store_id = getattr(persistence, "store_id", None)
+    kind = f"{type(persistence).__module__}.{type(persistence).__qualname__}"
+    if isinstance(store_id, str):
+        return f"{kind}:{store_id}"
+    root = getattr(persistence, "root", None)
+    return f"{kind}:{root}" if isinstance(root, str) else kind
+
+
+def _tsvector(words: Sequence[str]) -> str | None:
+    lexemes = {lexeme(word) for word in words}
+    if sum(len(item.encode("utf-8")) + 8 for item in lexemes) > _TSVECTOR_BUDGET:
+        return None
+    return " ".join(f"'{item}'" for item in sorted(lexemes))
+
+
+def _doc_row(sid: str, seq: int, kind: str, time: int, surface: str, raw: str) -> _DocRow:  # noqa: PLR0917
+    text = sanitize_text(raw)
+    words = tokens(text)
+    return (sid, seq, kind, time, surface, len(text), text, normal_form(words), _tsvector(words))
+
+
+def _storage_error(session_id: str, exc: BaseException) -> SessionQueryError:
+    if isinstance(exc, PersistenceCorrupt):
+        return SessionQueryError(
+            ErrorCode.CORRUPT_SESSION, f"stored session {session_id!r} is corrupt: {exc}"
+        )
+    return SessionQueryError(
+        ErrorCode.PERSISTENCE_FAILED, f"reading stored session {session_id!r} failed: {exc}"
+    )
+
+
+_STORAGE_ERRORS: Final = (PersistenceError, OSError, psycopg.Error, ValueError)
+
+
+def sync_persisted(
+    *,
+    conn: psycopg.Connection[Any],
+    corpus: Corpus,
+    persistence: SessionPersistence,
+    token: str | None,
+    cancel: CancelToken | None,
+    progress: ProgressCallback | None,
+) -> SyncResult:
+    """Mirror the persisted sessions into the shared tables.
+
+    Sessions are (re)indexed in batches of :data:`BATCH_SESSIONS`, each committed on its
+    own: an interrupted build keeps its committed batches, and the next update, which finds
+    their revisions current, continues with the rest. The store's token is recorded only
+    with the last batch.
+
+    Raises:
+        SessionQueryError: ``PERSISTENCE_FAILED``, ``CORRUPT_SESSION``, ``SOURCE_CONFLICT``,
+            ``ABORTED``; ``psycopg.Error`` from the database (the running batch is rolled
+            back).
+    """
+    source = _source_of(persistence)
+    work = _Batches(conn, corpus, persistence, cancel, progress)
+    with conn.transaction():
+        row = conn.execute("SELECT source, token, generation FROM sqi_state").fetchone()
+        assert row is not None
+        if row[0] == source and row[1] is not None and not _try_lock(conn):
+            # Another process is updating the index: search what it holds now rather than
+            # wait (the caller does not record the token, so the next search looks again).
+            return SyncResult(generation=int(row[2]), busy=True)
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (schema.INDEX_LOCK,))
+        row = conn.execute("SELECT source, token, generation FROM sqi_state").fetchone()
+        assert row is not None
+        stored_source, stored_token, generation = row[0], row[1], int(row[2])
+        wiped = stored_source != source
+        if wiped:
+            conn.execute("TRUNCATE sqi_docs, sqi_sessions")
+            stored_token = None
+        elif token is not None and stored_token == token:
+            return SyncResult(generation=generation)  # another process already did this work
+        entries, gone = _observe(
+            conn=conn,
+            corpus=corpus,
+            persistence=persistence,
+            stored_token=stored_token,
+            token=token,
+            cancel=cancel,
+        )
+        if not (wiped or entries or gone):
+            conn.execute("UPDATE sqi_state SET token = %s", (token,))
+            return SyncResult(generation=generation)
+        work.total = len(entries)
+        if progress is not None and entries:
+            progress(0, len(entries))
+        if gone:
+            conn.execute("DELETE FROM sqi_sessions WHERE id = ANY(%s::text[])", (gone,))
+        work.vanished.extend(gone)
+        generation += 1
+        work.run(entries[:BATCH_SESSIONS], generation)
+        rest = entries[BATCH_SESSIONS:]
+        last = not rest
+        conn.execute(
+            "UPDATE sqi_state SET source = %s, token = %s, generation = %s",
+            (source, token if last else None, generation),
+        )
+    while rest:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (schema.INDEX_LOCK,))
+            row = conn.execute("SELECT source, generation FROM sqi_state").fetchone()
+            assert row is not None
+            if row[0] != source:
+                break  # another corpus took the index over meanwhile: its turn now
+            generation = int(row[1]) + 1
+            work.run(rest[:BATCH_SESSIONS], generation)
+            rest = rest[BATCH_SESSIONS:]
+            conn.execute(
+                "UPDATE sqi_state SET token = %s, generation = %s",
+                (None if rest else token, generation),
+            )
+    return SyncResult(generation, work.indexed, len(work.vanished), work.written)
+
+
+BATCH_SESSIONS = 200
+"""Sessions (re)indexed per committed batch."""
+
+
+class _Batches:
+    """The running totals of one synchronisation across its batches."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        corpus: Corpus,
+        persistence: SessionPersistence,
+        cancel: CancelToken | None,
+        progress: ProgressCallback | None,
+    ) -> None:
+        self.conn, self.corpus, self.persistence = conn, corpus, persistence
+        self.cancel, self.progress = cancel, progress
+        self.total = self.indexed = self.written = 0
+        self.vanished: list[str] = []
+
+    def run(self, batch: list[PersistedSession], generation: int) -> None:
+        """Index ``batch`` in the caller's transaction."""
+        vanished: list[str] = []
+        for entry in batch:
+            check_cancel(self.cancel)
+            count = _index_one(
+                conn=self.conn,
+                corpus=self.corpus,
+                persistence=self.persistence,
+                entry=entry,
+                generation=generation,
+                cancel=self.cancel,
+            )
+            if count is None:
+                vanished.append(entry.header.id)
+            else:
+                self.written += count
+            self.indexed += 1
+            if self.progress is not None:
+                self.progress(self.indexed, self.total)
+        if vanished:
+            self.conn.execute("DELETE FROM sqi_sessions WHERE id = ANY(%s::text[])", (vanished,))
+        self.vanished.extend(vanished)
+        if batch:
+            _merge_pending(self.conn)
+
+
+def _merge_pending(conn: psycopg.Connection[Any]) -> None:
+    """Merge the GIN index's pending list now, not at the next vacuum.
+
+    New rows first go to the index's unsorted pending list, which every search must scan in
+    full: after a bulk write that made a rare-word search 20 times slower. Merging is the
+    work the index needs anyway. A role that may not do it (not the owner) leaves the list to
+    autovacuum.
+    """
+    try:
+        with conn.transaction():
+            conn.execute("SELECT gin_clean_pending_list('sqi_docs_tsv'::regclass)")
+    except psycopg.errors.InsufficientPrivilege:
+        pass
+
+
+def _observe(
+    *,
+    conn: psycopg.Connection[Any],
+    corpus: Corpus,
+    persistence: SessionPersistence,
+    stored_token: str | None,
+    token: str | None,
+    cancel: CancelToken | None,
+) -> tuple[list[PersistedSession], list[str]]:
+    """``(sessions to (re)index, indexed ids no longer stored)``."""
+    changed: frozenset[str] | None = None
+    if stored_token is not None and token is not None and isinstance(persistence, ChangeJournal):
+        try:
+            changed = persistence.changed_since(stored_token)
+        except _STORAGE_ERRORS as exc:
+            raise _storage_error("(journal)", exc) from exc
+    if changed is None:
+        listing = {entry.header.id: entry for entry in corpus.list_persisted(cancel)}
+        rows = conn.execute("SELECT id, revision FROM sqi_sessions").fetchall()
+        gone = [str(sid) for sid, _ in rows if sid not in listing]
+    else:
+        listing = {}
+        for sid in sorted(changed):
+            check_cancel(cancel)
+            try:
+                entry = persistence.stat(sid)
+            except _STORAGE_ERRORS as exc:
+                raise _storage_error(sid, exc) from exc
+            if entry is not None:
+                listing[sid] = entry
+        rows = conn.execute(
+            "SELECT id, revision FROM sqi_sessions WHERE id = ANY(%s::text[])",
+            (sorted(changed),),
+        ).fetchall()
+        gone = [str(sid) for sid, _ in rows if sid not in listing]
+    revisions = {str(sid): str(revision) for sid, revision in rows}
+    stale = [e for sid, e in listing.items() if revisions.get(sid) != e.revision]
+    return stale, gone
+
+
+def _index_one(
+    *,
+    conn: psycopg.Connection[Any],
+    corpus: Corpus,
+    persistence: SessionPersistence,
+    entry: PersistedSession,
+    generation: int,
+    cancel: CancelToken | None,
+) -> int | None:
+    """(Re)write one session's rows; ``None`` when it vanished meanwhile."""
+    sid = entry.header.id
+    if isinstance(persistence, DocumentSource):
+        try:
+            log = persistence.read_documents(sid)
+        except PersistenceNotFound:
+            return None
+        except _STORAGE_ERRORS as exc:
+            raise _storage_error(sid, exc) from exc
+        header, revision = log.header, log.revision
+        rows = [_doc_row(sid, d.seq, d.type, d.time, d.surface, d.text) for d in log.documents]
+    else:
+        cold = corpus.read_persisted(sid, cancel)
+        header, revision = cold.session, entry.revision
+        folder = SurfaceFolder()
+        try:
+            for event in cold.events:
+                folder.apply(event)
+        except SurfaceError as exc:
+            raise SessionQueryError(
+                ErrorCode.CORRUPT_SESSION, f"stored session {sid!r} is corrupt: {exc}"
+            ) from None
+        rows = []
+        for event in cold.events:
+            text = extract_event_text(event)
+            if text:
+                surface = folder.surface_class(event.seq)
+                rows.append(_doc_row(sid, event.seq, event.type, event.time, surface, text))
+    if not header.is_compatible(entry.header):
+        raise SessionQueryError(
+            ErrorCode.SOURCE_CONFLICT,
+            f"session {sid!r} has incompatible headers in two observations",
+        )
+    conn.execute("DELETE FROM sqi_sessions WHERE id = %s", (sid,))
+    conn.execute(
+        "INSERT INTO sqi_sessions (id, created_at, cwd, parent_session, header_json, "
+        "revision, generation) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        (
+            sid,
+            header.created_at,
+            header.cwd,
+            header.parent_session,
+            json.dumps(header.to_json(), separators=(",", ":")),
+            revision,
+            generation,
+        ),
+    )
+    with (
+        conn.cursor() as cur,
+        cur.copy(
+            "COPY sqi_docs (session_id, seq, type, time, surface, length, text, norm, tsv) "
+            "FROM STDIN"
+        ) as copy,
+    ):
+        for row in rows:
+            copy.write_row(row)
+    return len(rows)

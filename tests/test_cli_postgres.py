@@ -1,0 +1,76 @@
+"""The CLI's ``--postgres DSN``: one database as session store and search index."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sessionquery.cli import main
+from sessionquery.live import SessionStore
+from sessionquery.persistence.postgres import PostgresPersistence
+
+
+def record(dsn: str) -> None:
+    with PostgresPersistence(dsn) as persistence:
+        store = SessionStore(persistence)
+        session = store.create("team-1", cwd="/repo")
+        session.append(
+            "user/message",
+            {
+                "id": "u",
+                "role": "user",
+                "content": [{"type": "text", "text": "the flaky login test again"}],
+                "source": {"kind": "user"},
+            },
+            surface_op="append",
+        )
+        store.close_all()
+
+
+def test_list_index_and_search_read_the_postgres_database(
+    postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record(postgres_dsn)
+    assert main(["list", "--postgres", postgres_dsn, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert "team-1" in json.dumps(listed)
+    assert main(["index", "--postgres", postgres_dsn, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["persisted_indexed"] == 1
+    assert main(["search", "login test", "--postgres", postgres_dsn, "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert "team-1" in json.dumps(found)
+
+
+def test_an_unreachable_database_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["list", "--postgres", "host=/nonexistent-socket-dir dbname=x connect_timeout=1"])
+    err = capsys.readouterr().err
+    assert status != 0
+    assert err.startswith("SESSION_QUERY_PERSISTENCE_FAILED:")
+    assert "Traceback" not in err
+
+
+def test_the_config_file_can_name_the_postgres_database(
+    postgres_dsn: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    record(postgres_dsn)
+    config = tmp_path / "config.toml"
+    config.write_text(f"postgres = {json.dumps(postgres_dsn)}\n", encoding="utf-8")
+    monkeypatch.setenv("SESSIONQUERY_CONFIG", str(config))
+    assert main(["search", "flaky login", "--json"]) == 0
+    assert "team-1" in capsys.readouterr().out
+
+
+def test_a_config_file_postgres_value_must_be_a_string(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("postgres = 5\n", encoding="utf-8")
+    monkeypatch.setenv("SESSIONQUERY_CONFIG", str(config))
+    assert main(["list"]) != 0
+    assert capsys.readouterr().err.startswith("SESSION_QUERY_INVALID_CONFIG:")

@@ -1,0 +1,515 @@
+"""PostgresSearch against a real server: the same answers as SqliteSearch, and its own
+lifecycle, sync, cursor and deadline behaviour."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from postgres_support import PostgresServer
+from search_sqlite_support import FakeCorpus, FakePersistence, header, log, summary, user
+from sessionquery import SessionQuery, SessionStore
+from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.model import SessionHeader
+from sessionquery.persistence.postgres import PostgresPersistence
+from sessionquery.query.cancel import CancelToken
+from sessionquery.query.filters import CwdIn, SurfaceIn, TypeIn
+from sessionquery.query.types import EventSearchPage, SessionSearchPage
+from sessionquery.search.postgres import PostgresSearch, schema
+from sessionquery.search.postgres import _unicode61_table as shipped
+from sessionquery.search.postgres.tokens import (
+    first_match,
+    match_plan,
+    span_count,
+    token_spans,
+    tokens,
+)
+from sessionquery.search.postgres.unicode61 import derive
+from sessionquery.search.sqlite import SqliteSearch
+
+
+@pytest.fixture
+def pg(postgres_dsn: str) -> Iterator[PostgresSearch]:
+    search = PostgresSearch(postgres_dsn)
+    yield search
+    search.close()
+
+
+def raises_code(code: ErrorCode) -> pytest.RaisesExc[SessionQueryError]:
+    return pytest.raises(SessionQueryError, check=lambda exc: exc.code == code)
+
+
+def shape_sessions(page: SessionSearchPage) -> list[tuple[object, ...]]:
+    return [
+        (
+            h.record.header.id,
+            h.record.live,
+            h.record.persisted,
+            h.best_match.seq,
+            h.best_match.surface,
+            h.best_match.snippet,
+        )
+        for h in page.items
+    ]
+
+
+def shape_events(page: EventSearchPage) -> list[tuple[object, ...]]:
+    return [(h.seq, h.type, h.surface, h.snippet) for h in page.items]
+
+
+# --- tokenizer -----------------------------------------------------------------------------
+
+
+def test_the_shipped_token_table_matches_this_sqlite_on_the_first_code_planes() -> None:
+    limit = 0x3400
+    local = derive(limit)
+    assert local.separators == tuple(
+        (lo, min(hi, limit - 1)) for lo, hi in shipped.SEPARATORS if lo < limit
+    )
+    assert local.silent == tuple(c for c in shipped.SILENT if c < limit)
+    assert local.folded == tuple(pair for pair in shipped.FOLDED if pair[0] < limit)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("src/foo.py failed", ["src", "foo", "py", "failed"]),
+        ("https://x.org/a?b=c", ["https", "x", "org", "a", "b", "c"]),
+        ("me@example.com v1.2.3", ["me", "example", "com", "v1", "2", "3"]),
+        ("<div>py</div>", ["div", "py", "div"]),
+        ("Café NAÏVE Straße", ["cafe", "naive", "straße"]),
+        ("snake_case", ["snake", "case"]),
+        ("a\u0300b", ["ab"]),
+    ],
+)
+def test_text_is_tokenized_like_unicode61(text: str, expected: list[str]) -> None:
+    assert tokens(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("doc", "query", "match", "spans"),
+    [
+        ("a a a", "a a", "phrase", 1),
+        ("a a a a", "a a", "phrase", 1),
+        ("a b a b a", "a b a", "phrase", 1),
+        ("x a y a", "a", "phrase", 2),
+        ("b a c", "a b", "words", 2),
+        ("a b", "a b a", "words", 2),
+        ("b", "a b", "words", 0),
+    ],
+)
+def test_match_spans_merge_overlapping_instances_like_highlight(
+    doc: str, query: str, match: str, spans: int
+) -> None:
+    plan = match_plan(query, match)  # type: ignore[arg-type]
+    assert plan is not None
+    assert span_count(tokens(doc), plan) == spans
+
+
+# --- agreement with SQLite -------------------------------------------------------------------
+
+WORDS = ["foo", "Foo", "bar", "BAR", "café", "cafe", "py", "a", "b", "x_y", "naïve", "test"]
+SEPARATORS = [" ", " ", " ", ".", "/", "-", "\n", ", "]
+
+
+@st.composite
+def texts(draw: st.DrawFn) -> str:
+    parts = draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=12))
+    out = parts[0]
+    for part in parts[1:]:
+        out += draw(st.sampled_from(SEPARATORS)) + part
+    return out
+
+
+@st.composite
+def corpora(draw: st.DrawFn) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    persisted = draw(
+        st.dictionaries(
+            st.sampled_from("pqrstu"), st.lists(texts(), min_size=1, max_size=5), max_size=5
+        )
+    )
+    live = draw(
+        st.dictionaries(
+            st.sampled_from("LMN"), st.lists(texts(), min_size=1, max_size=4), max_size=2
+        )
+    )
+    return persisted, live
+
+
+def build_corpus(persisted: dict[str, list[str]], live: dict[str, list[str]]) -> FakeCorpus:
+    store = FakePersistence()
+    for i, (sid, docs) in enumerate(sorted(persisted.items())):
+        store.put(header(sid, created_at=i, cwd="/w" if i % 2 else "/v"), log(*docs))
+    corpus = FakeCorpus(store=store)
+    for sid, docs in live.items():
+        corpus.live[sid] = (header(sid, created_at=9, cwd="/w"), log(*docs))
+    return corpus
+
+
+def all_pages(
+    search: object, corpus: FakeCorpus, query: str, **kw: object
+) -> list[tuple[object, ...]]:
+    out: list[tuple[object, ...]] = []
+    cursor = None
+    while True:
+        page = search.search_sessions(corpus, query, limit=2, cursor=cursor, **kw)  # type: ignore[attr-defined]
+        out += shape_sessions(page)
+        cursor = page.next_cursor
+        if cursor is None:
+            return out
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    corpus_spec=corpora(),
+    query=st.lists(
+        st.sampled_from([*WORDS, "*", "foo.py", "a a", '"bar']), min_size=1, max_size=3
+    ).map(" ".join),
+    match=st.sampled_from(["phrase", "words"]),
+)
+def test_session_and_event_search_answer_exactly_as_sqlite(
+    postgres_server: PostgresServer,
+    corpus_spec: tuple[dict[str, list[str]], dict[str, list[str]]],
+    query: str,
+    match: str,
+) -> None:
+    corpus = build_corpus(*corpus_spec)
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
+            assert all_pages(pg, corpus, query, match=match) == all_pages(
+                lite, corpus, query, match=match
+            )
+            filters = {
+                "session_filters": [CwdIn(["/w"])],
+                "event_filters": [TypeIn(["user/message"])],
+                "match": match,
+            }
+            assert all_pages(pg, corpus, query, **filters) == all_pages(
+                lite, corpus, query, **filters
+            )
+            for sid in sorted({*corpus_spec[0], *corpus_spec[1]}):
+                pg_page = pg.search_events(corpus, sid, query, match=match)  # type: ignore[arg-type]
+                lite_page = lite.search_events(corpus, sid, query, match=match)  # type: ignore[arg-type]
+                assert shape_events(pg_page) == shape_events(lite_page)
+    finally:
+        postgres_server.drop_schema(dsn)
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    docs=st.lists(texts(), min_size=1, max_size=6),
+    query=st.lists(
+        st.sampled_from([*WORDS, "a a", "a.b.a", "foo.bar"]), min_size=1, max_size=3
+    ).map(" ".join),
+    match=st.sampled_from(["phrase", "words"]),
+)
+def test_database_counts_equal_the_live_overlay_counts_in_both_match_modes(
+    postgres_server: PostgresServer, docs: list[str], query: str, match: str
+) -> None:
+    persisted = build_corpus({"s": docs}, {})
+    live = build_corpus({}, {"s": docs})
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg:
+            db = pg.search_events(persisted, "s", query, match=match)  # type: ignore[arg-type]
+            mem = pg.search_events(live, "s", query, match=match)  # type: ignore[arg-type]
+            assert shape_events(db) == shape_events(mem)
+            plan = match_plan(" ".join(query.split()), match)  # type: ignore[arg-type]
+            expected = sum(1 for text in docs if plan and span_count(tokens(text), plan))
+            assert len(db.items) == min(expected, 20)
+    finally:
+        postgres_server.drop_schema(dsn)
+
+
+def test_words_mode_finds_words_in_any_order_and_phrase_mode_does_not(pg: PostgresSearch) -> None:
+    corpus = build_corpus({"s": ["the test failed", "failed to run"]}, {})
+    assert pg.search_sessions(corpus, "failed test").items == []
+    (hit,) = pg.search_sessions(corpus, "failed test", match="words").items
+    assert hit.best_match.seq == 0
+
+
+def test_an_unknown_match_mode_is_invalid_query(pg: PostgresSearch) -> None:
+    with raises_code(ErrorCode.INVALID_QUERY):
+        pg.search_sessions(FakeCorpus(), "x", match="regex")  # type: ignore[arg-type]
+
+
+def test_an_oversized_document_is_still_found(pg: PostgresSearch) -> None:
+    text = " ".join(f"w{i:07d}" for i in range(120_000)) + " needle"
+    corpus = build_corpus({"big": [text], "small": ["needle"]}, {})
+    hits = pg.search_sessions(corpus, "needle").items
+    assert [h.record.header.id for h in hits] == ["small", "big"]
+    assert hits[1].best_match.snippet.endswith("needle")
+
+
+# --- sync, cursors, lifecycle ------------------------------------------------------------------
+
+
+def test_a_postgres_store_is_synced_through_its_change_journal(postgres_dsn: str) -> None:
+    persistence = PostgresPersistence(postgres_dsn)
+    store = SessionStore(persistence)
+    for sid in ("a", "b", "c"):
+        session = store.create(sid, cwd="/w")
+        session.append(
+            "user/message",
+            {
+                "id": "u",
+                "role": "user",
+                "content": [{"type": "text", "text": f"hello {sid}"}],
+                "source": {"kind": "user"},
+            },
+            surface_op="append",
+        )
+        store.close(sid)
+    with PostgresSearch(postgres_dsn) as pg:
+        query = SessionQuery(None, persistence, pg)
+        assert pg.update(query.corpus).persisted_indexed == 3
+        assert pg.update(query.corpus).skipped
+        writer = persistence.open_write("b")
+        writer.append([user(1, "hello again")])
+        writer.close()
+        update = pg.update(query.corpus)
+        assert (update.persisted_indexed, update.persisted_removed) == (1, 0)
+        persistence.delete("c")
+        assert pg.update(query.corpus).persisted_removed == 1
+        assert sorted(h.record.header.id for h in query.search_sessions("hello").items) == [
+            "a",
+            "b",
+        ]
+    persistence.close()
+
+
+def test_a_second_index_instance_reuses_the_shared_tables(postgres_dsn: str) -> None:
+    corpus = build_corpus({"s": ["shared words"]}, {})
+    with PostgresSearch(postgres_dsn) as first:
+        assert first.update(corpus).persisted_indexed == 1
+    with PostgresSearch(postgres_dsn) as second:
+        update = second.update(corpus)
+        assert update.persisted_indexed == 0
+        assert [h.record.header.id for h in second.search_sessions(corpus, "shared").items] == ["s"]
+
+
+def test_another_corpus_rebuilds_the_shared_index(postgres_dsn: str, tmp_path: object) -> None:
+    with PostgresSearch(postgres_dsn) as pg:
+        pg.update(build_corpus({"s": ["one"]}, {}))
+        other = PostgresPersistence(postgres_dsn)
+        query = SessionQuery(None, other, pg)
+        assert query.search_sessions("one").items == []
+        other.close()
+
+
+def test_a_changed_corpus_makes_a_session_cursor_stale(pg: PostgresSearch) -> None:
+    corpus = build_corpus({"s": ["word"], "t": ["word"], "u": ["word"]}, {})
+    page = pg.search_sessions(corpus, "word", limit=1)
+    assert page.next_cursor is not None
+    assert corpus.store is not None
+    corpus.store.append("s", [user(1, "more")])
+    with raises_code(ErrorCode.STALE_CURSOR):
+        pg.search_sessions(corpus, "word", limit=1, cursor=page.next_cursor)
+
+
+def test_a_cursor_for_another_request_or_instance_is_invalid(
+    pg: PostgresSearch, postgres_dsn: str
+) -> None:
+    corpus = build_corpus({"s": ["word"], "t": ["word"]}, {})
+    page = pg.search_sessions(corpus, "word", limit=1)
+    assert page.next_cursor is not None
+    with raises_code(ErrorCode.INVALID_CURSOR):
+        pg.search_sessions(corpus, "word", limit=1, cursor=page.next_cursor, match="words")
+    with PostgresSearch(postgres_dsn) as other, raises_code(ErrorCode.INVALID_CURSOR):
+        other.search_sessions(corpus, "word", limit=1, cursor=page.next_cursor)
+
+
+def test_live_sessions_shadow_their_persisted_rows_and_reclassify_on_replace(
+    pg: PostgresSearch,
+) -> None:
+    corpus = build_corpus({"s": ["old words"]}, {})
+    corpus.live["s"] = (
+        header("s", created_at=0, cwd="/v"),
+        [*log("old words", "more"), summary(2, "summary words", 0, 1)],
+    )
+    (hit,) = pg.search_sessions(corpus, "words").items
+    best = hit.best_match
+    assert (hit.record.live, hit.record.persisted, best.seq, best.surface) == (
+        True,
+        True,
+        0,
+        "shadowed",
+    )
+    events = pg.search_events(corpus, "s", "words", filters=[SurfaceIn(["current"])]).items
+    assert [e.seq for e in events] == [2]
+
+
+def test_an_unknown_session_is_not_found(pg: PostgresSearch) -> None:
+    with raises_code(ErrorCode.SESSION_NOT_FOUND):
+        pg.search_events(build_corpus({"s": ["x"]}, {}), "nope", "x")
+
+
+def test_filter_budgets_are_those_of_sqlite(pg: PostgresSearch) -> None:
+    too_many = [TypeIn([f"t{i}"]) for i in range(15)]
+    with raises_code(ErrorCode.INVALID_FILTER):
+        pg.search_sessions(FakeCorpus(), "x", event_filters=too_many)
+    with raises_code(ErrorCode.INVALID_LIMIT):
+        pg.search_sessions(FakeCorpus(), "x", limit=0)
+    with raises_code(ErrorCode.INVALID_QUERY):
+        pg.search_sessions(FakeCorpus(), "  ")
+
+
+@pytest.mark.parametrize(
+    "options", [{"max_limit": 0}, {"open_at": "later"}, {"default_limit": 5, "max_limit": 2}]
+)
+def test_invalid_configuration_is_invalid_config(
+    postgres_dsn: str, options: dict[str, object]
+) -> None:
+    with raises_code(ErrorCode.INVALID_CONFIG):
+        PostgresSearch(postgres_dsn, **options)  # type: ignore[arg-type]
+
+
+def test_disabled_closed_and_unreachable_indexes_fail_with_their_codes(postgres_dsn: str) -> None:
+    with raises_code(ErrorCode.SEARCH_DISABLED):
+        PostgresSearch(postgres_dsn, open_at="never").search_sessions(FakeCorpus(), "x")
+    closed = PostgresSearch(postgres_dsn)
+    closed.close()
+    closed.close()
+    with raises_code(ErrorCode.INDEX_FAILED):
+        closed.search_sessions(FakeCorpus(), "x")
+    with raises_code(ErrorCode.INDEX_FAILED):
+        PostgresSearch("host=/nonexistent-socket-dir dbname=x", connect_timeout=1)
+
+
+def test_a_deadline_interrupts_a_search_waiting_for_the_first_build(
+    pg: PostgresSearch, postgres_dsn: str
+) -> None:
+    corpus = build_corpus({"s": ["word"]}, {})
+    blocker = psycopg.connect(postgres_dsn)
+    try:
+        blocker.execute("SELECT pg_advisory_xact_lock(%s)", (schema.INDEX_LOCK,))
+        started = time.monotonic()
+        with raises_code(ErrorCode.ABORTED):
+            pg.search_sessions(corpus, "word", cancel=CancelToken.after(0.2))
+        assert time.monotonic() - started < 5
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert [h.record.header.id for h in pg.search_sessions(corpus, "word").items] == ["s"]
+
+
+def test_a_search_during_another_process_update_answers_from_the_index_as_it_is(
+    pg: PostgresSearch, postgres_dsn: str
+) -> None:
+    corpus = build_corpus({"s": ["word"]}, {})
+    pg.update(corpus)
+    assert corpus.store is not None
+    corpus.store.append("s", [user(1, "again")])
+    blocker = psycopg.connect(postgres_dsn)
+    try:
+        blocker.execute("SELECT pg_advisory_xact_lock(%s)", (schema.INDEX_LOCK,))
+        started = time.monotonic()
+        page = pg.search_sessions(corpus, "again", cancel=CancelToken.after(10))
+        assert page.items == []  # not yet indexed: the update is someone else's to finish
+        assert time.monotonic() - started < 5
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert [h.record.header.id for h in pg.search_sessions(corpus, "again").items] == ["s"]
+
+
+def test_an_explicit_cancel_from_another_thread_interrupts_the_search(
+    pg: PostgresSearch, postgres_dsn: str
+) -> None:
+    corpus = build_corpus({"s": ["word"]}, {})
+    blocker = psycopg.connect(postgres_dsn)
+    token = CancelToken()
+    try:
+        blocker.execute("SELECT pg_advisory_xact_lock(%s)", (schema.INDEX_LOCK,))
+        timer = threading.Timer(0.2, token.cancel)
+        timer.start()
+        with raises_code(ErrorCode.ABORTED):
+            pg.search_sessions(corpus, "word", cancel=token)
+        timer.join()
+    finally:
+        blocker.rollback()
+        blocker.close()
+
+
+def test_headers_survive_the_index_round_trip(pg: PostgresSearch) -> None:
+    store = FakePersistence()
+    full = SessionHeader(
+        id="h/ü",
+        created_at=7,
+        cwd="/w x",
+        parent_session="p",
+        origin="fork",
+        agent_preset="z",
+        delegation_depth=2,
+    )
+    store.put(full, log("hello"))
+    (hit,) = pg.search_sessions(FakeCorpus(store=store), "hello").items
+    assert hit.record.header == full
+
+
+@given(
+    text=st.lists(
+        st.sampled_from([*WORDS, "a\u0300", "İ", " ", ".", "\u00e9t\u00e9", "x"]), max_size=15
+    ).map(" ".join),
+    query=st.lists(
+        st.sampled_from(["a", "b", "foo", "x y", "cafe", "i"]), min_size=1, max_size=3
+    ).map(" ".join),
+    match=st.sampled_from(["phrase", "words"]),
+)
+def test_the_first_match_is_where_the_first_highlighted_span_starts(
+    text: str, query: str, match: str
+) -> None:
+    plan = match_plan(query, match)  # type: ignore[arg-type]
+    assert plan is not None
+    spans = token_spans(text)
+    words = [token for token, _start in spans]
+    starts = [
+        spans[i][1]
+        for phrase in plan.phrases
+        for i in range(len(words))
+        if tuple(words[i : i + len(phrase)]) == phrase
+    ]
+    assert first_match(text, plan) == min(starts, default=None)
+
+
+def test_an_interrupted_build_keeps_its_committed_batches_and_the_next_update_continues(
+    pg: PostgresSearch, postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sessionquery.search.postgres import sync
+
+    monkeypatch.setattr(sync, "BATCH_SESSIONS", 4)
+    corpus = build_corpus({f"s{i:02d}": ["batched words"] for i in range(10)}, {})
+    token = CancelToken()
+
+    def progress(done: int, total: int) -> None:
+        if done == 6:
+            token.cancel()
+
+    with raises_code(ErrorCode.ABORTED):
+        pg.update(corpus, cancel=token, progress=progress)
+    with psycopg.connect(postgres_dsn) as conn:
+        row = conn.execute("SELECT count(*), (SELECT token FROM sqi_state) FROM sqi_sessions")
+        assert row.fetchone() == (4, None)  # the first batch, and no token: unfinished
+    update = pg.update(corpus)
+    assert update.persisted_indexed == 6
+    assert len(pg.search_sessions(corpus, "batched", limit=100).items) == 10
+
+
+def test_a_deadline_interrupts_a_long_index_build_promptly(pg: PostgresSearch) -> None:
+    corpus = build_corpus({f"s{i:04d}": ["some words " * 200] * 3 for i in range(1200)}, {})
+    token = CancelToken.after(0.1)
+    with raises_code(ErrorCode.ABORTED):
+        pg.update(corpus, cancel=token)
+    assert token.deadline is not None
+    assert time.monotonic() - token.deadline < 2.0  # generous: catches a build that ran on
