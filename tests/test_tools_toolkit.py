@@ -581,8 +581,6 @@ def test_a_timestamp_with_thousands_of_fraction_digits_is_a_filter_error_not_a_f
 
 @pytest.mark.one_backend("sqlite")
 def test_a_hit_whose_file_was_replaced_from_another_workspace_is_dropped(world: _World) -> None:
-    if not isinstance(world.persistence, JsonlPersistence):
-        pytest.skip("a hand-made file change concerns the JSONL store")
     before = _ok(world.call("session_search", {"query": "login"}))
     assert "Session alpha-sub " in before
     path = Path(world.persistence.path_of("alpha-sub"))
@@ -595,9 +593,8 @@ def test_a_hit_whose_file_was_replaced_from_another_workspace_is_dropped(world: 
     assert "Session alpha-root " in after
 
 
+@pytest.mark.one_backend("sqlite")
 def test_a_hit_whose_file_was_removed_by_hand_is_dropped(world: _World) -> None:
-    if not isinstance(world.persistence, JsonlPersistence):
-        pytest.skip("a hand-made file change concerns the JSONL store")
     assert "Session alpha-sub " in _ok(world.call("session_search", {"query": "login"}))
     os.remove(world.persistence.path_of("alpha-sub"))
     after = _ok(world.call("session_search", {"query": "login"}))
