@@ -34,13 +34,11 @@ from sessionquery.errors import (
     SessionQueryError,
 )
 from sessionquery.model import SessionHeader
-from sessionquery.query.backend import Corpus, SearchMatch, validate_match
+from sessionquery.query.backend import Corpus, SearchMatch
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.filters import (
     EventFilter,
     SessionFilter,
-    validate_event_filters,
-    validate_session_filters,
 )
 from sessionquery.query.types import (
     EventSearchHit,
@@ -65,8 +63,8 @@ from sessionquery.search.postgres.tokens import (
     first_match,
     match_plan,
 )
-from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, request_fingerprint
-from sessionquery.search.sqlite.query import normalize_query, validate_limit
+from sessionquery.search.request import event_request, session_request
+from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition
 from sessionquery.search.sqlite.reconcile import IndexUpdate, ProgressCallback
 from sessionquery.search.sqlite.snippet import MATCH_MARK, snippet_from_highlight
 
@@ -326,20 +324,19 @@ class PostgresSearch:
         """
         self._check_enabled()
         check_cancel(cancel)
-        text = normalize_query(query)
-        mode = validate_match(match)
-        sessions = validate_session_filters(session_filters)
-        events = validate_event_filters(event_filters, allow_text=False)
-        page_size = validate_limit(limit, self._default_limit, self._max_limit)
-        compiled = compile_filters(sessions, events, predicate_limit=SESSION_PREDICATE_LIMIT)
-        fingerprint = request_fingerprint(
-            "sessions",
-            text,
-            limit=page_size,
-            session_filters=sessions,
-            event_filters=events,
-            match=mode,
+        request = session_request(
+            query,
+            match,
+            session_filters,
+            event_filters,
+            limit,
+            default_limit=self._default_limit,
+            max_limit=self._max_limit,
         )
+        text, mode, page_size = request.text, request.mode, request.page_size
+        sessions, events = request.session_filters, request.event_filters
+        compiled = compile_filters(sessions, events, predicate_limit=SESSION_PREDICATE_LIMIT)
+        fingerprint = request.fingerprint
         position = self._decode(cursor, "sessions", fingerprint)
         plan = match_plan(text, mode)
         with self._connection(cancel) as conn:
@@ -393,24 +390,18 @@ class PostgresSearch:
         """
         self._check_enabled()
         check_cancel(cancel)
-        if not isinstance(session_id, str):
-            raise SessionQueryError(
-                ErrorCode.INVALID_FILTER,
-                f"session-search session id must be a string, not {type(session_id).__name__}",
-            )
-        text = normalize_query(query)
-        mode = validate_match(match)
-        events = validate_event_filters(filters, allow_text=False)
-        page_size = validate_limit(limit, self._default_limit, self._max_limit)
-        compiled = compile_filters((), events, predicate_limit=EVENT_PREDICATE_LIMIT)
-        fingerprint = request_fingerprint(
-            "events",
-            text,
-            limit=page_size,
-            event_filters=events,
-            session_id=session_id,
-            match=mode,
+        request = event_request(
+            session_id,
+            query,
+            match,
+            filters,
+            limit,
+            default_limit=self._default_limit,
+            max_limit=self._max_limit,
         )
+        text, mode, page_size = request.text, request.mode, request.page_size
+        events, fingerprint = request.event_filters, request.fingerprint
+        compiled = compile_filters((), events, predicate_limit=EVENT_PREDICATE_LIMIT)
         position = self._decode(cursor, "events", fingerprint)
         plan = match_plan(text, mode)
         with self._connection(cancel) as conn:

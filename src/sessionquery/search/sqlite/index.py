@@ -42,13 +42,11 @@ from typing import Final, Literal, Self
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionHeader
-from sessionquery.query.backend import Corpus, SearchMatch, validate_match
+from sessionquery.query.backend import Corpus, SearchMatch
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.filters import (
     EventFilter,
     SessionFilter,
-    validate_event_filters,
-    validate_session_filters,
 )
 from sessionquery.query.types import (
     EventSearchHit,
@@ -57,8 +55,9 @@ from sessionquery.query.types import (
     SessionSearchHit,
     SessionSearchPage,
 )
+from sessionquery.search.request import event_request, session_request
 from sessionquery.search.sqlite import fastpath, schema, spans
-from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, request_fingerprint
+from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition
 from sessionquery.search.sqlite.query import (
     EVENT_PREDICATE_LIMIT,
     MATCHES_PER_SESSION,
@@ -69,13 +68,11 @@ from sessionquery.search.sqlite.query import (
     compile_filters,
     event_search_sql,
     highlight_sql,
-    normalize_query,
     persisted_matches_sql,
     persisted_sessions_sql,
     quote_phrase,
     session_search_sql,
     text_sql,
-    validate_limit,
     words_expression,
 )
 from sessionquery.search.sqlite.reconcile import (
@@ -395,20 +392,19 @@ class SqliteSearch:
         """
         self._check_enabled()
         check_cancel(cancel)
-        text = normalize_query(query)
-        mode = validate_match(match)
-        sessions = validate_session_filters(session_filters)
-        events = validate_event_filters(event_filters, allow_text=False)
-        page_size = validate_limit(limit, self._default_limit, self._max_limit)
-        compiled = compile_filters(sessions, events, predicate_limit=SESSION_PREDICATE_LIMIT)
-        fingerprint = request_fingerprint(
-            "sessions",
-            text,
-            limit=page_size,
-            session_filters=sessions,
-            event_filters=events,
-            match=mode,
+        request = session_request(
+            query,
+            match,
+            session_filters,
+            event_filters,
+            limit,
+            default_limit=self._default_limit,
+            max_limit=self._max_limit,
         )
+        text, mode, page_size = request.text, request.mode, request.page_size
+        sessions, events = request.session_filters, request.event_filters
+        compiled = compile_filters(sessions, events, predicate_limit=SESSION_PREDICATE_LIMIT)
+        fingerprint = request.fingerprint
         position = self._decode(cursor, "sessions", fingerprint)
         with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
             (durable,) = conn.execute("SELECT global_generation FROM main.search_state").fetchone()
@@ -469,24 +465,18 @@ class SqliteSearch:
         """
         self._check_enabled()
         check_cancel(cancel)
-        if not isinstance(session_id, str):
-            raise SessionQueryError(
-                ErrorCode.INVALID_FILTER,
-                f"session-search session id must be a string, not {type(session_id).__name__}",
-            )
-        text = normalize_query(query)
-        mode = validate_match(match)
-        events = validate_event_filters(filters, allow_text=False)
-        page_size = validate_limit(limit, self._default_limit, self._max_limit)
-        compiled = compile_filters((), events, predicate_limit=EVENT_PREDICATE_LIMIT)
-        fingerprint = request_fingerprint(
-            "events",
-            text,
-            limit=page_size,
-            event_filters=events,
-            session_id=session_id,
-            match=mode,
+        request = event_request(
+            session_id,
+            query,
+            match,
+            filters,
+            limit,
+            default_limit=self._default_limit,
+            max_limit=self._max_limit,
         )
+        text, mode, page_size = request.text, request.mode, request.page_size
+        events, fingerprint = request.event_filters, request.fingerprint
+        compiled = compile_filters((), events, predicate_limit=EVENT_PREDICATE_LIMIT)
         position = self._decode(cursor, "events", fingerprint)
         with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
             live, key, header, generation = self._target(conn, corpus, session_id)

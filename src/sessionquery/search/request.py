@@ -1,0 +1,104 @@
+"""A search request checked once, the same way by every search backend (SPEC §7, §13.3).
+
+Both backends validate the query, the match mode, the filters and the limit and fingerprint
+the request for its cursors before they touch their index; this module is that step, so the
+two cannot drift apart. Each backend then compiles the clauses into its own SQL dialect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.query.backend import SearchMatch, validate_match
+from sessionquery.query.filters import (
+    EventFilter,
+    SessionFilter,
+    validate_event_filters,
+    validate_session_filters,
+)
+from sessionquery.search.sqlite.cursor import request_fingerprint
+from sessionquery.search.sqlite.query import normalize_query, validate_limit
+
+__all__ = ["SearchRequest", "event_request", "session_request"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """A validated request: normalised query text, mode, clauses, page size and the
+    fingerprint its cursors are bound to."""
+
+    text: str
+    mode: SearchMatch
+    session_filters: tuple[SessionFilter, ...]
+    event_filters: tuple[EventFilter, ...]
+    page_size: int
+    fingerprint: str
+
+
+def session_request(
+    query: object,
+    match: object,
+    session_filters: object,
+    event_filters: object,
+    limit: object,
+    *,
+    default_limit: int,
+    max_limit: int,
+) -> SearchRequest:
+    """Check a session search request.
+
+    Raises:
+        SessionQueryError: ``INVALID_QUERY``, ``INVALID_FILTER`` or ``INVALID_LIMIT``.
+    """
+    text = normalize_query(query)
+    mode = validate_match(match)
+    sessions = validate_session_filters(session_filters)
+    events = validate_event_filters(event_filters, allow_text=False)
+    page_size = validate_limit(limit, default_limit, max_limit)
+    fingerprint = request_fingerprint(
+        "sessions",
+        text,
+        limit=page_size,
+        session_filters=sessions,
+        event_filters=events,
+        match=mode,
+    )
+    return SearchRequest(text, mode, sessions, events, page_size, fingerprint)
+
+
+def event_request(
+    session_id: object,
+    query: object,
+    match: object,
+    filters: Sequence[EventFilter] | object,
+    limit: object,
+    *,
+    default_limit: int,
+    max_limit: int,
+) -> SearchRequest:
+    """Check an event search request for one session.
+
+    Raises:
+        SessionQueryError: ``INVALID_FILTER`` for a non-string session id, ``INVALID_QUERY``,
+            ``INVALID_FILTER`` or ``INVALID_LIMIT``.
+    """
+    if not isinstance(session_id, str):
+        raise SessionQueryError(
+            ErrorCode.INVALID_FILTER,
+            f"session-search session id must be a string, not {type(session_id).__name__}",
+        )
+    text = normalize_query(query)
+    mode = validate_match(match)
+    events = validate_event_filters(filters, allow_text=False)
+    page_size = validate_limit(limit, default_limit, max_limit)
+    fingerprint = request_fingerprint(
+        "events",
+        text,
+        limit=page_size,
+        event_filters=events,
+        session_id=session_id,
+        match=mode,
+    )
+    return SearchRequest(text, mode, (), events, page_size, fingerprint)
