@@ -8,7 +8,7 @@ import pytest
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.query.filters import IdIn, SeqBetween, TypeIn
-from sessionquery.search.sqlite.cursor import CursorCodec, request_fingerprint
+from sessionquery.search.sqlite.cursor import CursorCodec, page_offset, request_fingerprint
 
 
 def test_a_cursor_round_trips_its_position() -> None:
@@ -82,3 +82,13 @@ def test_fingerprints_ignore_clause_and_value_order_but_not_the_limit() -> None:
         session_filters=[IdIn(["a", "b"])],
         event_filters=[SeqBetween(1, 3), TypeIn(["x"])],
     )
+
+
+def test_a_page_starts_at_the_cursor_offset_only_while_its_generation_holds() -> None:
+    codec = CursorCodec()
+    position = codec.decode(codec.encode("sessions", "fp", "g1", 40), "sessions", "fp")
+    assert page_offset(None, "g1") == 0
+    assert page_offset(position, "g1") == 40
+    with pytest.raises(SessionQueryError) as caught:
+        page_offset(position, "g2")
+    assert caught.value.code is ErrorCode.STALE_CURSOR

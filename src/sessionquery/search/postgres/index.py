@@ -64,7 +64,7 @@ from sessionquery.search.postgres.tokens import (
     match_plan,
 )
 from sessionquery.search.request import event_request, session_request
-from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition
+from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, page_offset
 from sessionquery.search.sqlite.reconcile import IndexUpdate, ProgressCallback
 from sessionquery.search.sqlite.snippet import MATCH_MARK, snippet_from_highlight
 
@@ -342,7 +342,7 @@ class PostgresSearch:
         with self._connection(cancel) as conn:
             self._reconcile(conn, corpus, cancel)
             generation = f"{self._generation}:{self._overlay.generation}"
-            offset = self._offset(position, generation)
+            offset = page_offset(position, generation)
             ranked: list[tuple[tuple[Any, ...], object]] = []
             if plan is not None:
                 live = self._overlay.best_per_session(plan, sessions, events)
@@ -409,13 +409,13 @@ class PostgresSearch:
             live = self._overlay.sessions.get(session_id)
             if live is not None:
                 header, generation = live.header, f"live:{live.generation}"
-                offset = self._offset(position, generation)
+                offset = page_offset(position, generation)
                 found = [] if plan is None else self._overlay.search(plan, live, events)
                 window: list[Any] = found[offset : offset + page_size + 1]
                 hits = [_live_event_hit(hit, self._snippet(plan, hit.doc.text)) for hit in window]
             else:
                 header, generation = self._persisted_target(conn, corpus, session_id)
-                offset = self._offset(position, generation)
+                offset = page_offset(position, generation)
                 window = []
                 if plan is not None:
                     params = {
@@ -450,18 +450,6 @@ class PostgresSearch:
         if cursor is None:
             return None
         return self._codec.decode(cursor, scope, fingerprint)
-
-    @staticmethod
-    def _offset(position: CursorPosition | None, generation: str) -> int:
-        if position is None:
-            return 0
-        if position.generation != generation:
-            raise SessionQueryError(
-                ErrorCode.STALE_CURSOR,
-                "session-search cursor is stale because its relevant corpus changed; "
-                "retry the complete search",
-            )
-        return position.offset
 
     def _persisted_target(
         self, conn: psycopg.Connection[Any], corpus: Corpus, session_id: str

@@ -45,7 +45,14 @@ from sessionquery.query.filters import (
     TypeIn,
 )
 
-__all__ = ["CURSOR_VERSION", "CursorCodec", "CursorPosition", "Scope", "request_fingerprint"]
+__all__ = [
+    "CURSOR_VERSION",
+    "CursorCodec",
+    "CursorPosition",
+    "Scope",
+    "page_offset",
+    "request_fingerprint",
+]
 
 CURSOR_VERSION = 1
 _MAX_CURSOR_CHARS = 4096
@@ -186,3 +193,21 @@ class CursorCodec:
         if type(offset) is not int or offset < 0 or not isinstance(generation, str):
             raise _invalid("bad cursor offset")
         return CursorPosition(generation=generation, offset=offset)
+
+
+def page_offset(position: CursorPosition | None, generation: str) -> int:
+    """Where a page starts: 0 without a cursor, else the cursor's offset if the relevant
+    corpus is still at the cursor's generation.
+
+    Raises:
+        SessionQueryError: ``STALE_CURSOR`` when the corpus changed since the cursor was made.
+    """
+    if position is None:
+        return 0
+    if position.generation != generation:
+        raise SessionQueryError(
+            ErrorCode.STALE_CURSOR,
+            "session-search cursor is stale because its relevant corpus changed; "
+            "retry the complete search",
+        )
+    return position.offset

@@ -57,7 +57,7 @@ from sessionquery.query.types import (
 )
 from sessionquery.search.request import event_request, session_request
 from sessionquery.search.sqlite import fastpath, schema, spans
-from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition
+from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, page_offset
 from sessionquery.search.sqlite.query import (
     EVENT_PREDICATE_LIMIT,
     MATCHES_PER_SESSION,
@@ -410,7 +410,7 @@ class SqliteSearch:
             (durable,) = conn.execute("SELECT global_generation FROM main.search_state").fetchone()
             state = self._state
             generation = f"{state.epoch}:{durable}:{state.live_generation}"
-            offset = self._offset(position, generation)
+            offset = page_offset(position, generation)
             matcher = self._matcher(conn, text, mode, cancel)
             persisted = corpus.persistence is not None
             by_session = persisted and self._by_session(conn, compiled, matcher.expression)
@@ -480,7 +480,7 @@ class SqliteSearch:
         position = self._decode(cursor, "events", fingerprint)
         with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
             live, key, header, generation = self._target(conn, corpus, session_id)
-            offset = self._offset(position, generation)
+            offset = page_offset(position, generation)
             matcher = self._matcher(conn, text, mode, cancel)
             params = {
                 **compiled.params,
@@ -509,18 +509,6 @@ class SqliteSearch:
         if cursor is None:
             return None
         return self._codec.decode(cursor, scope, fingerprint)
-
-    @staticmethod
-    def _offset(position: CursorPosition | None, generation: str) -> int:
-        if position is None:
-            return 0
-        if position.generation != generation:
-            raise SessionQueryError(
-                ErrorCode.STALE_CURSOR,
-                "session-search cursor is stale because its relevant corpus changed; "
-                "retry the complete search",
-            )
-        return position.offset
 
     def _target(
         self, conn: sqlite3.Connection, corpus: Corpus, session_id: str
