@@ -6,6 +6,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import apsw
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import (
@@ -21,6 +24,18 @@ from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.types import SessionLog
 
 _revisions = itertools.count(1)
+
+
+def index_file(path: Path | str, *, read_only: bool = False) -> apsw.Connection:
+    """A connection to an index file through the index's own SQLite (APSW). Tests read an
+    index that is open in this process this way: a second SQLite library in one process
+    would release the index connection's POSIX locks when it closes the file."""
+    if not read_only:
+        return apsw.Connection(str(path))
+    flags = apsw.SQLITE_OPEN_URI | apsw.SQLITE_OPEN_READONLY
+    conn = apsw.Connection(f"file:{path}?mode=ro", flags=flags)
+    conn.set_busy_timeout(50)
+    return conn
 
 
 def user(seq: int, text: str, time: int | None = None) -> SessionEvent:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from search_sqlite_support import FakeCorpus, FakePersistence, header, log
+from search_sqlite_support import FakeCorpus, FakePersistence, header, index_file, log
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.query.cancel import CancelToken
 from sessionquery.search.sqlite import SqliteSearch
@@ -16,7 +15,7 @@ from sessionquery.search.sqlite.durable import keyed_token, same_listing
 
 
 def _rows(path: Path) -> list[tuple[object, ...]]:
-    conn = sqlite3.connect(path)
+    conn = index_file(path)
     try:
         return conn.execute(
             "SELECT p.id, p.header_json, d.id & 4294967295, d.text, d.type, d.time, d.surface, "

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import apsw
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -27,6 +27,7 @@ from search_sqlite_support import (
     FakePersistence,
     assistant,
     header,
+    index_file,
     log,
     summary,
     user,
@@ -507,7 +508,7 @@ def _write_store(root: Path, sessions: int, turns: int) -> None:
 
 
 def _indexed(path: Path) -> list[tuple[object, ...]]:
-    conn = sqlite3.connect(path)
+    conn = index_file(path)
     try:
         return conn.execute(
             "SELECT p.id, d.id & 4294967295, d.text, d.type, d.time, d.surface, d.length "
@@ -519,12 +520,12 @@ def _indexed(path: Path) -> list[tuple[object, ...]]:
 
 def _progress_of(path: Path) -> tuple[int, int] | None:
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.05)
-    except sqlite3.Error:
+        conn = index_file(path, read_only=True)
+    except apsw.Error:
         return None
     try:
         row = conn.execute("SELECT build_done, build_total FROM search_state").fetchone()
-    except sqlite3.Error:
+    except apsw.Error:
         return None
     finally:
         conn.close()

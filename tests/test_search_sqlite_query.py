@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from search_sqlite_support import FakeCorpus, FakePersistence, header, log
+from search_sqlite_support import FakeCorpus, FakePersistence, assistant, header, log, user
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.model import SessionEvent
 from sessionquery.query.filters import (
     AvailabilityIn,
     CreatedBetween,
@@ -22,16 +22,18 @@ from sessionquery.query.filters import (
     SessionFilter,
     TypeIn,
 )
-from sessionquery.search.sqlite import SqliteSearch
+from sessionquery.search.sqlite import SqliteSearch, db
 from sessionquery.search.sqlite.query import (
     EVENT_PREDICATE_LIMIT,
     SESSION_PREDICATE_LIMIT,
     compile_filters,
     normalize_query,
+    query_tokens,
     quote_phrase,
     validate_limit,
     words_expression,
 )
+from sessionquery.search.sqlite.snippet import MATCH_MARK
 
 
 def test_queries_are_trimmed_and_whitespace_collapsed() -> None:
@@ -67,7 +69,7 @@ def test_any_quoted_query_is_valid_fts5_syntax(text: str) -> None:
     except SessionQueryError as exc:
         assert exc.code is ErrorCode.INVALID_QUERY
         return
-    conn = sqlite3.connect(":memory:")
+    conn = db.connect(":memory:")  # the index's own SQLite
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='unicode61')")
     conn.execute("INSERT INTO t VALUES ('some text')")
     conn.execute("SELECT * FROM t WHERE t MATCH ?", (quote_phrase(normalized),)).fetchall()
@@ -212,9 +214,36 @@ def test_an_unknown_match_mode_is_an_invalid_query(index: SqliteSearch, bad: obj
         assert caught.value.code is ErrorCode.INVALID_QUERY
 
 
-# -- the session-driven plan ------------------------------------------------------------------
+# -- ranking: the pages equal a brute-force ranking from highlight() ---------------------------
 
-_PLAN_WORDS = ["deploy", "fix", "deploy fix", "test", "x"]
+_WORDS = ["the", "The", "THE", "thé", "the-the", "café", "Cafe", "x", "😀", "a.b", "deploy", "fix"]
+_QUERIES = [
+    "the",
+    "THE",
+    "cafe",
+    "x",
+    "😀 x",
+    "the the",
+    "the x the",
+    "a.b",
+    "zzz",
+    "the cafe",
+    "deploy fix",
+    "fix deploy",
+    "x the café",
+]
+_texts = st.lists(
+    st.tuples(
+        st.lists(st.sampled_from(_WORDS), min_size=1, max_size=7).map(" ".join),
+        st.sampled_from([1_000, 1_001]),  # equal times make the later tie-breaks decide
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+def _log(texts: list[tuple[str, int]]) -> list[SessionEvent]:
+    return [(user if i % 2 == 0 else assistant)(i, text, at) for i, (text, at) in enumerate(texts)]
 
 
 def _pages(index: SqliteSearch, corpus: FakeCorpus, query: str, **options: Any) -> list[Any]:
@@ -226,42 +255,85 @@ def _pages(index: SqliteSearch, corpus: FakeCorpus, query: str, **options: Any) 
             return pages
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    sessions=st.dictionaries(
-        st.sampled_from("abcdef"),
-        st.tuples(
-            st.sampled_from(["/w", "/v", None]),
-            st.lists(
-                st.lists(st.sampled_from(_PLAN_WORDS), min_size=1, max_size=5).map(" ".join),
-                min_size=1,
-                max_size=4,
-            ),
+def _expected(
+    index: SqliteSearch, expression: str, cwd: list[str | None] | None, types: list[str] | None
+) -> list[tuple[str, bool, int]]:
+    """SPEC §7's ranking, computed the slow way: every matching document of the index (live
+    rows shadowing persisted ones) counted by ``highlight()``'s markers, filtered, the best
+    event of each session chosen and the sessions sorted, all in Python."""
+    conn = index._conn
+    assert conn is not None
+    branches = [
+        ("temp", "live_fts", "live_rows", "live_sessions", True, ""),
+        (
+            "main",
+            "doc_fts",
+            "doc_rows",
+            "persisted_sessions",
+            False,
+            " AND s.id NOT IN (SELECT id FROM temp.live_sessions)",
         ),
-        max_size=6,
+    ]
+    events = []
+    for schema, fts, rows, sessions, live, shadow in branches:
+        found = conn.execute(
+            f"SELECT s.id, s.cwd, r.id & 4294967295, r.type, r.time, r.length, "
+            f"highlight({fts}, 0, ?, '') FROM {schema}.{fts} JOIN {schema}.{rows} AS r "
+            f"ON r.id = {fts}.rowid JOIN {schema}.{sessions} AS s ON s.key = r.id >> 32 "
+            f"WHERE {fts} MATCH ?{shadow}",
+            (MATCH_MARK, expression),
+        ).fetchall()
+        for sid, where, seq, kind, time, length, marked in found:
+            if (cwd is None or where in cwd) and (types is None or kind in types):
+                events.append((-str(marked).count(MATCH_MARK), length, -time, -seq, sid, live))
+    best: dict[str, tuple[Any, ...]] = {}
+    for event in sorted(events):
+        best.setdefault(event[4], event)
+    ranked = sorted(best.values(), key=lambda e: (e[0], e[1], e[2], e[4].encode(), e[3]))
+    return [(sid, live, -seq) for _mc, _length, _time, seq, sid, live in ranked]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    persisted=st.dictionaries(
+        st.sampled_from("abcde"), st.tuples(st.sampled_from(["/w", "/v", None]), _texts)
     ),
-    query=st.sampled_from(["deploy", "deploy fix", "fix deploy", "test"]),
-    filters=st.sampled_from(
-        [[CwdIn(["/w"])], [CwdIn(["/w", None])], [IdIn(["a", "c"])], [CwdIn(["/v"])]]
-    ),
+    live=st.dictionaries(st.sampled_from("defg"), _texts, max_size=3),
+    query=st.sampled_from(_QUERIES),
     match=st.sampled_from(["phrase", "words"]),
-    types=st.sampled_from([[], [TypeIn(["assistant/message"])]]),
+    cwd=st.sampled_from([None, ["/w"], ["/w", None]]),
+    types=st.sampled_from([None, ["user/message"], ["assistant/message"]]),
 )
-def test_session_driven_and_match_driven_plans_return_the_same_pages(
-    sessions: dict[str, tuple[str | None, list[str]]],
+def test_session_pages_follow_the_highlight_counts_and_every_tie_break(
+    *,
+    persisted: dict[str, tuple[str | None, list[tuple[str, int]]]],
+    live: dict[str, list[tuple[str, int]]],
     query: str,
-    filters: list[SessionFilter],
     match: str,
-    types: list[Any],
+    cwd: list[str | None] | None,
+    types: list[str] | None,
 ) -> None:
-    store = FakePersistence()
-    for number, (sid, (cwd, texts)) in enumerate(sorted(sessions.items())):
-        store.put(header(sid, created_at=number + 1, cwd=cwd), log(*texts))
+    store, headers = FakePersistence(), {}
+    for number, (sid, (where, texts)) in enumerate(sorted(persisted.items())):
+        headers[sid] = header(sid, created_at=number + 1, cwd=where)
+        store.put(headers[sid], _log(texts))
     corpus = FakeCorpus(store)
-    options = {"session_filters": filters, "event_filters": types, "match": match}
+    options: dict[str, Any] = {"match": match}
+    if cwd is not None:
+        options["session_filters"] = [CwdIn(cwd)]
+    if types is not None:
+        options["event_filters"] = [TypeIn(types)]
     with SqliteSearch(":memory:") as index:
-        index._session_driven = "always"
-        driven = _pages(index, corpus, query, **options)
-        index._session_driven = "never"
-        matched = _pages(index, corpus, query, **options)
-    assert [page.items for page in driven] == [page.items for page in matched]
+        _pages(index, corpus, query, **options)  # the stored copies are indexed first
+        for sid, texts in sorted(live.items()):
+            corpus.live[sid] = (headers.get(sid, header(sid, ord(sid), cwd="/w")), _log(texts))
+        pages = _pages(index, corpus, query, **options)
+        found = [
+            (hit.record.id, hit.record.live, hit.best_match.seq)
+            for page in pages
+            for hit in page.items
+        ]
+        normalized = normalize_query(query)
+        tokens = query_tokens(index._conn, normalized)  # type: ignore[arg-type]
+        expression = quote_phrase(normalized) if match == "phrase" else words_expression(tokens)
+        assert found == _expected(index, expression, cwd, types)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -11,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from search_sqlite_support import FakeCorpus, FakePersistence, assistant, header, log, summary, user
+from search_sqlite_support import (
+    FakeCorpus,
+    FakePersistence,
+    assistant,
+    header,
+    index_file,
+    log,
+    summary,
+    user,
+)
 from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionEvent, SessionHeader
@@ -247,7 +255,7 @@ def test_a_failing_read_commits_nothing_and_the_next_search_retries(
         index.search_sessions(corpus, "words")
     assert caught.value.code is ErrorCode.PERSISTENCE_FAILED
     index.close()
-    conn = sqlite3.connect(tmp_path / "index.db")
+    conn = index_file(tmp_path / "index.db")
     assert conn.execute("SELECT count(*) FROM persisted_sessions").fetchone() == (0,)
     conn.close()
     with SqliteSearch(tmp_path / "index.db") as reopened:
@@ -320,7 +328,7 @@ class _JournalStore(FakePersistence):
 
 
 def _rows(path: Path) -> list[tuple[object, ...]]:
-    conn = sqlite3.connect(path)
+    conn = index_file(path)
     try:
         return conn.execute(
             "SELECT p.id, p.header_json, d.id & 4294967295, d.text, d.type, d.time, d.surface, "

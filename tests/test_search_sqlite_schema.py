@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from search_sqlite_support import FakeCorpus, FakePersistence, header, log
+from search_sqlite_support import FakeCorpus, FakePersistence, header, index_file, log
 from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import JsonlPersistence
@@ -97,7 +97,7 @@ def test_journal_mode_is_applied_after_validation(tmp_path: Path) -> None:
     with SqliteSearch(path, journal_mode="delete"):
         pass
     with SqliteSearch(path):
-        conn = sqlite3.connect(path)
+        conn = index_file(path)
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         conn.close()
 

@@ -12,18 +12,18 @@ next pass continues with what is still stale. See :mod:`.reconcile` for the inva
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence.base import DocumentLog, PersistedSession, SessionPersistence
 from sessionquery.query.backend import Corpus
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.corpus import documents_of
+from sessionquery.search.sqlite import db
 from sessionquery.search.sqlite.overlay import LiveState
 from sessionquery.search.sqlite.rows import DURABLE, Row, document_rows, key_range
 
@@ -54,7 +54,7 @@ UNBOUND: Final = object()
 class IndexAccess(Protocol):
     """How reconciliation reaches the index (implemented by :class:`SqliteSearch`)."""
 
-    def hold(self, cancel: CancelToken | None) -> AbstractContextManager[sqlite3.Connection]:
+    def hold(self, cancel: CancelToken | None) -> AbstractContextManager[db.Connection]:
         """Exclusive use of the connection for a short while (one batch, one query)."""
         ...
 
@@ -169,14 +169,14 @@ class DurablePass:
 
     # -- planning ----------------------------------------------------------------------
 
-    def _base(self, conn: sqlite3.Connection) -> str | None:
+    def _base(self, conn: db.Connection) -> str | None:
         if self.swapped:
             return None
         if self.state.token is not None:
             return self.state.token
-        stored, done, total = conn.execute(
-            "SELECT token, build_done, build_total FROM main.search_state"
-        ).fetchone()
+        stored, done, total = db.one(
+            conn, "SELECT token, build_done, build_total FROM main.search_state"
+        )
         return str(stored) if stored is not None and done == total else None
 
     def _changed(self, base: str | None) -> frozenset[str] | None:
@@ -205,10 +205,12 @@ class DurablePass:
         plan = self.plan
         listing = {p.header.id: p for p in self.corpus.list_persisted(self.cancel)}
         with self.access.hold(self.cancel) as conn:
-            rows = conn.execute("SELECT id, key, revision FROM main.persisted_sessions").fetchall()
+            rows: list[tuple[Any, ...]] = conn.execute(
+                "SELECT id, key, revision FROM main.persisted_sessions"
+            ).fetchall()
             if any(type(key) is not int or revision is None for _sid, key, revision in rows):
                 # Bytes damaged inside the index file: INDEX_FAILED, never a raw error.
-                raise sqlite3.DatabaseError("main.persisted_sessions holds a damaged row")
+                raise db.Damaged("main.persisted_sessions holds a damaged row")
         indexed = {str(sid): (int(key), str(revision)) for sid, key, revision in rows}
         for sid, entry in listing.items():
             row = indexed.get(sid)
@@ -226,7 +228,7 @@ class DurablePass:
         plan = self.plan
         plan.deferred = {sid for sid in self.state.deferred if sid in self.live_ids}
         with self.access.hold(self.cancel) as conn:
-            (count,) = conn.execute("SELECT count(*) FROM main.persisted_sessions").fetchone()
+            (count,) = db.one(conn, "SELECT count(*) FROM main.persisted_sessions")
         plan.total = int(count)
         stat: Callable[[str, CancelToken | None], PersistedSession | None] | None
         stat = getattr(self.corpus, "stat_persisted", None)
@@ -238,7 +240,7 @@ class DurablePass:
                     "SELECT key, revision FROM main.persisted_sessions WHERE id = ?", (sid,)
                 ).fetchone()
                 if found is not None and (type(found[0]) is not int or found[1] is None):
-                    raise sqlite3.DatabaseError("main.persisted_sessions holds a damaged row")
+                    raise db.Damaged("main.persisted_sessions holds a damaged row")
             row = None if found is None else (int(found[0]), str(found[1]))
             if entry is None:
                 if row is not None:
@@ -332,14 +334,14 @@ class DurablePass:
 
     def _write(
         self,
-        conn: sqlite3.Connection,
+        conn: db.Connection,
         batch: list[tuple[tuple[int, str] | None, DocumentLog]],
         remaining: int,
         *,
         final: bool,
     ) -> None:
         plan = self.plan
-        (generation,) = conn.execute("SELECT global_generation FROM main.search_state").fetchone()
+        (generation,) = db.one(conn, "SELECT global_generation FROM main.search_state")
         generation = int(generation) + 1
         self._written = 0
         for row, document_log in batch:
@@ -361,7 +363,7 @@ class DurablePass:
 
     def _write_session(
         self,
-        conn: sqlite3.Connection,
+        conn: db.Connection,
         row: tuple[int, str] | None,
         document_log: DocumentLog,
         generation: int,
@@ -382,12 +384,12 @@ class DurablePass:
             if existing is not None:  # indexed meanwhile by an earlier, interrupted pass
                 row = (int(existing[0]), "")
         if row is None:
-            cursor = conn.execute(
+            conn.execute(
                 "INSERT INTO main.persisted_sessions (created_at, cwd, parent_session, "
                 "header_json, revision, generation, id) VALUES (?,?,?,?,?,?,?)",
                 (*values, header.id),
             )
-            key = int(cursor.lastrowid or 0)
+            key = conn.last_insert_rowid()
             rows = document_rows(key, document_log.documents)
             DURABLE.insert(conn, rows)
             return len(rows)
@@ -400,7 +402,7 @@ class DurablePass:
         return _rewrite(conn, key, document_rows(key, document_log.documents))
 
 
-def _rewrite(conn: sqlite3.Connection, key: int, rows: list[Row]) -> int:
+def _rewrite(conn: db.Connection, key: int, rows: list[Row]) -> int:
     """Write only the difference between the stored rows of ``key`` and ``rows``.
 
     An appended log keeps its earlier documents untouched (no re-tokenising); documents whose

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -56,20 +55,17 @@ from sessionquery.query.types import (
     SessionSearchPage,
 )
 from sessionquery.search.request import event_request, session_request
-from sessionquery.search.sqlite import fastpath, schema, spans
+from sessionquery.search.sqlite import db, schema, spans
 from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, page_offset
 from sessionquery.search.sqlite.query import (
     EVENT_PREDICATE_LIMIT,
-    MATCHES_PER_SESSION,
     SEQ_BITS,
     SEQ_MASK,
     SESSION_PREDICATE_LIMIT,
-    CompiledFilters,
     compile_filters,
     event_search_sql,
     highlight_sql,
-    persisted_matches_sql,
-    persisted_sessions_sql,
+    query_tokens,
     quote_phrase,
     session_search_sql,
     text_sql,
@@ -173,18 +169,12 @@ class SqliteSearch:
         """Guards the connection: held for one statement group (a query, a batch of writes)."""
         self._turn = threading.Lock()
         """One reconciliation (and the query that follows it) at a time in this instance."""
-        self._conn: sqlite3.Connection | None = None
+        self._conn: db.Connection | None = None
         self._access = _Access(self)
         self._state = IndexState()
         self._codec = CursorCodec()
         self._closed = False
         self._headers: dict[str, SessionHeader] = {}
-        self._single_token_fast_path: Literal["off", "unfiltered", "always"] = "unfiltered"
-        """Private switch (tests compare the paths): when single-token session queries are
-        ranked from the FTS5 vocabulary (:mod:`.fastpath`) instead of ``highlight()``."""
-        self._session_driven: Literal["auto", "never", "always"] = "auto"
-        """Private switch (tests compare the plans): when a session-filtered search reads
-        the index session by session (:func:`.query.session_search_sql`, ``by_session``)."""
         if open_at == "startup":
             with self._lock:
                 self._open()
@@ -196,7 +186,7 @@ class SqliteSearch:
         """The index path as configured."""
         return self._path
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self) -> db.Connection:
         if self._conn is not None:
             return self._conn
         if self._real != ":memory:":
@@ -241,7 +231,7 @@ class SqliteSearch:
             raise SessionQueryError(ErrorCode.INDEX_FAILED, "session-search index is closed")
 
     @contextmanager
-    def _hold(self, cancel: CancelToken | None) -> Iterator[sqlite3.Connection]:
+    def _hold(self, cancel: CancelToken | None) -> Iterator[db.Connection]:
         """Exclusive use of the connection (opening it if needed) with ``cancel`` wired to
         SQLite; held for one statement group only."""
         self._check_open()
@@ -251,10 +241,10 @@ class SqliteSearch:
             check_cancel(cancel)
             conn = self._open()
             if cancel is not None:
-                conn.set_progress_handler(lambda: int(cancel.expired), PROGRESS_STEPS)
+                conn.set_progress_handler(lambda: cancel.expired, PROGRESS_STEPS)
             try:
                 yield conn
-            except (sqlite3.Error, UnicodeDecodeError) as exc:  # damaged text decodes badly
+            except (db.Error, UnicodeDecodeError) as exc:  # damaged text decodes badly
                 check_cancel(cancel)
                 raise SessionQueryError(
                     ErrorCode.INDEX_FAILED, f"session-search index query failed: {exc}"
@@ -319,9 +309,9 @@ class SqliteSearch:
             return error
         try:
             with self._hold(None) as conn:
-                done, total, completed = conn.execute(
-                    "SELECT build_done, build_total, completed FROM main.search_state"
-                ).fetchone()
+                done, total, completed = db.one(
+                    conn, "SELECT build_done, build_total, completed FROM main.search_state"
+                )
         except SessionQueryError:
             return error
         if done >= total and completed:
@@ -407,34 +397,20 @@ class SqliteSearch:
         fingerprint = request.fingerprint
         position = self._decode(cursor, "sessions", fingerprint)
         with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
-            (durable,) = conn.execute("SELECT global_generation FROM main.search_state").fetchone()
+            (durable,) = db.one(conn, "SELECT global_generation FROM main.search_state")
             state = self._state
             generation = f"{state.epoch}:{durable}:{state.live_generation}"
             offset = page_offset(position, generation)
             matcher = self._matcher(conn, text, mode, cancel)
             persisted = corpus.persistence is not None
-            by_session = persisted and self._by_session(conn, compiled, matcher.expression)
-            sql = session_search_sql(compiled, include_persisted=persisted, by_session=by_session)
+            sql = session_search_sql(compiled, include_persisted=persisted)
             params = {
                 **compiled.params,
                 "q": matcher.expression,
-                "mark": MATCH_MARK,
+                "overlap": db.overlapping(matcher.phrases),
                 "lim": page_size + 1,
                 "off": offset,
             }
-            tokens = self._fast_tokens(conn, text, mode, compiled)
-            if tokens:  # same rows, counted from the index (see .fastpath)
-                sql = fastpath.session_search_sql(
-                    compiled, include_persisted=persisted, tokens=len(tokens)
-                )
-                named = {f"t{i}": token for i, token in enumerate(tokens)}
-                params = {
-                    **compiled.params,
-                    **named,
-                    "term": tokens[0],
-                    "lim": page_size + 1,
-                    "off": offset,
-                }
             rows = conn.execute(sql, params).fetchall()
             hits = [self._session_hit(conn, matcher, row) for row in rows[:page_size]]
         next_cursor = None
@@ -485,7 +461,7 @@ class SqliteSearch:
             params = {
                 **compiled.params,
                 "q": matcher.expression,
-                "mark": MATCH_MARK,
+                "overlap": db.overlapping(matcher.phrases),
                 "lo": key << SEQ_BITS,
                 "hi": (key << SEQ_BITS) | SEQ_MASK,
                 "lim": page_size + 1,
@@ -511,7 +487,7 @@ class SqliteSearch:
         return self._codec.decode(cursor, scope, fingerprint)
 
     def _target(
-        self, conn: sqlite3.Connection, corpus: Corpus, session_id: str
+        self, conn: db.Connection, corpus: Corpus, session_id: str
     ) -> tuple[bool, int, SessionHeader, str]:
         live = self._state.live.get(session_id)
         if live is not None:
@@ -546,66 +522,19 @@ class SqliteSearch:
 
     @staticmethod
     def _matcher(
-        conn: sqlite3.Connection, text: str, match: SearchMatch, cancel: CancelToken | None
+        conn: db.Connection, text: str, match: SearchMatch, cancel: CancelToken | None
     ) -> spans.Matcher:
         """The MATCH expression of the normalised query in the given mode and its phrases;
         registers the long-document span counter for this search."""
-        tokens = fastpath.query_tokens(conn, text)
+        tokens = query_tokens(conn, text)
         if match == "phrase":
-            matcher = spans.Matcher(quote_phrase(text), (tuple(tokens),), cancel)
-        else:
-            distinct = tuple(dict.fromkeys(tokens))
-            matcher = spans.Matcher(
-                words_expression(distinct), tuple((token,) for token in distinct), cancel
-            )
-        spans.install(conn)  # never create tables while a statement runs (it would abort it)
-        spans.register(conn, matcher)
-        return matcher
+            return spans.Matcher(quote_phrase(text), (tuple(tokens),), cancel)
+        distinct = tuple(dict.fromkeys(tokens))
+        return spans.Matcher(
+            words_expression(distinct), tuple((token,) for token in distinct), cancel
+        )
 
-    def _by_session(
-        self, conn: sqlite3.Connection, compiled: CompiledFilters, expression: str
-    ) -> bool:
-        """Whether to read the index session by session: the session filters keep few
-        sessions and the query matches many more documents than them."""
-        mode = self._session_driven
-        if mode != "auto" or not compiled.session_predicates:
-            return mode == "always"
-        few = MATCHES_PER_SESSION * 256  # below this the match-driven plan is cheap anyway
-        (matches,) = conn.execute(persisted_matches_sql(), {"q": expression, "cap": few}).fetchone()
-        if int(matches) < few:
-            return False
-        (sessions,) = conn.execute(persisted_sessions_sql(compiled), compiled.params).fetchone()
-        cap = int(sessions) * MATCHES_PER_SESSION + 1
-        (matches,) = conn.execute(persisted_matches_sql(), {"q": expression, "cap": cap}).fetchone()
-        return bool(int(matches) >= cap)
-
-    def _fast_tokens(
-        self, conn: sqlite3.Connection, text: str, match: SearchMatch, filters: CompiledFilters
-    ) -> list[str]:
-        """The tokens to rank from the FTS5 vocabulary when the fast path is on and applies,
-        else ``[]``: one token, or (phrase mode) a phrase of distinct tokens none of which
-        is common (:func:`.fastpath.phrase_is_narrow`).
-
-        In ``"words"`` mode a query whose words are all one token (``test Test``) counts as
-        single-token: its spans are that token's instances, as for the phrase ``test``.
-        """
-        mode = self._single_token_fast_path
-        if mode == "off" or (mode == "unfiltered" and not fastpath.worthwhile(filters)):
-            return []
-        tokens = fastpath.query_tokens(conn, text)
-        if match == "words":
-            tokens = list(dict.fromkeys(tokens))
-        if len(tokens) == 1:
-            dense = mode == "unfiltered" and fastpath.dense(conn, tokens[0])
-            return [] if dense else tokens
-        if match == "phrase" and 1 < len(tokens) == len(set(tokens)):
-            narrow = mode == "always" or fastpath.phrase_is_narrow(conn, tokens)
-            return tokens if narrow else []
-        return []
-
-    def _snippet(
-        self, conn: sqlite3.Connection, matcher: spans.Matcher, live: bool, rid: int
-    ) -> str:
+    def _snippet(self, conn: db.Connection, matcher: spans.Matcher, live: bool, rid: int) -> str:
         stored = conn.execute(text_sql(live), {"rid": rid}).fetchone()
         if stored is not None and int(stored[1]) > spans.SMALL_DOCUMENT:
             # Long document: locate the first span without highlighting all of it.
@@ -619,7 +548,7 @@ class SqliteSearch:
 
     def _event_hit(
         self,
-        conn: sqlite3.Connection,
+        conn: db.Connection,
         matcher: spans.Matcher,
         live: bool,
         session_id: str,
@@ -637,7 +566,7 @@ class SqliteSearch:
         )
 
     def _session_hit(
-        self, conn: sqlite3.Connection, matcher: spans.Matcher, row: Sequence[object]
+        self, conn: db.Connection, matcher: spans.Matcher, row: Sequence[object]
     ) -> SessionSearchHit:
         src, rid, session_id, *event = row
         assert isinstance(rid, int)
@@ -647,10 +576,11 @@ class SqliteSearch:
             state = self._state.live[sid]
             record = SessionRecord(state.header, live=True, persisted=state.persisted)
         else:
-            (header_json,) = conn.execute(
+            (header_json,) = db.one(
+                conn,
                 "SELECT header_json FROM main.persisted_sessions WHERE key = ?",
                 (rid >> SEQ_BITS,),
-            ).fetchone()
+            )
             header = self._header(str(header_json))
             record = SessionRecord(header, live=False, persisted=True)
         best = self._event_hit(conn, matcher, live, sid, (rid, *event))
@@ -665,7 +595,7 @@ class _Access:
     def __init__(self, search: SqliteSearch) -> None:
         self._search = search
 
-    def hold(self, cancel: CancelToken | None) -> AbstractContextManager[sqlite3.Connection]:
+    def hold(self, cancel: CancelToken | None) -> AbstractContextManager[db.Connection]:
         return self._search._hold(cancel)  # pyright: ignore[reportPrivateUsage]
 
     def writing(self, cancel: CancelToken | None) -> AbstractContextManager[None]:
@@ -682,7 +612,7 @@ def _acquire(lock: threading.Lock, cancel: CancelToken | None) -> None:
 
 
 @contextmanager
-def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+def _snapshot(conn: db.Connection) -> Iterator[None]:
     """One read transaction: every statement inside sees the same committed state."""
     conn.execute("BEGIN")
     try:

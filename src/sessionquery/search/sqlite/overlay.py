@@ -15,7 +15,6 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -24,6 +23,7 @@ from sessionquery.model import Replace, SessionEvent, SessionHeader, SurfaceErro
 from sessionquery.persistence.base import PersistedSession
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.cancel import CancelToken, check_cancel
+from sessionquery.search.sqlite import db
 from sessionquery.search.sqlite.query import SEQ_BITS, SEQ_MASK
 from sessionquery.search.sqlite.rows import LIVE, event_rows
 
@@ -104,7 +104,7 @@ class LiveOverlay:
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        conn: db.Connection,
         previous: dict[str, LiveState],
         *,
         dirty: bool,
@@ -174,12 +174,12 @@ class LiveOverlay:
         if old is not None:
             self._drop(old.key)
         header = snapshot.header
-        cursor = self.conn.execute(
+        self.conn.execute(
             "INSERT INTO temp.live_sessions (id, created_at, cwd, parent_session, persisted) "
             "VALUES (?,?,?,?,?)",
             (header.id, header.created_at, header.cwd, header.parent_session, int(persisted)),
         )
-        key = int(cursor.lastrowid or 0)
+        key = self.conn.last_insert_rowid()
         folder = SurfaceFolder()
         _fold(header.id, events, folder)
         rows = event_rows(key, events, folder)

@@ -11,17 +11,17 @@ Invariants:
   statement is prepared.
 * Ranking (:data:`EVENT_ORDER`, :data:`SESSION_ORDER`): more highlighted match spans first,
   then shorter documents (code points), then newer events, then session id (binary order),
-  then higher seq. The span count of a short document is ``length(highlight(..., MARK, ''))``
-  minus the stored code-point length (one marker character per span); a long one's comes
-  from :mod:`.spans` (:func:`match_count`).
+  then higher seq. The span count comes from FTS5's instance data (:func:`match_count`), never
+  from the document's text.
 """
 
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import apsw
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model.textmatch import collapse_whitespace
@@ -37,12 +37,11 @@ from sessionquery.query.filters import (
     TimeBetween,
     TypeIn,
 )
+from sessionquery.search.sqlite import db
 from sessionquery.search.sqlite.snippet import sanitize_text
-from sessionquery.search.sqlite.spans import SMALL_DOCUMENT, SPANS_FUNCTION
 
 __all__ = [
     "EVENT_PREDICATE_LIMIT",
-    "MATCHES_PER_SESSION",
     "MAX_BOUND_PARAMETERS",
     "MAX_QUERY_BYTES",
     "SEQ_BITS",
@@ -51,8 +50,7 @@ __all__ = [
     "compile_filters",
     "event_search_sql",
     "normalize_query",
-    "persisted_matches_sql",
-    "persisted_sessions_sql",
+    "query_tokens",
     "quote_phrase",
     "session_search_sql",
     "validate_limit",
@@ -85,7 +83,7 @@ EVENT_ORDER = "mc DESC, length ASC, time DESC, seq DESC"
 SESSION_ORDER = "mc DESC, length ASC, time DESC, session_id ASC, seq DESC"
 """Sessions ranked by their best event, ties by id (binary collation)."""
 
-_MATERIALIZED = "MATERIALIZED " if sqlite3.sqlite_version_info >= (3, 35, 0) else ""
+_MATERIALIZED = "MATERIALIZED " if db.SQLITE_VERSION >= (3, 35, 0) else ""
 # Without it SQLite evaluates each candidate's match count, and so highlight() (which
 # re-tokenises the document), twice: once for the window's sort key and once for the row.
 
@@ -117,6 +115,18 @@ def normalize_query(query: object) -> str:
 def quote_phrase(normalized: str) -> str:
     """The FTS5 MATCH expression for ``normalized``: exactly one literal phrase."""
     return '"' + sanitize_text(normalized).replace('"', '""') + '"'
+
+
+def query_tokens(conn: db.Connection, normalized: str) -> list[str]:
+    """The tokens of ``normalized`` for the index's ``unicode61``, in query order (repeats
+    kept): FTS5's own tokenizer, called as for a query, on the text :func:`quote_phrase`
+    puts between the quotes, so these are the tokens the ``MATCH`` phrase looks up."""
+    tokenizer = conn.fts5_tokenizer("unicode61", [])
+    text = sanitize_text(normalized).encode("utf-8")
+    found = tokenizer(
+        text, apsw.FTS5_TOKENIZE_QUERY, None, include_offsets=False, include_colocated=False
+    )
+    return [str(token) for token in found]
 
 
 def words_expression(tokens: Sequence[str]) -> str:
@@ -272,103 +282,105 @@ _PERSISTED_COLUMNS = {
 }
 _LIVE_COLUMNS = {**_PERSISTED_COLUMNS, "live": "1", "persisted": "s.persisted"}
 
-_BRANCH = (
-    "SELECT {src} AS src, r.id AS rid, s.id AS session_id, r.id & {mask} AS seq, "
-    "r.type AS type, r.time AS time, r.surface AS surface, r.length AS length, "
-    "{mc} AS mc "
-    "FROM {schema}.{fts} JOIN {schema}.{rows} AS r ON r.id = {fts}.rowid "
-    "JOIN {schema}.{sessions} AS s ON s.key = {fts}.rowid >> {bits} "
-    "WHERE {fts} MATCH :q{shadow}{where}"
+
+def match_count(fts: str) -> str:
+    """The span-count expression of one candidate row of ``fts`` (binds ``:overlap``): FTS5's
+    own instance data through :data:`.db.MATCH_SPANS`, linear in the row's matches."""
+    return f"{db.MATCH_SPANS}({fts}, :overlap)"
+
+
+_SOURCES = {
+    False: ("main", "doc_fts", "doc_rows", "persisted_sessions", _PERSISTED_COLUMNS),
+    True: ("temp", "live_fts", "live_rows", "live_sessions", _LIVE_COLUMNS),
+}
+"""Per branch (``live``): schema, FTS table, rows, sessions and the filters' columns."""
+
+
+def _keep(live: bool, filters: CompiledFilters) -> str:
+    """Keys of the branch's sessions that pass the session filters."""
+    schema, _fts, _rows, sessions, columns = _SOURCES[live]
+    where = " AND ".join(p.format_map(columns) for p in filters.session_predicates)
+    return f"SELECT s.key FROM {schema}.{sessions} AS s WHERE {where}"
+
+
+_SHADOWED = (
+    "SELECT key FROM main.persisted_sessions WHERE id IN (SELECT id FROM temp.live_sessions)"
 )
-
-_BRANCH_BY_SESSION = (
-    "SELECT {src} AS src, r.id AS rid, s.id AS session_id, r.id & {mask} AS seq, "
-    "r.type AS type, r.time AS time, r.surface AS surface, r.length AS length, "
-    "{mc} AS mc "
-    "FROM {schema}.{sessions} AS s CROSS JOIN {schema}.{fts} "
-    "JOIN {schema}.{rows} AS r ON r.id = {fts}.rowid "
-    "WHERE {fts} MATCH :q AND {fts}.rowid BETWEEN (s.key << {bits}) "
-    "AND ((s.key << {bits}) | {mask}){shadow}{where}"
-)
-"""The same rows, driven from the sessions that pass the session filters: one FTS5 lookup
-restricted to each such session's rowid range instead of every match joined and then
-filtered. Chosen when the filters keep few sessions and the query matches many documents
-(a workspace-filtered search of a common word)."""
+"""Keys of the persisted sessions that are live: their live rows shadow their durable ones."""
 
 
-def match_count(fts: str, live: int) -> str:
-    """The span-count expression of one candidate row ``r`` of ``fts``.
-
-    Short documents count ``highlight()``'s markers; longer ones call
-    :data:`~sessionquery.search.sqlite.spans.SPANS_FUNCTION` (same count, linear time; the
-    caller registers it for the search). ``CASE`` evaluates only the branch it takes.
-    """
+def _candidates(live: bool, filters: CompiledFilters) -> str:
+    """Every matching document of the kept sessions that passes the event filters, with its
+    span count. Rows are read only when an event filter needs them."""
+    schema, fts, rows, _sessions, columns = _SOURCES[live]
+    join = where = ""
+    if filters.event_predicates:
+        join = f" JOIN {schema}.{rows} AS r ON r.id = {fts}.rowid"
+        where = "".join(f" AND {p.format_map(columns)}" for p in filters.event_predicates)
+    key = f"{fts}.rowid >> {SEQ_BITS}"
+    if filters.session_predicates:
+        where = f" AND {key} IN keep{int(live)}{where}"
+    if not live:
+        where = f" AND {key} NOT IN shadowed{where}"
     return (
-        f"CASE WHEN r.length <= {SMALL_DOCUMENT} "
-        f"THEN length(highlight({fts}, 0, :mark, '')) - r.length "
-        f"ELSE {SPANS_FUNCTION}(r.id, {live}) END"
+        f"SELECT {int(live)} AS src, {fts}.rowid AS rid, {key} AS key, "
+        f"{match_count(fts)} AS mc FROM {schema}.{fts}{join} WHERE {fts} MATCH :q{where}"
     )
 
 
-def _branch(live: bool, filters: CompiledFilters, by_session: bool = False) -> str:
-    if live:
-        schema, names = "temp", ("live_fts", "live_rows", "live_sessions")
-        shadow, columns = "", _LIVE_COLUMNS
-    else:
-        schema, names = "main", ("doc_fts", "doc_rows", "persisted_sessions")
-        shadow = " AND s.id NOT IN (SELECT id FROM temp.live_sessions)"
-        columns = _PERSISTED_COLUMNS
-    fts, rows, sessions = names
-    template = _BRANCH_BY_SESSION if by_session else _BRANCH
-    return template.format(
-        src=int(live),
-        mask=SEQ_MASK,
-        schema=schema,
-        fts=fts,
-        rows=rows,
-        sessions=sessions,
-        bits=SEQ_BITS,
-        shadow=shadow,
-        where=filters.where(columns),
-        mc=match_count(fts, int(live)),
+def _best(live: bool) -> str:
+    """The best candidates of the sessions that can reach the page: those whose highest
+    count is at least the page's lowest (``floor``), each candidate that reaches it with
+    its length and time (the tie-breaks)."""
+    schema, _fts, rows, sessions, _columns = _SOURCES[live]
+    return (
+        "SELECT c.src AS src, c.rid AS rid, c.mc AS mc, r.length AS length, r.time AS time, "
+        "r.type AS type, r.surface AS surface, s.id AS session_id FROM cand AS c "
+        "JOIN top AS t ON t.src = c.src AND t.key = c.key "
+        f"JOIN {schema}.{rows} AS r ON r.id = c.rid JOIN {schema}.{sessions} AS s "
+        f"ON s.key = c.key WHERE c.src = {int(live)} AND c.mc >= (SELECT mc FROM floor) "
+        "AND c.mc = t.mc"
     )
 
 
-MATCHES_PER_SESSION = 16
-"""Driving from sessions pays one FTS5 lookup per session passing the filters; it is chosen
-when the query matches more than this many persisted documents per such session."""
+def session_search_sql(filters: CompiledFilters, *, include_persisted: bool) -> str:
+    """Sessions with their best event, ranked; binds ``:q :overlap :lim :off`` + filters.
 
+    Event filters apply to every candidate, so the best event is the best one that passes
+    them. The order of work keeps the cost near one pass over the matching rowids:
 
-def persisted_sessions_sql(filters: CompiledFilters) -> str:
-    """How many persisted sessions pass the session filters (binds the filters' values)."""
-    where = "".join(f" AND {p.format_map(_PERSISTED_COLUMNS)}" for p in filters.session_predicates)
-    return f"SELECT count(*) FROM main.persisted_sessions AS s WHERE 1{where}"
+    1. ``cand``: the matching documents of the sessions that pass the session filters, with
+       their span counts (integers from FTS5's instance data; no text is read);
+    2. ``top``: each session's highest count; ``floor``: the count of the last session the
+       page can hold (``:lim + :off``-th highest), so no session below it can be on the page;
+    3. only for the sessions at or above it, the candidates that reach their session's
+       count are joined with their rows, and the session's best among them is the shortest,
+       newest, highest ``seq`` (:data:`EVENT_ORDER`); the page is then ordered by
+       :data:`SESSION_ORDER`.
 
-
-def persisted_matches_sql() -> str:
-    """Persisted documents matching ``:q``, counted up to ``:cap``."""
-    return "SELECT count(*) FROM (SELECT 1 FROM main.doc_fts WHERE doc_fts MATCH :q LIMIT :cap)"
-
-
-def session_search_sql(
-    filters: CompiledFilters, *, include_persisted: bool, by_session: bool = False
-) -> str:
-    """Sessions with their best event, ranked; binds ``:q :mark :lim :off`` + filters.
-
-    Event filters apply before grouping, so the best event is the best one that passes them.
-    Durable rows of a session that has a live row are shadowed. ``by_session`` drives the
-    persisted branch from the filtered sessions (:data:`_BRANCH_BY_SESSION`); the result
-    is the same.
+    Every FTS5 document has its row (both are written together), so reading rows for the
+    few best candidates only selects the same sessions and events as reading them all.
     """
-    branches = [_branch(True, filters)]
+    live = [True, False] if include_persisted else [True]
+    keeps = "".join(
+        f"keep{int(branch)}(key) AS ({_keep(branch, filters)}), "
+        for branch in live
+        if filters.session_predicates
+    )
     if include_persisted:
-        branches.append(_branch(False, filters, by_session))
-    candidates = " UNION ALL ".join(branches)
+        keeps += f"shadowed(key) AS ({_SHADOWED}), "
+    candidates = " UNION ALL ".join(_candidates(branch, filters) for branch in live)
+    bests = " UNION ALL ".join(_best(branch) for branch in live)
     return (
-        f"WITH cand AS {_MATERIALIZED}({candidates}), ranked AS (SELECT *, row_number() OVER "
-        f"(PARTITION BY session_id ORDER BY {EVENT_ORDER}) AS rn FROM cand) "
-        "SELECT src, rid, session_id, seq, type, time, surface FROM ranked WHERE rn = 1 "
-        f"ORDER BY {SESSION_ORDER} LIMIT :lim OFFSET :off"
+        f"WITH {keeps}cand AS {_MATERIALIZED}({candidates}), "
+        f"top AS {_MATERIALIZED}(SELECT src, key, max(mc) AS mc FROM cand GROUP BY src, key), "
+        "floor(mc) AS (SELECT coalesce((SELECT mc FROM top ORDER BY mc DESC "
+        "LIMIT 1 OFFSET :lim + :off - 1), 0)), "
+        f"best AS {_MATERIALIZED}({bests}), "
+        "ranked AS (SELECT *, row_number() OVER (PARTITION BY src, session_id "
+        "ORDER BY length ASC, time DESC, rid DESC) AS rn FROM best) "
+        f"SELECT src, rid, session_id, rid & {SEQ_MASK} AS seq, type, time, surface "
+        f"FROM ranked WHERE rn = 1 ORDER BY {SESSION_ORDER} LIMIT :lim OFFSET :off"
     )
 
 
@@ -377,13 +389,13 @@ def _tables(live: bool) -> tuple[str, str, str]:
 
 
 def event_search_sql(filters: CompiledFilters, *, live: bool) -> str:
-    """Events of one session (rowids ``:lo..:hi``), ranked; binds ``:q :mark :lo :hi``..."""
+    """Events of one session (rowids ``:lo..:hi``), ranked; binds ``:q :overlap :lo :hi``..."""
     schema, fts, rows = _tables(live)
     where = filters.where(_PERSISTED_COLUMNS)
     return (
         f"SELECT r.id AS rid, r.id & {SEQ_MASK} AS seq, r.type AS type, r.time AS time, "
         "r.surface AS surface, r.length AS length, "
-        f"{match_count(fts, int(live))} AS mc "
+        f"{match_count(fts)} AS mc "
         f"FROM {schema}.{fts} JOIN {schema}.{rows} AS r ON r.id = {fts}.rowid "
         f"WHERE {fts} MATCH :q AND {fts}.rowid BETWEEN :lo AND :hi{where} "
         f"ORDER BY {EVENT_ORDER} LIMIT :lim OFFSET :off"

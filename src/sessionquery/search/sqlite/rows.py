@@ -9,12 +9,12 @@ stored and its length is the code-point count of the stored text. The durable ta
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionEvent, SurfaceFolder, extract_event_text
 from sessionquery.persistence.base import TextDocument
+from sessionquery.search.sqlite import db
 from sessionquery.search.sqlite.query import SEQ_BITS, SEQ_MASK
 from sessionquery.search.sqlite.snippet import sanitize_text
 
@@ -51,18 +51,18 @@ class DocTables:
             f"DELETE FROM {schema}.{rows} WHERE id = ?",
         )
 
-    def insert(self, conn: sqlite3.Connection, rows: list[Row]) -> None:
+    def insert(self, conn: db.Connection, rows: list[Row]) -> None:
         """Insert ``rows`` into the table and its FTS5 index."""
         conn.executemany(self.insert_rows, rows)
         conn.executemany(self.insert_fts, [(row[0], row[1]) for row in rows])
 
-    def delete_key(self, conn: sqlite3.Connection, key: int) -> None:
+    def delete_key(self, conn: db.Connection, key: int) -> None:
         """Delete every row of session ``key``."""
         bounds = key_range(key)
         for statement in self.delete_range:
             conn.execute(statement, bounds)
 
-    def delete_ids(self, conn: sqlite3.Connection, ids: list[tuple[int]]) -> None:
+    def delete_ids(self, conn: db.Connection, ids: list[tuple[int]]) -> None:
         """Delete the rows with these ids."""
         for statement in self.delete_id:
             conn.executemany(statement, ids)

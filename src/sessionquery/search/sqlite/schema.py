@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 from pathlib import Path
 
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.search.sqlite import db
 
 try:
     import fcntl
@@ -176,7 +176,7 @@ def _ensure_file(path: Path) -> None:
     os.chmod(path, 0o600)
 
 
-def _user_tables(conn: sqlite3.Connection) -> set[str]:
+def _user_tables(conn: db.Connection) -> set[str]:
     rows = conn.execute(
         "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' "
         "ESCAPE '\\'"
@@ -184,10 +184,10 @@ def _user_tables(conn: sqlite3.Connection) -> set[str]:
     return {str(name) for (name,) in rows}
 
 
-def _validate(conn: sqlite3.Connection, path: str) -> bool:
+def _validate(conn: db.Connection, path: str) -> bool:
     """Refuse what is not ours; return whether the schema must be rebuilt."""
-    (app_id,) = conn.execute("PRAGMA main.application_id").fetchone()
-    (version,) = conn.execute("PRAGMA main.user_version").fetchone()
+    (app_id,) = db.one(conn, "PRAGMA main.application_id")
+    (version,) = db.one(conn, "PRAGMA main.user_version")
     tables = _user_tables(conn)
     if app_id not in (0, APPLICATION_ID):
         raise _failed(path, f"application_id {app_id:#x} belongs to another application")
@@ -200,7 +200,7 @@ def _validate(conn: sqlite3.Connection, path: str) -> bool:
     return bool(app_id == APPLICATION_ID and version != SCHEMA_VERSION)
 
 
-def _drop_derived(conn: sqlite3.Connection) -> None:
+def _drop_derived(conn: db.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         virtual = conn.execute(
@@ -208,7 +208,7 @@ def _drop_derived(conn: sqlite3.Connection) -> None:
             "WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL%'"
         ).fetchall()
         for (name,) in virtual:
-            conn.execute(f"DROP TABLE IF EXISTS main.{_quote_identifier(name)}")
+            conn.execute(f"DROP TABLE IF EXISTS main.{_quote_identifier(str(name))}")
         for name in sorted(_user_tables(conn)):
             conn.execute(f"DROP TABLE IF EXISTS main.{_quote_identifier(name)}")
         conn.execute("PRAGMA main.user_version = 0")
@@ -222,7 +222,7 @@ def _quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _create_main_schema(conn: sqlite3.Connection) -> None:
+def _create_main_schema(conn: db.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         for statement in _MAIN_SCHEMA:
@@ -235,7 +235,7 @@ def _create_main_schema(conn: sqlite3.Connection) -> None:
         raise
 
 
-def create_temp_schema(conn: sqlite3.Connection) -> None:
+def create_temp_schema(conn: db.Connection) -> None:
     """(Re)create the connection-local live tables, empty."""
     for name in ("live_fts", "live_rows", "live_sessions"):
         conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
@@ -243,7 +243,7 @@ def create_temp_schema(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-def _readable(conn: sqlite3.Connection) -> bool:
+def _readable(conn: db.Connection) -> bool:
     """Whether the FTS structures and the rows' b-tree answer a probe (cheap: one lookup
     each), so that a damaged index of ours is rebuilt at open instead of failing every search
     later."""
@@ -253,12 +253,12 @@ def _readable(conn: sqlite3.Connection) -> bool:
         ).fetchall()
         conn.execute("SELECT max(id), min(id) FROM main.doc_rows").fetchall()
         conn.execute("SELECT max(key) FROM main.persisted_sessions").fetchall()
-    except sqlite3.DatabaseError:
+    except db.Error:
         return False
     return True
 
 
-def open_index(path: str, journal_mode: str) -> sqlite3.Connection:
+def open_index(path: str, journal_mode: str) -> db.Connection:
     """Open, validate and (if needed) build the index at ``path`` (``":memory:"`` allowed).
 
     Opening takes no lock; replacing a damaged file of ours takes the :class:`WriteLock`
@@ -277,20 +277,20 @@ def _discard(path: str) -> None:
             os.unlink(path + suffix)
 
 
-def _open_index(path: str, journal_mode: str, *, discard_damaged: bool) -> sqlite3.Connection:
+def _open_index(path: str, journal_mode: str, *, discard_damaged: bool) -> db.Connection:
     memory = path == ":memory:"
     try:
         if not memory:
             ensure_parent(Path(path))
             _ensure_file(Path(path))
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    except (OSError, sqlite3.Error) as exc:
+        conn = db.connect(path)
+    except (OSError, db.Error) as exc:
         raise _failed(path, str(exc)) from exc
     ours = False
     try:
         conn.execute("PRAGMA busy_timeout = 5000")
         rebuild = _validate(conn, path)
-        ours = not memory and conn.execute("PRAGMA main.application_id").fetchone()[0] != 0
+        ours = not memory and db.one(conn, "PRAGMA main.application_id")[0] != 0
         if rebuild:
             _drop_derived(conn)
         if not memory:
@@ -300,12 +300,12 @@ def _open_index(path: str, journal_mode: str, *, discard_damaged: bool) -> sqlit
         conn.execute("PRAGMA cache_size = -32768")
         _create_main_schema(conn)
         if not _readable(conn):
-            raise sqlite3.DatabaseError("the index structures are damaged")
+            raise db.Damaged("the index structures are damaged")
         create_temp_schema(conn)
     except SessionQueryError:
         conn.close()
         raise
-    except (sqlite3.Error, UnicodeDecodeError) as exc:  # damaged text decodes badly
+    except (db.Error, UnicodeDecodeError) as exc:  # damaged text decodes badly
         conn.close()
         if ours and discard_damaged:
             # Ours (our application_id) but damaged, e.g. truncated: the index is derived, so
@@ -321,7 +321,7 @@ def _open_index(path: str, journal_mode: str, *, discard_damaged: bool) -> sqlit
     return conn
 
 
-def close_quietly(conn: sqlite3.Connection) -> None:
+def close_quietly(conn: db.Connection) -> None:
     """Close ``conn``, ignoring errors (used on failure paths)."""
-    with contextlib.suppress(sqlite3.Error):
+    with contextlib.suppress(db.Error):
         conn.close()
