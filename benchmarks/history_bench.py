@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import apsw
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -109,7 +110,7 @@ def fts5_floor(manifest: HistoryManifest, database: Path) -> dict[str, float]:
     extracted = time.process_time() - began
     database.unlink(missing_ok=True)
     began = time.process_time()
-    conn = sqlite3.connect(database)
+    conn = apsw.Connection(str(database))  # the SQLite the index itself runs on
     conn.execute("CREATE VIRTUAL TABLE docs USING fts5(session UNINDEXED, seq UNINDEXED, text)")
     with conn:
         conn.executemany("INSERT INTO docs VALUES (?, ?, ?)", rows)

@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+import apsw
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -272,7 +273,7 @@ def machine() -> dict[str, Any]:
         "cores": os.cpu_count(),
         "memory": memory,
         "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
+        "sqlite": f"{apsw.sqlite_lib_version()} (APSW {apsw.apsw_version()}; index and floor)",
         "tantivy": tantivy_version,
         "rg": rg_version,
         "load_before": os.getloadavg(),

@@ -16,7 +16,6 @@ import json
 import os
 import resource
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,8 @@ import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import apsw
 
 MARK = "\x01"
 """Highlight marker of the raw FTS5 ranking (one character per match span)."""
@@ -188,7 +189,7 @@ def build_fts(args: dict[str, Any]) -> dict[str, Any]:
     """The floor: read the same files, insert the same documents into one plain FTS5 table."""
     path = args["index"]
     started = time.perf_counter()
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = apsw.Connection(path)  # the SQLite the index itself runs on
     try:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -296,11 +297,10 @@ def _raw_sql(filtered: bool, types: int) -> str:
     if filtered:
         marks = ",".join("?" * types)
         where = f" AND cwd = ? AND type IN ({marks})"
-    # MATERIALIZED, as in sessionquery: otherwise SQLite computes highlight() twice per match.
-    materialized = "MATERIALIZED " if sqlite3.sqlite_version_info >= (3, 35, 0) else ""
+    # MATERIALIZED, as in sessionquery: otherwise SQLite computes the count twice per match.
     return (
-        f"WITH cand AS {materialized}(SELECT rowid AS rid, session_id, seq, time, length, "
-        "length(highlight(docs, 0, ?, '')) - length AS mc FROM docs "
+        "WITH cand AS MATERIALIZED (SELECT rowid AS rid, session_id, seq, time, length, "
+        "raw_instances(docs) AS mc FROM docs "
         f"WHERE docs MATCH ?{where}), "
         "ranked AS (SELECT *, row_number() OVER (PARTITION BY session_id "
         "ORDER BY mc DESC, length ASC, time DESC, seq DESC) AS rn FROM cand) "
@@ -311,14 +311,17 @@ def _raw_sql(filtered: bool, types: int) -> str:
 
 def search_fts(args: dict[str, Any]) -> dict[str, Any]:
     """The same ranked query on the raw FTS5 table, with a snippet per returned hit."""
-    conn = sqlite3.connect(args["index"], isolation_level=None)
+    conn = apsw.Connection(args["index"])
+    # The floor counts spans the plain way the binding offers: FTS5's instance count (equal
+    # to the span count for these queries, whose phrases repeat no word).
+    conn.register_fts5_function("raw_instances", lambda api, *_args: api.inst_count)
     out: dict[str, Any] = {"classes": {}}
     try:
         for query in args["queries"]:
             phrase = '"' + query["text"].replace('"', '""') + '"'
             filtered = bool(query.get("cwd"))
             sql = _raw_sql(filtered, len(query.get("types", ())))
-            params: list[Any] = [MARK, phrase]
+            params: list[Any] = [phrase]
             if filtered:
                 params += [query["cwd"], *query["types"]]
 
@@ -337,7 +340,7 @@ def search_fts(args: dict[str, Any]) -> dict[str, Any]:
             count_sql = "SELECT count(*) FROM docs WHERE docs MATCH ?" + (
                 sql[sql.index(" AND cwd") : sql.index("), ranked")] if filtered else ""
             )
-            (matches,) = conn.execute(count_sql, params[1:]).fetchone()
+            (matches,) = conn.execute(count_sql, params).fetchone()
             out["classes"][query["name"]] = {
                 **_summary(samples),
                 "top": [sid for _rid, sid in rows[:20]],

@@ -18,6 +18,7 @@ interrupted statement raises :class:`apsw.InterruptError`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -58,9 +59,18 @@ instances; 1 merges overlapping instances as ``highlight()`` does."""
 
 
 def connect(path: str) -> apsw.Connection:
-    """A connection to ``path`` (created if missing) with the index's functions installed."""
+    """A connection to ``path`` (created if missing) with the index's functions installed.
+
+    The FTS5 functions are installed by a first statement (SQLite hands out its FTS5 API
+    through a query), so a file that is not a database fails here with SQLite's own
+    "file is not a database"."""
     conn = apsw.Connection(path)
-    install_functions(conn)
+    try:
+        conn.execute("PRAGMA main.schema_version").fetchall()
+        install_functions(conn)
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -83,6 +93,16 @@ def match_spans(api: apsw.FTS5ExtensionApi, *args: apsw.SQLiteValue) -> int:
     if args and not args[0]:
         return api.inst_count
     phrases = api.phrases
+    if len(phrases) == 1:
+        # One phrase: its instances in a column come in position order and all have the
+        # same width, so an instance starts a new span exactly when it starts after the
+        # previous one ends.
+        width = len(phrases[0]) - 1
+        count = 0
+        for offsets in api.phrase_locations(0):
+            if offsets:
+                count += 1 + sum(1 for a, b in itertools.pairwise(offsets) if b - a > width)
+        return count
     instances: list[tuple[int, int]] = []
     for number, tokens in enumerate(phrases):
         width = len(tokens) - 1
