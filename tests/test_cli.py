@@ -27,7 +27,7 @@ from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._parser import build_parser
-from sessionquery.cli._services import Invocation, ListedOnce, Progress
+from sessionquery.cli._services import Invocation, ListedOnce, Progress, problems_of
 from sessionquery.config import Config
 from sessionquery.examples import (
     BILLING_WORKSPACE,
@@ -35,7 +35,7 @@ from sessionquery.examples import (
     EXAMPLE_SESSION_IDS,
     build_examples,
 )
-from sessionquery.persistence import JsonlPersistence, PersistedSession
+from sessionquery.persistence import JsonlPersistence, PersistedSession, ProblemSource
 from sessionquery.query.service import SessionQuery
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
@@ -956,6 +956,18 @@ def test_listed_once_lists_once_and_lacks_what_the_wrapped_persistence_lacks(
     assert len(store.list()) == len(first) - 1  # the store itself sees the change
     assert hasattr(snapshot, "change_token") == hasattr(store, "change_token")
     assert not hasattr(snapshot, "no_such_capability")
+
+
+def test_listed_once_reports_the_problems_of_the_wrapped_persistence(tmp_path: Path) -> None:
+    build_examples(tmp_path / "store")
+    (tmp_path / "store" / "damaged.jsonl").write_bytes(b"not a header\n")
+    store = JsonlPersistence(tmp_path / "store")
+    snapshot = ListedOnce(store)
+    assert isinstance(snapshot, ProblemSource)
+    reported = [(p.path, p.line, p.message) for p in problems_of(snapshot)]
+    assert reported == [(p.path, p.line, p.message) for p in store.problems()]
+    assert [Path(path).name for path, _line, _message in reported] == ["damaged.jsonl"]
+    assert problems_of(object()) == []
 
 
 def test_a_first_search_on_a_terminal_draws_the_indexing_bar(agent_home: dict[str, str]) -> None:

@@ -22,6 +22,7 @@ from sessionquery.model import (
     SurfaceOp,
     fold_surface,
 )
+from sessionquery.model.surface import surface_class_of
 from strategies import LogBuilder, tool_result_data, valid_logs
 
 NON_ELIGIBLE_KNOWN = sorted(KNOWN_EVENT_TYPES - SURFACE_ELIGIBLE_TYPES)
@@ -617,3 +618,9 @@ def test_the_surface_classes_are_one_closed_list_shared_by_filters_schemas_and_c
     assert SURFACE_VALUES == SURFACES == SURFACE_CLASSES
     schema = input_schema("session_event_search")["properties"]["surfaces"]
     assert tuple(schema["items"]["enum"]) == SURFACE_CLASSES
+
+
+def test_a_seq_is_current_on_the_surface_shadowed_when_replaced_and_else_log_only() -> None:
+    assert surface_class_of(1, {1: None}, {1}) == "current"  # the surface wins
+    assert surface_class_of(2, {1: None}, {2}) == "shadowed"
+    assert surface_class_of(3, {1: None}, {2}) == "log-only"

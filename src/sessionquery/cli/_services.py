@@ -15,6 +15,7 @@ Invariants:
 from __future__ import annotations
 
 import argparse
+import builtins
 import shutil
 import sys
 import time
@@ -28,6 +29,7 @@ from sessionquery.cli import _render as render
 from sessionquery.config import Config
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import JsonlPersistence, SessionPersistence
+from sessionquery.persistence.base import Problem, ProblemSource
 from sessionquery.query.service import SessionQuery
 
 if TYPE_CHECKING:
@@ -257,10 +259,9 @@ def open_index(path: Path, postgres: str | None = None) -> SqliteSearch | Postgr
     return SqliteSearch(path)
 
 
-def problems_of(persistence: object) -> list[Any]:
+def problems_of(persistence: object) -> list[Problem]:
     """What a source reports it could not read (empty for sources that report nothing)."""
-    problems = getattr(persistence, "problems", None)
-    return list(problems()) if callable(problems) else []
+    return list(persistence.problems()) if isinstance(persistence, ProblemSource) else []
 
 
 class ListedOnce:
@@ -269,8 +270,9 @@ class ListedOnce:
     Every service call lists the store again (titles, id prefixes, filters), and listing a
     large imported history is the slow part of a command; a command that finishes in
     seconds loses nothing by reusing its first listing. Everything else is delegated, and a
-    capability the wrapped persistence lacks is missing here too. Not for long-running
-    servers.
+    capability the wrapped persistence lacks is missing here too, except :meth:`problems`
+    (a :class:`~sessionquery.persistence.base.ProblemSource` always; empty when the wrapped
+    persistence reports none). Not for long-running servers.
     """
 
     def __init__(self, inner: SessionPersistence) -> None:
@@ -282,6 +284,10 @@ class ListedOnce:
         if self._listing is None:
             self._listing = list(self._inner.list())
         return list(self._listing)
+
+    def problems(self) -> builtins.list[Problem]:
+        """The wrapped persistence's problems (:func:`problems_of`), read each time."""
+        return problems_of(self._inner)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -21,7 +21,7 @@ A failing :meth:`SurfaceFolder.apply` leaves the folder unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -37,6 +37,7 @@ __all__ = [
     "SurfaceFold",
     "SurfaceFolder",
     "fold_surface",
+    "surface_class_of",
 ]
 
 SurfaceClass = Literal["current", "shadowed", "log-only"]
@@ -49,6 +50,17 @@ SURFACE_ELIGIBLE_TYPES = frozenset(
     {"user/message", "assistant/message", "tool/result", "system/message"}
 )
 """Event types that produce model-visible messages and must carry a ``surface_op``."""
+
+
+def surface_class_of(seq: int, current: Container[int], removed: Container[int]) -> SurfaceClass:
+    """The class of ``seq`` in a fold whose current surface holds ``current`` and whose
+    replaces removed ``removed``: ``"current"``, ``"shadowed"``, else ``"log-only"``."""
+    if seq in current:
+        return "current"
+    if seq in removed:
+        return "shadowed"
+    return "log-only"
+
 
 KNOWN_EVENT_TYPES = SURFACE_ELIGIBLE_TYPES | {
     "tool/call",
@@ -240,11 +252,7 @@ class SurfaceFolder:
 
     def surface_class(self, seq: int) -> SurfaceClass:
         """The class of ``seq`` as of the events folded so far."""
-        if seq in self._next:
-            return "current"
-        if seq in self._removed:
-            return "shadowed"
-        return "log-only"
+        return surface_class_of(seq, self._next, self._removed)
 
     def snapshot(self) -> SurfaceFold:
         """The fold of everything applied so far, as a detached value."""

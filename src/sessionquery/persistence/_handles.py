@@ -16,21 +16,19 @@ from __future__ import annotations
 import builtins
 import os
 import threading
-from collections.abc import Sequence
 from contextlib import nullcontext
-from types import TracebackType
-from typing import Self
 
 from sessionquery.errors import PersistenceClosed
 from sessionquery.model import SessionEvent, SessionHeader
 from sessionquery.persistence import _files, _lock
 from sessionquery.persistence._changes import ChangeLog
 from sessionquery.persistence._format import dumps_line, parse_events
+from sessionquery.persistence._shared import BufferedWriteHandle, LogHandle
 
 __all__ = ["JsonlReadHandle", "JsonlWriteHandle"]
 
 
-class JsonlReadHandle:
+class JsonlReadHandle(LogHandle):
     """A non-owning view of one session file; later reads see events flushed since."""
 
     def __init__(
@@ -43,24 +41,13 @@ class JsonlReadHandle:
         offset: int,
         data: bytes,
     ) -> None:
+        super().__init__(header, inherited)
         self._path = path
         self._fd: int | None = fd
-        self._header = header
-        self._inherited = inherited
         self._consumed = offset
         self._pending: bytes | None = data
         self._events: builtins.list[SessionEvent] = []
         self._lock = threading.Lock()
-
-    @property
-    def header(self) -> SessionHeader:
-        """The session header (fixed at open)."""
-        return self._header
-
-    @property
-    def inherited_event_count(self) -> int:
-        """How many leading events were inherited from a seed (0 when not seeded)."""
-        return self._inherited
 
     def read(self, offset: int = 0, length: int | None = None) -> builtins.list[SessionEvent]:
         """Events ``offset .. offset+length`` of the valid prefix (all remaining when ``None``).
@@ -101,20 +88,13 @@ class JsonlReadHandle:
                 self._fd = None
                 self._events = []
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+class JsonlWriteHandle(BufferedWriteHandle[bytes]):
+    """The owning writer of one session file: buffered appends, durable flushes.
 
-
-class JsonlWriteHandle:
-    """The owning writer of one session file: buffered appends, durable flushes."""
+    A flush writes every queued line with one write, then fsyncs; a failed flush cuts the
+    file back to its last good line (now, or at the next flush).
+    """
 
     def __init__(
         self,
@@ -127,73 +107,18 @@ class JsonlWriteHandle:
         stored: int,
         offset: int,
     ) -> None:
+        super().__init__(header, inherited, stored, f"write handle of {path}")
         self._changes = changes
         self._path = path
         self._fd = fd
-        self._header = header
-        self._inherited = inherited
-        self._stored = stored
         self._good = offset
-        self._buffer: builtins.list[bytes] = []
         self._needs_truncate = False
-        self._closed = False
-        self._state = threading.Lock()  # guards the buffer and counters; never held during I/O
-        self._flushing = threading.Lock()  # serialises flush/close
 
-    @property
-    def header(self) -> SessionHeader:
-        """The session header (fixed at create)."""
-        return self._header
-
-    @property
-    def inherited_event_count(self) -> int:
-        """How many leading events were inherited from a seed (0 when not seeded)."""
-        return self._inherited
-
-    @property
-    def event_count(self) -> int:
-        """Events stored plus events appended but not yet flushed; the next seq to append."""
-        with self._state:
-            return self._stored + len(self._buffer)
-
-    def append(self, events: Sequence[SessionEvent]) -> None:
-        """Queue whole events (no I/O); they are durable once :meth:`flush` returns.
-
-        Raises:
-            ValueError: an item is not a ``SessionEvent`` or its seq is not the next one; then
-                none of ``events`` is queued.
-            PersistenceClosed: the handle is closed.
-        """
-        with self._state:
-            if self._closed:
-                raise PersistenceClosed(f"write handle of {self._path} is closed")
-            expected = self._stored + len(self._buffer)
-            lines: builtins.list[bytes] = []
-            for event in events:
-                if not isinstance(event, SessionEvent):
-                    raise ValueError(f"expected a SessionEvent, not {type(event).__name__}")
-                if event.seq != expected:
-                    raise ValueError(f"event seq {event.seq} is not the next seq {expected}")
-                lines.append(dumps_line(event.to_json()))
-                expected += 1
-            self._buffer.extend(lines)
-
-    def flush(self) -> None:
-        """Write every queued event with one write, then fsync; returns when they are durable.
-
-        Raises:
-            PersistenceWriteFailed: writing or syncing failed; the events stay queued and the
-                file is cut back to its last good line (now, or at the next flush).
-            PersistenceClosed: the handle is closed.
-        """
-        with self._flushing:
-            if self._closed:
-                raise PersistenceClosed(f"write handle of {self._path} is closed")
-            self._flush_locked()
+    def _encode(self, event: SessionEvent) -> bytes:
+        return dumps_line(event.to_json())
 
     def _flush_locked(self) -> None:
-        with self._state:
-            lines = builtins.list(self._buffer)
+        lines = self._queued()
         if not lines and not self._needs_truncate:
             return
         data = b"".join(lines)
@@ -213,10 +138,8 @@ class JsonlWriteHandle:
             self._cut_back()
             raise _files.write_failed(exc, self._path, "appending events") from exc
         self._needs_truncate = False
-        with self._state:
-            del self._buffer[: len(lines)]
-            self._stored += len(lines)
-            self._good += len(data)
+        self._good += len(data)  # read and written only under _flushing
+        self._stored_now(len(lines))
 
     def _cut_back(self) -> None:
         try:
@@ -225,29 +148,6 @@ class JsonlWriteHandle:
             return  # stays marked; the next flush truncates first
         self._needs_truncate = False
 
-    def close(self) -> None:
-        """Flush, then release ownership; idempotent.
-
-        Raises:
-            PersistenceWriteFailed: the final flush failed; the handle stays open and owning
-                so that ``close()`` can be retried without losing the queued events.
-        """
-        with self._flushing:
-            if self._closed:
-                return
-            self._flush_locked()
-            with self._state:
-                self._closed = True
-            os.close(self._fd)
-            _lock.release(self._path)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+    def _release(self) -> None:
+        os.close(self._fd)
+        _lock.release(self._path)

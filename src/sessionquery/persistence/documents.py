@@ -39,6 +39,7 @@ from sessionquery.model import (
     extract_text,
     interrupted_turn_closers,
 )
+from sessionquery.model.surface import surface_class_of
 from sessionquery.persistence.base import DocumentLog, TextDocument
 
 _TEXT_TYPES = frozenset(
@@ -134,11 +135,7 @@ class SurfaceClasses:
 
     def surface_class(self, seq: int) -> SurfaceClass:
         """The class of ``seq`` as of the events folded so far."""
-        if seq in self._next:
-            return "current"
-        if seq in self._removed:
-            return "shadowed"
-        return "log-only"
+        return surface_class_of(seq, self._next, self._removed)
 
 
 def _replace_bounds(seq: int, op: object) -> tuple[int, int]:

@@ -55,6 +55,7 @@ from sessionquery.persistence._format import (
 )
 from sessionquery.persistence._handles import JsonlReadHandle, JsonlWriteHandle
 from sessionquery.persistence._names import is_session_file_name, session_file_name
+from sessionquery.persistence._shared import check_new_session
 from sessionquery.persistence.base import DocumentLog, PersistedSession
 from sessionquery.persistence.documents import jsonl_body_documents
 
@@ -351,13 +352,7 @@ class JsonlPersistence:
             PersistenceOwned: another writer is creating the same id right now.
             PersistenceWriteFailed: the header could not be written.
         """
-        if not isinstance(header, SessionHeader):
-            raise ValueError(f"header must be a SessionHeader, not {type(header).__name__}")
-        count = inherited_event_count
-        if type(count) is not int or count < 0:
-            raise ValueError(f"inherited_event_count must be a non-negative integer: {count!r}")
-        if count and not header.is_seeded:
-            raise ValueError("inherited_event_count > 0 requires a seeded header (is_seeded)")
+        count = check_new_session(header, inherited_event_count)
         path = self.path_of(header.id)
         line = encode_header(header, count)
         if os.path.lexists(path):

@@ -379,23 +379,18 @@ class Operations:
         *,
         match: SearchMatch = "phrase",
     ) -> tuple[Sequence[SessionSearchHit], str | None]:
+        search = partial(
+            self._query.search_sessions,
+            query,
+            session_filters=session_filters,
+            event_filters=event_filters,
+            cursor=cursor,
+        )
+
         def call(token: CancelToken | None) -> SessionSearchPage:
             if match == "phrase":  # no ``match``: phrase is every service's default
-                return self._query.search_sessions(
-                    query,
-                    session_filters=session_filters,
-                    event_filters=event_filters,
-                    cursor=cursor,
-                    cancel=token,
-                )
-            return self._query.search_sessions(
-                query,
-                session_filters=session_filters,
-                event_filters=event_filters,
-                cursor=cursor,
-                cancel=token,
-                match=match,
-            )
+                return search(cancel=token)
+            return search(cancel=token, match=match)
 
         page = self._boundary.run(call)
         return page.items, page.next_cursor
@@ -409,14 +404,12 @@ class Operations:
         *,
         match: SearchMatch = "phrase",
     ) -> tuple[Sequence[EventSearchHit], str | None]:
+        search = partial(self._query.search_events, target, query, filters=filters, cursor=cursor)
+
         def call(token: CancelToken | None) -> EventSearchPage:
-            if match == "phrase":
-                return self._query.search_events(
-                    target, query, filters=filters, cursor=cursor, cancel=token
-                )
-            return self._query.search_events(
-                target, query, filters=filters, cursor=cursor, cancel=token, match=match
-            )
+            if match == "phrase":  # as in _session_page
+                return search(cancel=token)
+            return search(cancel=token, match=match)
 
         page = self._boundary.run(call)
         self._post_check(page.session.id, page.session.cwd, target)

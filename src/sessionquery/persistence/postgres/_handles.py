@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import builtins
-import threading
-from collections.abc import Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from sessionquery.errors import PersistenceClosed, PersistenceCorrupt, PersistenceOwned
 from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.persistence._shared import BufferedWriteHandle, LogHandle
 from sessionquery.persistence.postgres._schema import dumps, parse_event, write_failed
 
 if TYPE_CHECKING:
@@ -20,25 +18,16 @@ if TYPE_CHECKING:
 __all__ = ["PostgresReadHandle", "PostgresWriteHandle"]
 
 
-class PostgresReadHandle:
+class PostgresReadHandle(LogHandle):
     """A snapshot view of one stored log (the events stored when it was opened)."""
 
     def __init__(
         self, store: PostgresPersistence, header: SessionHeader, inherited: int, count: int
     ) -> None:
+        super().__init__(header, inherited)
         self._store = store
-        self._header = header
-        self._inherited = inherited
         self._count = count
         self._closed = False
-
-    @property
-    def header(self) -> SessionHeader:
-        return self._header
-
-    @property
-    def inherited_event_count(self) -> int:
-        return self._inherited
 
     def read(self, offset: int = 0, length: int | None = None) -> builtins.list[SessionEvent]:
         """Events ``offset .. offset+length`` of the log as stored at open time.
@@ -69,22 +58,16 @@ class PostgresReadHandle:
         return events
 
     def close(self) -> None:
+        """Release the handle; idempotent."""
         self._closed = True
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+class PostgresWriteHandle(BufferedWriteHandle[tuple[int, str]]):
+    """The owning writer of one session: its own connection holding the advisory lock.
 
-
-class PostgresWriteHandle:
-    """The owning writer of one session: its own connection holding the advisory lock."""
+    A flush inserts every queued event in one transaction and returns when it is committed;
+    closing releases the advisory lock and the connection.
+    """
 
     def __init__(
         self,
@@ -95,70 +78,15 @@ class PostgresWriteHandle:
         inherited: int,
         stored: int,
     ) -> None:
+        super().__init__(header, inherited, stored, f"write handle of session {header.id!r}")
         self._store = store
         self._conn = conn
-        self._header = header
-        self._inherited = inherited
-        self._stored = stored
-        self._buffer: builtins.list[tuple[int, str]] = []
-        self._closed = False
-        self._state = threading.Lock()
-        self._flushing = threading.Lock()
 
-    @property
-    def header(self) -> SessionHeader:
-        """The session header (fixed at create)."""
-        return self._header
-
-    @property
-    def inherited_event_count(self) -> int:
-        """How many leading events were inherited from a seed."""
-        return self._inherited
-
-    @property
-    def event_count(self) -> int:
-        """Events stored plus events queued; the next seq to append."""
-        with self._state:
-            return self._stored + len(self._buffer)
-
-    def append(self, events: Sequence[SessionEvent]) -> None:
-        """Queue whole events (no I/O); durable once :meth:`flush` returns.
-
-        Raises:
-            ValueError: an item is not a ``SessionEvent`` or its seq is not the next one.
-            PersistenceClosed: the handle is closed.
-        """
-        with self._state:
-            if self._closed:
-                raise PersistenceClosed(f"write handle of session {self._header.id!r} is closed")
-            expected = self._stored + len(self._buffer)
-            rows: builtins.list[tuple[int, str]] = []
-            for event in events:
-                if not isinstance(event, SessionEvent):
-                    raise ValueError(f"expected a SessionEvent, not {type(event).__name__}")
-                if event.seq != expected:
-                    raise ValueError(f"event seq {event.seq} is not the next seq {expected}")
-                rows.append((event.seq, dumps(event.to_json())))
-                expected += 1
-            self._buffer.extend(rows)
-
-    def flush(self) -> None:
-        """Insert every queued event in one transaction; returns when it is committed.
-
-        Raises:
-            PersistenceWriteFailed: the server refused or the connection failed; the events
-                stay queued.
-            PersistenceOwned: the stored log moved on (a stale seq); nothing was written.
-            PersistenceClosed: the handle is closed.
-        """
-        with self._flushing:
-            if self._closed:
-                raise PersistenceClosed(f"write handle of session {self._header.id!r} is closed")
-            self._flush_locked()
+    def _encode(self, event: SessionEvent) -> tuple[int, str]:
+        return (event.seq, dumps(event.to_json()))
 
     def _flush_locked(self) -> None:
-        with self._state:
-            rows = builtins.list(self._buffer)
+        rows = self._queued()
         if not rows:
             return
         sid = self._header.id
@@ -193,34 +121,10 @@ class PostgresWriteHandle:
             ) from None
         except psycopg.Error as exc:
             raise write_failed(exc, f"appending events to session {sid!r}") from exc
-        with self._state:
-            del self._buffer[: len(rows)]
-            self._stored += len(rows)
+        self._stored_now(len(rows))
 
-    def close(self) -> None:
-        """Flush, then release ownership (the advisory lock) and the connection; idempotent.
-
-        Raises:
-            PersistenceWriteFailed: the final flush failed; the handle stays open and owning.
-        """
-        with self._flushing:
-            if self._closed:
-                return
-            self._flush_locked()
-            with self._state:
-                self._closed = True
-            self._store._release(self._conn, self._header.id)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+    def _release(self) -> None:
+        self._store._release(self._conn, self._header.id)
 
 
 class _StaleSeq(Exception):

@@ -54,6 +54,7 @@ from sessionquery.model import (
     extract_event_text,
     interrupted_turn_closers,
 )
+from sessionquery.persistence._shared import check_new_session
 from sessionquery.persistence.base import DocumentLog, PersistedSession, TextDocument
 from sessionquery.persistence.postgres._handles import PostgresReadHandle, PostgresWriteHandle
 from sessionquery.persistence.postgres._schema import (
@@ -374,13 +375,7 @@ class PostgresPersistence:
             PersistenceOwned: another writer is creating or writing the same id.
             PersistenceWriteFailed: the server refused the write.
         """
-        if not isinstance(header, SessionHeader):
-            raise ValueError(f"header must be a SessionHeader, not {type(header).__name__}")
-        count = inherited_event_count
-        if type(count) is not int or count < 0:
-            raise ValueError(f"inherited_event_count must be a non-negative integer: {count!r}")
-        if count and not header.is_seeded:
-            raise ValueError("inherited_event_count > 0 requires a seeded header (is_seeded)")
+        count = check_new_session(header, inherited_event_count)
         sid = check_id(header.id)
         if self._closed:
             raise PersistenceClosed("the PostgreSQL session store is closed")

@@ -20,12 +20,10 @@ interrupted update is rolled back (committed batches stay).
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from types import TracebackType
-from typing import Any, Final, Literal, Self
+from typing import Any, Final
 
 import psycopg
 
@@ -34,25 +32,15 @@ from sessionquery.errors import (
     SessionQueryError,
 )
 from sessionquery.model import SessionHeader
-from sessionquery.query.backend import Corpus, SearchMatch
+from sessionquery.query.backend import Corpus
 from sessionquery.query.cancel import CancelToken, check_cancel
-from sessionquery.query.filters import (
-    EventFilter,
-    SessionFilter,
-)
-from sessionquery.query.types import (
-    EventSearchHit,
-    EventSearchPage,
-    SessionRecord,
-    SessionSearchHit,
-    SessionSearchPage,
-)
+from sessionquery.query.types import EventSearchHit, SessionRecord, SessionSearchHit
+from sessionquery.search.base import OpenAt, SearchBase, Window
 from sessionquery.search.postgres import schema
 from sessionquery.search.postgres.overlay import LiveHit, LiveOverlay
 from sessionquery.search.postgres.sql import (
-    EVENT_PREDICATE_LIMIT,
-    SESSION_PREDICATE_LIMIT,
-    compile_filters,
+    POSTGRES_FILTERS,
+    CompiledFilters,
     event_search_sql,
     match_params,
     session_search_sql,
@@ -63,19 +51,15 @@ from sessionquery.search.postgres.tokens import (
     first_match,
     match_plan,
 )
-from sessionquery.search.request import event_request, session_request
-from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, page_offset
+from sessionquery.search.request import SearchRequest
+from sessionquery.search.sqlite.cursor import CursorPosition, page_offset
 from sessionquery.search.sqlite.reconcile import IndexUpdate, ProgressCallback
 from sessionquery.search.sqlite.snippet import MATCH_MARK, snippet_from_highlight
 
 __all__ = ["PostgresSearch"]
 
-OpenAt = Literal["startup", "first-search", "never"]
-_OPEN_AT: Final = ("startup", "first-search", "never")
-_MAX_SAFE_LIMIT: Final = 2**53 - 2
 _LOCK_POLL_SECONDS: Final = 0.005
 _WATCH_SECONDS: Final = 0.01
-_MATCHES: Final = ("phrase", "words")
 
 
 def _config_error(message: str) -> SessionQueryError:
@@ -84,13 +68,7 @@ def _config_error(message: str) -> SessionQueryError:
     )
 
 
-def _positive_int(value: object, name: str, maximum: int = _MAX_SAFE_LIMIT) -> int:
-    if type(value) is not int or not 1 <= value <= maximum:
-        raise _config_error(f"{name} must be an integer between 1 and {maximum}, not {value!r}")
-    return value
-
-
-class PostgresSearch:
+class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
     """A PostgreSQL full-text index over the corpus, usable as ``SessionQuery(search=...)``.
 
     The persisted part of the index lives in the database named by ``dsn`` and is shared by
@@ -110,6 +88,8 @@ class PostgresSearch:
             ``open_at="startup"`` and the server cannot be reached or refuses.
     """
 
+    _FILTERS = POSTGRES_FILTERS
+
     def __init__(
         self,
         dsn: str,
@@ -122,27 +102,19 @@ class PostgresSearch:
     ) -> None:
         if not isinstance(dsn, str) or not dsn.strip():
             raise _config_error("dsn must be a non-empty connection string")
-        if open_at not in _OPEN_AT:
-            raise _config_error(f"open_at must be one of {', '.join(_OPEN_AT)}, not {open_at!r}")
-        self._max_limit = _positive_int(max_limit, "max_limit")
-        self._default_limit = _positive_int(default_limit, "default_limit")
-        if self._default_limit > self._max_limit:
-            raise _config_error(
-                f"default_limit {default_limit} must not exceed max_limit {max_limit}"
-            )
-        self._snippet_chars = _positive_int(snippet_chars, "snippet_chars", 2**31 - 1)
+        super().__init__(
+            open_at=open_at,
+            default_limit=default_limit,
+            max_limit=max_limit,
+            snippet_chars=snippet_chars,
+            config_error=_config_error,
+        )
         self._dsn = dsn
         self._timeout = max(1, round(connect_timeout))
-        self._open_at: OpenAt = open_at
-        self._lock = threading.Lock()
-        self._conn: psycopg.Connection[Any] | None = None
-        self._closed = False
-        self._codec = CursorCodec()
         self._overlay = LiveOverlay()
         self._binding: object = None
         self._token: str | None = None
         self._generation = 0
-        self._headers: dict[str, SessionHeader] = {}
         if open_at == "startup":
             with self._lock:
                 self._open()
@@ -170,40 +142,14 @@ class PostgresSearch:
         self._conn = conn
         return conn
 
-    def close(self) -> None:
-        """Close the connection; idempotent. Later searches fail with ``INDEX_FAILED``."""
-        self._closed = True
-        with self._lock:
-            conn, self._conn = self._conn, None
-            if conn is not None:
-                conn.close()
+    def _disconnect(self, conn: psycopg.Connection[Any]) -> None:
+        conn.close()
 
     def __del__(self) -> None:
         # An index dropped without close() still hangs up its connection.
         conn = getattr(self, "_conn", None)
         if conn is not None:
             conn.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def _check_enabled(self) -> None:
-        if self._open_at == "never":
-            raise SessionQueryError(
-                ErrorCode.SEARCH_DISABLED, "session search is disabled (open_at='never')"
-            )
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SessionQueryError(ErrorCode.INDEX_FAILED, "session-search index is closed")
 
     @contextmanager
     def _connection(self, cancel: CancelToken | None) -> Iterator[psycopg.Connection[Any]]:
@@ -231,22 +177,10 @@ class PostgresSearch:
 
     # -- reconciliation ----------------------------------------------------------------
 
-    def update(
-        self,
-        corpus: Corpus,
-        *,
-        cancel: CancelToken | None = None,
-        progress: ProgressCallback | None = None,
+    def _update(
+        self, corpus: Corpus, cancel: CancelToken | None, progress: ProgressCallback | None
     ) -> IndexUpdate:
-        """Bring the index up to date now (what every search does first) and report it.
-
-        Raises:
-            SessionQueryError: ``SEARCH_DISABLED``, ``INDEX_FAILED``, ``ABORTED``,
-                ``PERSISTENCE_FAILED``, ``CORRUPT_SESSION``, ``SOURCE_CONFLICT`` or
-                ``INVALID_SURFACE``.
-        """
-        self._check_enabled()
-        check_cancel(cancel)
+        """Synchronise the shared index (:mod:`.sync`) and this process's live overlay."""
         with self._connection(cancel) as conn:
             return self._reconcile(conn, corpus, cancel, progress)
 
@@ -301,44 +235,20 @@ class PostgresSearch:
             persisted_indexed=indexed, persisted_removed=removed, documents_written=docs
         )
 
-    # -- searches ----------------------------------------------------------------------
+    # -- one page of a search (the steps around it are SearchBase's) ---------------------
 
-    def search_sessions(
+    def _sessions(
         self,
         corpus: Corpus,
-        query: str,
+        request: SearchRequest,
+        compiled: CompiledFilters,
         *,
-        session_filters: Sequence[SessionFilter] = (),
-        event_filters: Sequence[EventFilter] = (),
-        limit: int | None = None,
-        cursor: str | None = None,
-        cancel: CancelToken | None = None,
-        match: SearchMatch = "phrase",
-    ) -> SessionSearchPage:
-        """Sessions matching ``query``, each with its best event (SPEC §7, §13.3).
-
-        Raises:
-            SessionQueryError: ``SEARCH_DISABLED``, ``INVALID_QUERY``, ``INVALID_FILTER``,
-                ``INVALID_LIMIT``, ``INVALID_CURSOR``, ``STALE_CURSOR``, ``ABORTED``,
-                ``INDEX_FAILED`` and the corpus errors of :meth:`update`.
-        """
-        self._check_enabled()
-        check_cancel(cancel)
-        request = session_request(
-            query,
-            match,
-            session_filters,
-            event_filters,
-            limit,
-            default_limit=self._default_limit,
-            max_limit=self._max_limit,
-        )
-        text, mode, page_size = request.text, request.mode, request.page_size
+        position: CursorPosition | None,
+        cancel: CancelToken | None,
+    ) -> Window[SessionSearchHit]:
         sessions, events = request.session_filters, request.event_filters
-        compiled = compile_filters(sessions, events, predicate_limit=SESSION_PREDICATE_LIMIT)
-        fingerprint = request.fingerprint
-        position = self._decode(cursor, "sessions", fingerprint)
-        plan = match_plan(text, mode)
+        page_size = request.page_size
+        plan = match_plan(request.text, request.mode)
         with self._connection(cancel) as conn:
             self._reconcile(conn, corpus, cancel)
             generation = f"{self._generation}:{self._overlay.generation}"
@@ -363,47 +273,20 @@ class PostgresSearch:
             else:
                 window = []
             hits = self._session_hits(conn, plan, [item for _key, item in window[:page_size]])
-        next_cursor = None
-        if len(window) > page_size:
-            next_cursor = self._codec.encode(
-                "sessions", fingerprint, generation, offset + page_size
-            )
-        return SessionSearchPage(items=hits, next_cursor=next_cursor)
+        return Window(hits, len(window) > page_size, generation, offset)
 
-    def search_events(
+    def _events(
         self,
         corpus: Corpus,
         session_id: str,
-        query: str,
+        request: SearchRequest,
+        compiled: CompiledFilters,
         *,
-        filters: Sequence[EventFilter] = (),
-        limit: int | None = None,
-        cursor: str | None = None,
-        cancel: CancelToken | None = None,
-        match: SearchMatch = "phrase",
-    ) -> EventSearchPage:
-        """Events of one session matching ``query``, best first (SPEC §7, §13.3).
-
-        Raises:
-            SessionQueryError: as :meth:`search_sessions`, plus ``SESSION_NOT_FOUND`` when
-                the id is neither live nor persisted.
-        """
-        self._check_enabled()
-        check_cancel(cancel)
-        request = event_request(
-            session_id,
-            query,
-            match,
-            filters,
-            limit,
-            default_limit=self._default_limit,
-            max_limit=self._max_limit,
-        )
-        text, mode, page_size = request.text, request.mode, request.page_size
-        events, fingerprint = request.event_filters, request.fingerprint
-        compiled = compile_filters((), events, predicate_limit=EVENT_PREDICATE_LIMIT)
-        position = self._decode(cursor, "events", fingerprint)
-        plan = match_plan(text, mode)
+        position: CursorPosition | None,
+        cancel: CancelToken | None,
+    ) -> tuple[SessionHeader, Window[EventSearchHit]]:
+        events, page_size = request.event_filters, request.page_size
+        plan = match_plan(request.text, request.mode)
         with self._connection(cancel) as conn:
             self._reconcile(conn, corpus, cancel)
             live = self._overlay.sessions.get(session_id)
@@ -437,19 +320,9 @@ class PostgresSearch:
                     )
                     for seq, kind, time, surface, _length, _mc, text in window[:page_size]
                 ]
-        next_cursor = None
-        if len(window) > page_size:
-            next_cursor = self._codec.encode("events", fingerprint, generation, offset + page_size)
-        return EventSearchPage(session=header, items=hits[:page_size], next_cursor=next_cursor)
+        return header, Window(hits[:page_size], len(window) > page_size, generation, offset)
 
     # -- helpers ---------------------------------------------------------------------
-
-    def _decode(
-        self, cursor: object, scope: Literal["sessions", "events"], fingerprint: str
-    ) -> CursorPosition | None:
-        if cursor is None:
-            return None
-        return self._codec.decode(cursor, scope, fingerprint)
 
     def _persisted_target(
         self, conn: psycopg.Connection[Any], corpus: Corpus, session_id: str
@@ -461,15 +334,6 @@ class PostgresSearch:
             if row is not None:
                 return self._header(str(row[0])), f"persisted:{row[1]}"
         raise SessionQueryError(ErrorCode.SESSION_NOT_FOUND, f"session {session_id!r} not found")
-
-    def _header(self, header_json: str) -> SessionHeader:
-        header = self._headers.get(header_json)
-        if header is None:
-            if len(self._headers) >= 4096:
-                self._headers.clear()
-            header = SessionHeader.from_json(json.loads(header_json))
-            self._headers[header_json] = header
-        return header
 
     def _snippet(self, plan: MatchPlan | None, text: str) -> str:
         first = None if plan is None else first_match(text, plan)

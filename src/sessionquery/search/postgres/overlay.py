@@ -18,17 +18,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import (
     SessionEvent,
     SessionHeader,
     SurfaceClass,
-    SurfaceError,
     SurfaceFolder,
     extract_event_text,
 )
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.filters import EventFilter, SessionFilter, event_matches, session_matches
+from sessionquery.search.live import extends, fold_live, unchanged
 from sessionquery.search.postgres.tokens import MatchPlan, span_count, tokens
 from sessionquery.search.sqlite.snippet import sanitize_text
 
@@ -86,26 +85,6 @@ def _docs(events: Sequence[SessionEvent]) -> list[LiveDoc]:
     return out
 
 
-def _fold(session_id: str, events: Sequence[SessionEvent], folder: SurfaceFolder) -> None:
-    try:
-        for event in events:
-            folder.apply(event)
-    except SurfaceError as exc:
-        raise SessionQueryError(
-            ErrorCode.INVALID_SURFACE, f"live session {session_id!r} has an invalid surface: {exc}"
-        ) from None
-
-
-def _extends(old: LiveSession, snapshot: LiveSnapshot) -> bool:
-    events = snapshot.events
-    if snapshot.header != old.header or len(events) < old.length:
-        return False
-    if old.last_event is None:
-        return True
-    last = events[old.length - 1]
-    return last is old.last_event or last == old.last_event
-
-
 @dataclass(slots=True)
 class LiveOverlay:
     """Every live session of the corpus as of the last :meth:`update`."""
@@ -116,13 +95,7 @@ class LiveOverlay:
 
     def unchanged(self, snapshots: Sequence[LiveSnapshot]) -> bool:
         """Whether every live session is exactly as indexed (ids, headers, lengths)."""
-        if len(snapshots) != len(self.sessions):
-            return False
-        for snapshot in snapshots:
-            old = self.sessions.get(snapshot.header.id)
-            if old is None or old.length != len(snapshot.events) or old.header != snapshot.header:
-                return False
-        return True
+        return unchanged(self.sessions, snapshots)
 
     def update(
         self, snapshots: Sequence[LiveSnapshot], persisted: frozenset[str]
@@ -138,7 +111,7 @@ class LiveOverlay:
             sid = snapshot.header.id
             old = self.sessions.get(sid)
             is_persisted = sid in persisted
-            if old is not None and _extends(old, snapshot):
+            if old is not None and extends(old, snapshot):
                 if len(snapshot.events) == old.length and old.persisted == is_persisted:
                     fresh[sid] = old
                     continue
@@ -155,7 +128,7 @@ class LiveOverlay:
     def _build(self, snapshot: LiveSnapshot, persisted: bool) -> LiveSession:
         folder = SurfaceFolder()
         events = snapshot.events
-        _fold(snapshot.header.id, events, folder)
+        fold_live(snapshot.header.id, events, folder)
         return LiveSession(
             header=snapshot.header,
             length=len(events),
@@ -169,7 +142,7 @@ class LiveOverlay:
     def _grow(self, old: LiveSession, snapshot: LiveSnapshot, persisted: bool) -> LiveSession:
         events = snapshot.events
         new = events[old.length :]
-        _fold(old.header.id, new, old.folder)
+        fold_live(old.header.id, new, old.folder)
         return LiveSession(
             header=old.header,
             length=len(events),

@@ -13,24 +13,15 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from decimal import Decimal
 
-from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.query.filters import (
-    CreatedBetween,
-    CwdIn,
-    EventFilter,
-    IdIn,
-    ParentIn,
-    SeqBetween,
-    SessionFilter,
-    SurfaceIn,
-    TimeBetween,
-    TypeIn,
-)
 from sessionquery.search.postgres.tokens import MatchPlan, lexeme
+from sessionquery.search.predicates import (
+    EVENT_PREDICATE_LIMIT,
+    SESSION_PREDICATE_LIMIT,
+    CompiledFilters,
+    FilterDialect,
+)
 
 __all__ = [
     "EVENT_PREDICATE_LIMIT",
@@ -42,108 +33,35 @@ __all__ = [
     "session_search_sql",
 ]
 
-SESSION_PREDICATE_LIMIT = 14
-EVENT_PREDICATE_LIMIT = 13
-MAX_BOUND_PARAMETERS = 32_766
-FIXED_PARAMETERS = 10
-
 EVENT_ORDER = "mc DESC, length ASC, time DESC, seq DESC"
 SESSION_ORDER = "mc DESC, length ASC, time DESC, session_id ASC, seq DESC"
 """SPEC §7 ranking; ``session_id`` has the binary ``"C"`` collation (code-point order)."""
 
-
-@dataclass(slots=True)
-class CompiledFilters:
-    """Predicates over ``s`` (sessions) and ``d`` (documents) and their named parameters."""
-
-    predicates: list[str] = field(default_factory=list)
-    params: dict[str, object] = field(default_factory=dict)
-
-    def bind(self, value: object) -> str:
-        name = f"f{len(self.params)}"
-        self.params[name] = value
-        return f"%({name})s"
-
-    def where(self) -> str:
-        return "".join(f" AND {p}" for p in self.predicates)
-
-
-def _list(out: CompiledFilters, column: str, values: Sequence[str | None]) -> str:
-    if not values:
-        return "false"
-    names = [out.bind(value) for value in values if value is not None]
-    parts = [f"{column} IN ({', '.join(names)})"] if names else []
-    if len(names) != len(values):
-        parts.append(f"{column} IS NULL")
-    return parts[0] if len(parts) == 1 else f"({' OR '.join(parts)})"
-
-
-def _range(out: CompiledFilters, column: str, start: float | None, end: float | None) -> list[str]:
+POSTGRES_FILTERS = FilterDialect(
+    prefix="f",
+    placeholder="%({})s",
+    never="false",
     # numeric bounds compare exactly with bigint columns, whatever their size
-    predicates = []
-    if start is not None:
-        predicates.append(f"{column} >= {out.bind(Decimal(start))}")
-    if end is not None:
-        predicates.append(f"{column} <= {out.bind(Decimal(end))}")
-    return predicates
+    number=Decimal,
+    # rows of the database are persisted and not live (live sessions are the overlay's)
+    availability=lambda flag: "true" if flag == "persisted" else "false",
+)
+"""Filters as PostgreSQL predicates (``%(f0)s`` parameters) over ``s`` and ``d``."""
 
+compile_filters = POSTGRES_FILTERS.compile
+"""Compile validated filters with the SQLite backend's budgets
+(:meth:`..predicates.FilterDialect.compile`)."""
 
-def _session(out: CompiledFilters, clause: SessionFilter) -> list[str]:
-    if isinstance(clause, IdIn):
-        return [_list(out, "s.id", clause.values)]
-    if isinstance(clause, CwdIn):
-        return [_list(out, "s.cwd", clause.values)]
-    if isinstance(clause, ParentIn):
-        return [_list(out, "s.parent_session", clause.values)]
-    if isinstance(clause, CreatedBetween):
-        return _range(out, "s.created_at", clause.start, clause.end)
-    wanted = set(clause.values)
-    if wanted == {"live", "persisted"}:
-        return []
-    # rows of this table are persisted and not live (live sessions are the overlay's)
-    return ["true" if "persisted" in wanted else "false"]
-
-
-def _event(out: CompiledFilters, clause: EventFilter) -> list[str]:
-    if isinstance(clause, SeqBetween):
-        return _range(out, "d.seq", clause.start, clause.end)
-    if isinstance(clause, TimeBetween):
-        return _range(out, "d.time", clause.start, clause.end)
-    if isinstance(clause, TypeIn):
-        return [_list(out, "d.type", clause.values)]
-    assert isinstance(clause, SurfaceIn)
-    return [_list(out, "d.surface", clause.values)]
-
-
-def compile_filters(
-    session_filters: Sequence[SessionFilter],
-    event_filters: Sequence[EventFilter],
-    *,
-    predicate_limit: int,
-) -> CompiledFilters:
-    """Compile validated filters, enforcing the SQLite backend's budgets.
-
-    Raises:
-        SessionQueryError: ``INVALID_FILTER`` when a budget is exceeded.
-    """
-    out = CompiledFilters()
-    for clause in session_filters:
-        out.predicates.extend(_session(out, clause))
-    for event_clause in event_filters:
-        out.predicates.extend(_event(out, event_clause))
-    if len(out.predicates) > predicate_limit:
-        raise SessionQueryError(
-            ErrorCode.INVALID_FILTER,
-            f"session search filters compile to {len(out.predicates)} predicates; the limit is "
-            f"{predicate_limit}",
-        )
-    if FIXED_PARAMETERS + len(out.params) > MAX_BOUND_PARAMETERS:
-        raise SessionQueryError(
-            ErrorCode.INVALID_FILTER,
-            f"session search filters bind {len(out.params)} values; the limit is "
-            f"{MAX_BOUND_PARAMETERS - FIXED_PARAMETERS}",
-        )
-    return out
+_COLUMNS = {
+    "id": "s.id",
+    "cwd": "s.cwd",
+    "parent": "s.parent_session",
+    "created_at": "s.created_at",
+    "seq": "d.seq",
+    "time": "d.time",
+    "type": "d.type",
+    "surface": "d.surface",
+}
 
 
 def match_params(plan: MatchPlan) -> dict[str, object]:
@@ -184,11 +102,12 @@ def session_search_sql(plan: MatchPlan, filters: CompiledFilters) -> str:
     the filters' parameters.
     """
     predicate, count = _match(plan)
+    where = filters.where(_COLUMNS)
     return (
         "WITH cand AS MATERIALIZED ("
         "SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, "
         f"{count} AS mc FROM sqi_docs AS d JOIN sqi_sessions AS s ON s.id = d.session_id "
-        f"WHERE {predicate} AND NOT (d.session_id = ANY(%(live)s::text[])){filters.where()}), "
+        f"WHERE {predicate} AND NOT (d.session_id = ANY(%(live)s::text[])){where}), "
         "ranked AS (SELECT *, row_number() OVER (PARTITION BY session_id ORDER BY "
         f"{EVENT_ORDER}) AS rn FROM cand), "
         "page AS (SELECT r.session_id, r.seq, r.type, r.time, r.surface, r.length, r.mc "
@@ -203,8 +122,9 @@ def session_search_sql(plan: MatchPlan, filters: CompiledFilters) -> str:
 def event_search_sql(plan: MatchPlan, filters: CompiledFilters) -> str:
     """Events of one persisted session (``sid``), ranked; binds as :func:`session_search_sql`."""
     predicate, count = _match(plan)
+    where = filters.where(_COLUMNS)
     return (
         f"SELECT d.seq, d.type, d.time, d.surface, d.length, {count} AS mc, d.text "
-        f"FROM sqi_docs AS d WHERE d.session_id = %(sid)s AND {predicate}{filters.where()} "
+        f"FROM sqi_docs AS d WHERE d.session_id = %(sid)s AND {predicate}{where} "
         f"ORDER BY {EVENT_ORDER} LIMIT %(lim)s OFFSET %(off)s"
     )

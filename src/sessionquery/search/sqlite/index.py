@@ -29,40 +29,28 @@ interrupts the statement (``ABORTED``) instead of waiting for it.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from types import TracebackType
-from typing import Final, Literal, Self
+from typing import Final, Literal
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionHeader
 from sessionquery.query.backend import Corpus, SearchMatch
 from sessionquery.query.cancel import CancelToken, check_cancel
-from sessionquery.query.filters import (
-    EventFilter,
-    SessionFilter,
-)
-from sessionquery.query.types import (
-    EventSearchHit,
-    EventSearchPage,
-    SessionRecord,
-    SessionSearchHit,
-    SessionSearchPage,
-)
-from sessionquery.search.request import event_request, session_request
+from sessionquery.query.types import EventSearchHit, SessionRecord, SessionSearchHit
+from sessionquery.search.base import OpenAt, SearchBase, Window
+from sessionquery.search.request import SearchRequest
 from sessionquery.search.sqlite import db, schema, spans
-from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, page_offset
+from sessionquery.search.sqlite.cursor import CursorPosition, page_offset
 from sessionquery.search.sqlite.query import (
-    EVENT_PREDICATE_LIMIT,
     SEQ_BITS,
     SEQ_MASK,
-    SESSION_PREDICATE_LIMIT,
-    compile_filters,
+    SQLITE_FILTERS,
+    CompiledFilters,
     event_search_sql,
     highlight_sql,
     query_tokens,
@@ -85,14 +73,9 @@ from sessionquery.search.sqlite.snippet import (
 
 __all__ = ["OpenAt", "SqliteSearch"]
 
-OpenAt = Literal["startup", "first-search", "never"]
 JournalMode = Literal["wal", "delete", "truncate", "persist"]
 
-_OPEN_AT: Final = ("startup", "first-search", "never")
 _JOURNAL_MODES: Final = ("wal", "delete", "truncate", "persist")
-_MAX_SAFE_LIMIT: Final = 2**53 - 2
-_HEADER_CACHE_SIZE: Final = 4096
-"""Parsed headers kept per index; a hit's header is parsed and validated once, not per search."""
 PROGRESS_STEPS: Final = 1000
 """SQLite VM instructions between two polls of the cancel token during a statement."""
 _LOCK_POLL_SECONDS: Final = 0.005
@@ -101,12 +84,6 @@ _WRITE_LOCK_POLL_SECONDS: Final = 0.01
 
 def _config_error(message: str) -> SessionQueryError:
     return SessionQueryError(ErrorCode.INVALID_CONFIG, f"session-search SQLite config: {message}")
-
-
-def _positive_int(value: object, name: str, maximum: int = _MAX_SAFE_LIMIT) -> int:
-    if type(value) is not int or not 1 <= value <= maximum:
-        raise _config_error(f"{name} must be an integer between 1 and {maximum}, not {value!r}")
-    return value
 
 
 def _index_path(path: object) -> str:
@@ -118,7 +95,7 @@ def _index_path(path: object) -> str:
     return text
 
 
-class SqliteSearch:
+class SqliteSearch(SearchBase[db.Connection]):
     """A derived SQLite FTS5 index over the corpus, usable as ``SessionQuery(search=...)``.
 
     Args:
@@ -138,6 +115,11 @@ class SqliteSearch:
             not an index of ours, unreadable).
     """
 
+    _FILTERS = SQLITE_FILTERS
+    _DAMAGED_HEADER = (
+        "session-search index holds a damaged session header; delete the index file to rebuild it"
+    )
+
     def __init__(
         self,
         path: str | os.PathLike[str],
@@ -149,32 +131,23 @@ class SqliteSearch:
         snippet_chars: int = 240,
     ) -> None:
         self._path = _index_path(path)
-        if open_at not in _OPEN_AT:
-            raise _config_error(f"open_at must be one of {', '.join(_OPEN_AT)}, not {open_at!r}")
         if journal_mode not in _JOURNAL_MODES:
             raise _config_error(
                 f"journal_mode must be one of {', '.join(_JOURNAL_MODES)}, not {journal_mode!r}"
             )
-        self._max_limit = _positive_int(max_limit, "max_limit")
-        self._default_limit = _positive_int(default_limit, "default_limit")
-        if self._default_limit > self._max_limit:
-            raise _config_error(
-                f"default_limit {default_limit} must not exceed max_limit {max_limit}"
-            )
-        self._snippet_chars = _positive_int(snippet_chars, "snippet_chars", 2**31 - 1)
-        self._open_at: OpenAt = open_at
+        super().__init__(
+            open_at=open_at,
+            default_limit=default_limit,
+            max_limit=max_limit,
+            snippet_chars=snippet_chars,
+            config_error=_config_error,
+        )
         self._journal_mode: JournalMode = journal_mode
         self._real = self._path if self._path == ":memory:" else os.path.realpath(self._path)
-        self._lock = threading.Lock()
-        """Guards the connection: held for one statement group (a query, a batch of writes)."""
         self._turn = threading.Lock()
         """One reconciliation (and the query that follows it) at a time in this instance."""
-        self._conn: db.Connection | None = None
         self._access = _Access(self)
         self._state = IndexState()
-        self._codec = CursorCodec()
-        self._closed = False
-        self._headers: dict[str, SessionHeader] = {}
         if open_at == "startup":
             with self._lock:
                 self._open()
@@ -200,35 +173,8 @@ class SqliteSearch:
         self._conn = schema.open_index(self._real, self._journal_mode)
         return self._conn
 
-    def close(self) -> None:
-        """Close this instance's connection; idempotent. Later searches fail with
-        ``INDEX_FAILED``. Other instances and processes on the same index are unaffected."""
-        self._closed = True
-        with self._lock:
-            conn, self._conn = self._conn, None
-            if conn is not None:
-                schema.close_quietly(conn)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def _check_enabled(self) -> None:
-        if self._open_at == "never":
-            raise SessionQueryError(
-                ErrorCode.SEARCH_DISABLED, "session search is disabled (open_at='never')"
-            )
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SessionQueryError(ErrorCode.INDEX_FAILED, "session-search index is closed")
+    def _disconnect(self, conn: db.Connection) -> None:
+        schema.close_quietly(conn)
 
     @contextmanager
     def _hold(self, cancel: CancelToken | None) -> Iterator[db.Connection]:
@@ -328,31 +274,12 @@ class SqliteSearch:
             context={"sessions_indexed": int(done), "sessions_total": int(total)},
         )
 
-    # -- public operations -------------------------------------------------------------
+    # -- the backend's part of the operations (the rest is SearchBase's) ----------------
 
-    def update(
-        self,
-        corpus: Corpus,
-        *,
-        cancel: CancelToken | None = None,
-        progress: ProgressCallback | None = None,
+    def _update(
+        self, corpus: Corpus, cancel: CancelToken | None, progress: ProgressCallback | None
     ) -> IndexUpdate:
-        """Run one reconciliation now (what every search does first) and report it.
-
-        Args:
-            corpus: the service's corpus (``SessionQuery.corpus``).
-            cancel: aborts between sessions and inside SQLite statements; every batch
-                committed before it expired stays (the next reconciliation continues).
-            progress: called as ``progress(done, total)`` while persisted sessions are
-                (re)indexed: ``(0, total)`` as soon as the stale sessions are known, then
-                after each session.
-
-        Raises:
-            SessionQueryError: ``SEARCH_DISABLED``, ``INDEX_FAILED``, ``ABORTED``,
-                ``PERSISTENCE_FAILED``, ``CORRUPT_SESSION`` or ``SOURCE_CONFLICT``.
-        """
-        self._check_enabled()
-        check_cancel(cancel)
+        """One reconciliation (:mod:`.reconcile`), in this instance's turn."""
         self._check_open()
         _acquire(self._turn, cancel)
         try:
@@ -360,42 +287,16 @@ class SqliteSearch:
         finally:
             self._turn.release()
 
-    def search_sessions(
+    def _sessions(
         self,
         corpus: Corpus,
-        query: str,
+        request: SearchRequest,
+        compiled: CompiledFilters,
         *,
-        session_filters: Sequence[SessionFilter] = (),
-        event_filters: Sequence[EventFilter] = (),
-        limit: int | None = None,
-        cursor: str | None = None,
-        cancel: CancelToken | None = None,
-        match: SearchMatch = "phrase",
-    ) -> SessionSearchPage:
-        """Sessions whose events contain ``query`` as a phrase (``match="words"``: every word
-        of it, any order), each with its best event.
-
-        Raises:
-            SessionQueryError: ``SEARCH_DISABLED``, ``INVALID_QUERY``, ``INVALID_FILTER``,
-                ``INVALID_LIMIT``, ``INVALID_CURSOR``, ``STALE_CURSOR``, ``ABORTED``,
-                ``INDEX_FAILED`` and the corpus errors of :meth:`update`.
-        """
-        self._check_enabled()
-        check_cancel(cancel)
-        request = session_request(
-            query,
-            match,
-            session_filters,
-            event_filters,
-            limit,
-            default_limit=self._default_limit,
-            max_limit=self._max_limit,
-        )
+        position: CursorPosition | None,
+        cancel: CancelToken | None,
+    ) -> Window[SessionSearchHit]:
         text, mode, page_size = request.text, request.mode, request.page_size
-        sessions, events = request.session_filters, request.event_filters
-        compiled = compile_filters(sessions, events, predicate_limit=SESSION_PREDICATE_LIMIT)
-        fingerprint = request.fingerprint
-        position = self._decode(cursor, "sessions", fingerprint)
         with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
             (durable,) = db.one(conn, "SELECT global_generation FROM main.search_state")
             state = self._state
@@ -413,47 +314,19 @@ class SqliteSearch:
             }
             rows = conn.execute(sql, params).fetchall()
             hits = [self._session_hit(conn, matcher, row) for row in rows[:page_size]]
-        next_cursor = None
-        if len(rows) > page_size:
-            next_cursor = self._codec.encode(
-                "sessions", fingerprint, generation, offset + page_size
-            )
-        return SessionSearchPage(items=hits, next_cursor=next_cursor)
+        return Window(hits, len(rows) > page_size, generation, offset)
 
-    def search_events(
+    def _events(
         self,
         corpus: Corpus,
         session_id: str,
-        query: str,
+        request: SearchRequest,
+        compiled: CompiledFilters,
         *,
-        filters: Sequence[EventFilter] = (),
-        limit: int | None = None,
-        cursor: str | None = None,
-        cancel: CancelToken | None = None,
-        match: SearchMatch = "phrase",
-    ) -> EventSearchPage:
-        """Events of one session containing ``query`` as a phrase (``match="words"``: every
-        word of it, any order), best first.
-
-        Raises:
-            SessionQueryError: as :meth:`search_sessions`, plus ``SESSION_NOT_FOUND`` when the
-                id is neither live nor persisted, and ``INVALID_FILTER`` for a non-string id.
-        """
-        self._check_enabled()
-        check_cancel(cancel)
-        request = event_request(
-            session_id,
-            query,
-            match,
-            filters,
-            limit,
-            default_limit=self._default_limit,
-            max_limit=self._max_limit,
-        )
+        position: CursorPosition | None,
+        cancel: CancelToken | None,
+    ) -> tuple[SessionHeader, Window[EventSearchHit]]:
         text, mode, page_size = request.text, request.mode, request.page_size
-        events, fingerprint = request.event_filters, request.fingerprint
-        compiled = compile_filters((), events, predicate_limit=EVENT_PREDICATE_LIMIT)
-        position = self._decode(cursor, "events", fingerprint)
         with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
             live, key, header, generation = self._target(conn, corpus, session_id)
             offset = page_offset(position, generation)
@@ -472,19 +345,9 @@ class SqliteSearch:
                 self._event_hit(conn, matcher, live, session_id, row[:5])
                 for row in rows[:page_size]
             ]
-        next_cursor = None
-        if len(rows) > page_size:
-            next_cursor = self._codec.encode("events", fingerprint, generation, offset + page_size)
-        return EventSearchPage(session=header, items=hits, next_cursor=next_cursor)
+        return header, Window(hits, len(rows) > page_size, generation, offset)
 
     # -- helpers ---------------------------------------------------------------------
-
-    def _decode(
-        self, cursor: object, scope: Literal["sessions", "events"], fingerprint: str
-    ) -> CursorPosition | None:
-        if cursor is None:
-            return None
-        return self._codec.decode(cursor, scope, fingerprint)
 
     def _target(
         self, conn: db.Connection, corpus: Corpus, session_id: str
@@ -502,23 +365,6 @@ class SqliteSearch:
                 header = self._header(str(header_json))
                 return False, int(key), header, f"persisted:{self._state.epoch}:{generation}"
         raise SessionQueryError(ErrorCode.SESSION_NOT_FOUND, f"session {session_id!r} not found")
-
-    def _header(self, header_json: str) -> SessionHeader:
-        """The header stored as ``header_json``, parsed once (headers are immutable)."""
-        header = self._headers.get(header_json)
-        if header is None:
-            if len(self._headers) >= _HEADER_CACHE_SIZE:
-                self._headers.clear()
-            try:
-                header = SessionHeader.from_json(json.loads(header_json))
-            except (ValueError, TypeError) as exc:  # bytes damaged inside the index file
-                raise SessionQueryError(
-                    ErrorCode.INDEX_FAILED,
-                    "session-search index holds a damaged session header; delete the index "
-                    "file to rebuild it",
-                ) from exc
-            self._headers[header_json] = header
-        return header
 
     @staticmethod
     def _matcher(

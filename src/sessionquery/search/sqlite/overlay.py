@@ -19,10 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.model import Replace, SessionEvent, SessionHeader, SurfaceError, SurfaceFolder
+from sessionquery.model import SessionEvent, SessionHeader, SurfaceFolder
 from sessionquery.persistence.base import PersistedSession
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.cancel import CancelToken, check_cancel
+from sessionquery.search.live import extends, fold_live, unchanged
 from sessionquery.search.sqlite import db
 from sessionquery.search.sqlite.query import SEQ_BITS, SEQ_MASK
 from sessionquery.search.sqlite.rows import LIVE, event_rows
@@ -54,42 +55,11 @@ def _conflict(session_id: str) -> SessionQueryError:
     )
 
 
-def _fold(sid: str, events: Sequence[SessionEvent], folder: SurfaceFolder) -> bool:
-    """Apply ``events`` to ``folder``; return whether any of them was a replace."""
-    replaced = False
-    try:
-        for event in events:
-            folder.apply(event)
-            replaced = replaced or isinstance(event.surface_op, Replace)
-    except SurfaceError as exc:
-        raise SessionQueryError(
-            ErrorCode.INVALID_SURFACE, f"live session {sid!r} has an invalid surface: {exc}"
-        ) from None
-    return replaced
-
-
-def _extends(old: LiveState, snapshot: LiveSnapshot) -> bool:
-    """Whether ``snapshot`` is ``old``'s session grown by appends (same header, same prefix)."""
-    events = snapshot.events
-    if snapshot.header != old.header or len(events) < old.length:
-        return False
-    if old.last_event is None:
-        return True
-    last = events[old.length - 1]
-    return last is old.last_event or last == old.last_event
-
-
 def live_unchanged(
     live: dict[str, LiveState], dirty: bool, snapshots: Sequence[LiveSnapshot]
 ) -> bool:
     """Whether every live session is exactly as indexed (ids, headers, lengths)."""
-    if dirty or len(snapshots) != len(live):
-        return False
-    for snapshot in snapshots:
-        old = live.get(snapshot.header.id)
-        if old is None or old.length != len(snapshot.events) or old.header != snapshot.header:
-            return False
-    return True
+    return not dirty and unchanged(live, snapshots)
 
 
 class LiveOverlay:
@@ -166,7 +136,7 @@ class LiveOverlay:
 
     def _one(self, snapshot: LiveSnapshot, old: LiveState | None, persisted: bool) -> LiveState:
         events = snapshot.events
-        if old is not None and _extends(old, snapshot):
+        if old is not None and extends(old, snapshot):
             if len(events) == old.length and old.persisted == persisted:
                 return old
             return self._grow(old, events, persisted)
@@ -181,7 +151,7 @@ class LiveOverlay:
         )
         key = self.conn.last_insert_rowid()
         folder = SurfaceFolder()
-        _fold(header.id, events, folder)
+        fold_live(header.id, events, folder)
         rows = event_rows(key, events, folder)
         LIVE.insert(self.conn, rows)
         self.indexed += 1
@@ -205,7 +175,7 @@ class LiveOverlay:
                 (int(persisted), old.key),
             )
         new_events = events[old.length :]
-        replaced = _fold(old.header.id, new_events, old.folder)
+        replaced = fold_live(old.header.id, new_events, old.folder)
         current = old.current_docs
         if replaced:
             gone = [seq for seq in current if not old.folder.is_current(seq)]

@@ -19,23 +19,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import apsw
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model.textmatch import collapse_whitespace
-from sessionquery.query.filters import (
-    CreatedBetween,
-    CwdIn,
-    EventFilter,
-    IdIn,
-    ParentIn,
-    SeqBetween,
-    SessionFilter,
-    SurfaceIn,
-    TimeBetween,
-    TypeIn,
+from sessionquery.search.predicates import (
+    EVENT_PREDICATE_LIMIT,
+    MAX_BOUND_PARAMETERS,
+    SESSION_PREDICATE_LIMIT,
+    CompiledFilters,
+    FilterDialect,
 )
 from sessionquery.search.sqlite import db
 from sessionquery.search.sqlite.snippet import sanitize_text
@@ -59,18 +53,6 @@ __all__ = [
 
 MAX_QUERY_BYTES = 1 << 20
 """Queries longer than 1 MiB (UTF-8, after normalisation) are refused."""
-
-SESSION_PREDICATE_LIMIT = 14
-"""Compiled session + event predicates allowed in one session search."""
-
-EVENT_PREDICATE_LIMIT = 13
-"""Event predicates allowed in one event search (the fixed session predicate makes 14)."""
-
-MAX_BOUND_PARAMETERS = 32_766
-"""SQLite's default host-parameter limit."""
-
-FIXED_PARAMETERS = 10
-"""Parameters every search statement binds besides filter values (query, marks, paging...)."""
 
 SEQ_BITS = 32
 """Document rowid = ``session_key << SEQ_BITS | seq``: one contiguous rowid range per session."""
@@ -158,35 +140,6 @@ def validate_limit(limit: object, default: int, maximum: int) -> int:
     return limit
 
 
-@dataclass(slots=True)
-class CompiledFilters:
-    """Predicate templates (``{column}`` placeholders) and their named parameters."""
-
-    session_predicates: list[str] = field(default_factory=list)
-    event_predicates: list[str] = field(default_factory=list)
-    params: dict[str, object] = field(default_factory=dict)
-
-    def bind(self, value: object) -> str:
-        name = f"p{len(self.params)}"
-        self.params[name] = value
-        return f":{name}"
-
-    def where(self, columns: dict[str, str]) -> str:
-        """The predicates as ``AND ...`` SQL for one branch's column expressions."""
-        predicates = self.session_predicates + self.event_predicates
-        return "".join(f" AND {p.format_map(columns)}" for p in predicates)
-
-
-def _list_predicate(out: CompiledFilters, column: str, values: Sequence[str | None]) -> str:
-    if not values:
-        return "0"  # an empty list matches nothing
-    names = [out.bind(value) for value in values if value is not None]
-    parts = [f"{{{column}}} IN ({', '.join(names)})"] if names else []
-    if len(names) != len(values):
-        parts.append(f"{{{column}}} IS NULL")
-    return parts[0] if len(parts) == 1 else f"({' OR '.join(parts)})"
-
-
 def _sql_number(value: float) -> float:
     """``value`` as SQLite can bind it: integers are 64-bit there, so an integer bound beyond
     that range is bound as the REAL it equals (infinite when too large even for a float); it
@@ -199,73 +152,17 @@ def _sql_number(value: float) -> float:
     return value
 
 
-def _range_predicates(
-    out: CompiledFilters, column: str, start: float | None, end: float | None
-) -> list[str]:
-    predicates = []
-    if start is not None:
-        predicates.append(f"{{{column}}} >= {out.bind(_sql_number(start))}")
-    if end is not None:
-        predicates.append(f"{{{column}}} <= {out.bind(_sql_number(end))}")
-    return predicates
+SQLITE_FILTERS = FilterDialect(
+    prefix="p",
+    placeholder=":{}",
+    never="0",
+    number=_sql_number,
+    availability=lambda flag: f"{{{flag}}} = 1",
+)
+"""Filters as SQLite predicate templates (``:p0`` parameters, ``0``/``1`` truth values)."""
 
-
-def _session_predicates(out: CompiledFilters, clause: SessionFilter) -> list[str]:
-    if isinstance(clause, IdIn):
-        return [_list_predicate(out, "id", clause.values)]
-    if isinstance(clause, CwdIn):
-        return [_list_predicate(out, "cwd", clause.values)]
-    if isinstance(clause, ParentIn):
-        return [_list_predicate(out, "parent", clause.values)]
-    if isinstance(clause, CreatedBetween):
-        return _range_predicates(out, "created_at", clause.start, clause.end)
-    wanted = set(clause.values)
-    if wanted == {"live", "persisted"}:
-        return []  # every row is live or persisted
-    flags = [f"{{{flag}}} = 1" for flag in ("live", "persisted") if flag in wanted]
-    return [flags[0] if flags else "0"]
-
-
-def _event_predicates(out: CompiledFilters, clause: EventFilter) -> list[str]:
-    if isinstance(clause, SeqBetween):
-        return _range_predicates(out, "seq", clause.start, clause.end)
-    if isinstance(clause, TimeBetween):
-        return _range_predicates(out, "time", clause.start, clause.end)
-    if isinstance(clause, TypeIn):
-        return [_list_predicate(out, "type", clause.values)]
-    assert isinstance(clause, SurfaceIn)
-    return [_list_predicate(out, "surface", clause.values)]
-
-
-def compile_filters(
-    session_filters: Sequence[SessionFilter],
-    event_filters: Sequence[EventFilter],
-    *,
-    predicate_limit: int,
-) -> CompiledFilters:
-    """Compile validated metadata filters, enforcing the predicate and parameter budgets.
-
-    Raises:
-        SessionQueryError: ``INVALID_FILTER`` when the budget is exceeded.
-    """
-    out = CompiledFilters()
-    for clause in session_filters:
-        out.session_predicates.extend(_session_predicates(out, clause))
-    for event_clause in event_filters:
-        out.event_predicates.extend(_event_predicates(out, event_clause))
-    count = len(out.session_predicates) + len(out.event_predicates)
-    if count > predicate_limit:
-        raise SessionQueryError(
-            ErrorCode.INVALID_FILTER,
-            f"session search filters compile to {count} predicates; the limit is {predicate_limit}",
-        )
-    if FIXED_PARAMETERS + len(out.params) > MAX_BOUND_PARAMETERS:
-        raise SessionQueryError(
-            ErrorCode.INVALID_FILTER,
-            f"session search filters bind {len(out.params)} values; the limit is "
-            f"{MAX_BOUND_PARAMETERS - FIXED_PARAMETERS}",
-        )
-    return out
+compile_filters = SQLITE_FILTERS.compile
+"""Compile validated metadata filters (:meth:`.predicates.FilterDialect.compile`)."""
 
 
 _PERSISTED_COLUMNS = {
