@@ -58,6 +58,10 @@ the phrases are single tokens or a single phrase), which makes the count the num
 instances; 1 merges overlapping instances as ``highlight()`` does."""
 
 
+BUSY_TIMEOUT_MS = 5000
+"""How long a statement waits for another connection's lock before ``BusyError``."""
+
+
 def connect(path: str) -> apsw.Connection:
     """A connection to ``path`` (created if missing) with the index's functions installed.
 
@@ -66,6 +70,7 @@ def connect(path: str) -> apsw.Connection:
     "file is not a database"."""
     conn = apsw.Connection(path)
     try:
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)  # before the first statement reads the file
         conn.execute("PRAGMA main.schema_version").fetchall()
         install_functions(conn)
     except BaseException:

@@ -288,7 +288,6 @@ def _open_index(path: str, journal_mode: str, *, discard_damaged: bool) -> db.Co
         raise _failed(path, str(exc)) from exc
     ours = False
     try:
-        conn.execute("PRAGMA busy_timeout = 5000")
         rebuild = _validate(conn, path)
         ours = not memory and db.one(conn, "PRAGMA main.application_id")[0] != 0
         if rebuild:
