@@ -55,6 +55,7 @@ from sessionquery.model import (
     interrupted_turn_closers,
 )
 from sessionquery.persistence.base import DocumentLog, PersistedSession, TextDocument
+from sessionquery.persistence.documents import read_check
 from sessionquery.persistence.postgres._handles import PostgresReadHandle, PostgresWriteHandle
 from sessionquery.persistence.postgres._schema import (
     IDLE_CONNECTIONS,
@@ -252,8 +253,10 @@ class PostgresPersistence:
         except SurfaceError as exc:
             raise PersistenceCorrupt(f"postgres session {session_id!r}: {exc}") from None
         documents = []
+        tick = read_check()  # a caller's deadline (documents.checking), inside one big log
         for event in events:
             text = extract_event_text(event)
+            tick(len(text))
             if text:
                 documents.append(
                     TextDocument(
