@@ -59,15 +59,16 @@ BATCH_DOCUMENTS: Final = 2000
 """A batch is committed once it holds this many documents..."""
 BATCH_TEXT: Final = 8 << 20
 """...or this many characters of text (bounds a batch of huge documents)..."""
-DEADLINE_BATCH_TEXT: Final = 512 << 10
-"""...or, under a deadline, this many (about 30 ms of writing on the development machine,
+DEADLINE_BATCH_TEXT: Final = 256 << 10
+"""...or, under a deadline, this many (about 15 ms of writing on the development machine,
 so the batch under way at the deadline usually still commits within the grace below;
 without a deadline larger batches build about 10% faster)..."""
 BATCH_SECONDS: Final = 0.5
 """...or once this much time was spent reading it, whichever comes first."""
-WRITE_GRACE_SECONDS: Final = 0.05
+WRITE_GRACE_SECONDS: Final = 0.03
 """How long after its token's deadline (or after its cancellation was first seen) a batch
-write under way may still commit; then it is interrupted and rolled back."""
+write under way may still commit; then it is interrupted and rolled back. The deadline is
+overrun by at most this plus one document's insert (FTS5 tokenises about 1 MB in 60 ms)."""
 
 UNBOUND: Final = object()
 """:attr:`IndexState.binding` before any persistence was bound."""

@@ -18,8 +18,8 @@ followed by the live overlay (:mod:`.overlay`, this process only). Invariants:
   ``search_state``: the generation (cursors), the token of the last complete reconciliation
   and the progress of the current build.
 * **Batched and resumable.** Documents are read outside any lock on the connection and
-  written in batches (a few thousand documents, some megabytes of text, half a megabyte
-  under a deadline, or a fraction of a second of reading), each batch one short
+  written in batches (a few thousand documents, some megabytes of text, a quarter
+  megabyte under a deadline, or a fraction of a second of reading), each batch one short
   ``BEGIN IMMEDIATE`` transaction that also records its sessions' revisions, so a committed
   session is always complete. An interrupt, a crash or a deadline keeps every committed
   batch, and the next reconciliation continues with what is still stale; searches in between
