@@ -76,7 +76,7 @@ QUICK: dict[str, Any] = {
 }
 
 
-TOPICS = ["store.py", "textmatch.py", "postgres.py"]
+TOPICS = ["store.py", "textmatch.py", "postgres.py", "deadlines.py"]
 """Topic benchmarks (``benchmarks/<topic>.py``, each runnable on its own), run after the main
 suite with ``--quick`` passed through; each prints its own section, appended to the output."""
 

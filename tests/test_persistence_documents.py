@@ -10,8 +10,15 @@ from hypothesis import given, settings
 
 from sessionquery.errors import ErrorCode, PersistenceCorrupt, SessionQueryError
 from sessionquery.model import SessionEvent, SessionHeader, interrupted_turn_closers
+from sessionquery.model.messages import user_message
 from sessionquery.persistence import JsonlPersistence
-from sessionquery.persistence.documents import checking, jsonl_documents
+from sessionquery.persistence.documents import (
+    CHECK_EVERY_BYTES,
+    CHECK_EVERY_LINES,
+    checking,
+    jsonl_documents,
+    read_check,
+)
 from sessionquery.query.corpus import documents_of
 from strategies import valid_logs
 
@@ -94,3 +101,31 @@ def test_a_check_set_around_the_read_can_stop_a_very_large_log_midway() -> None:
     assert caught.value.code is ErrorCode.ABORTED
     assert len(calls) == 2  # stopped at the second check, a third of the way in
     assert jsonl_documents(HEADER, "r1", _lines(events), "s.jsonl").event_count == 3 * 2048
+
+
+def test_one_multi_megabyte_line_is_a_checks_worth_of_work_by_itself() -> None:
+    big = "x " * (CHECK_EVERY_BYTES // 2)
+    events = [
+        SessionEvent("user/message", seq, 1, user_message(big, id=f"u{seq}"), surface_op="append")
+        for seq in range(3)
+    ]
+    calls: list[int] = []
+    with checking(lambda: calls.append(1)):
+        log = jsonl_documents(HEADER, "r1", _lines(events), "s.jsonl")
+    assert len(log.documents) == 3
+    assert len(calls) == 3  # a check before each line, although there are far fewer than 2048
+
+
+def test_a_read_check_calls_the_installed_check_every_so_many_lines_or_bytes() -> None:
+    read_check()(10**9)  # without an installed check: nothing to call, nothing raised
+    calls: list[int] = []
+    with checking(lambda: calls.append(1)):
+        tick = read_check()
+        for _ in range(CHECK_EVERY_LINES - 1):
+            tick(1)
+        assert calls == []
+        tick(1)
+        assert calls == [1]
+        tick(CHECK_EVERY_BYTES)
+        assert calls == [1, 1]
+    assert read_check()(10**9) is None  # outside the block again

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,7 @@ from sessionquery.query.cancel import CancelToken
 from sessionquery.query.corpus import ServiceCorpus, busy, settle_attempts
 from sessionquery.query.service import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
+from sessionquery.sources import ClaudeCodeSource
 from strategies import valid_logs
 
 HEADER = SessionHeader(id="s", created_at=0, cwd="/w")
@@ -286,3 +288,48 @@ def test_a_writer_process_never_makes_a_search_list_or_read_fail(tmp_path: Path)
         expected = _all_hits(fresh)
     assert hits == expected
     assert len({sid for sid, _ in hits}) == len(hits) == 1 + len(range(0, turns, 5))
+
+
+def _long_claude_transcript(root: Path, lines: int) -> None:
+    records = [
+        {
+            "type": "user",
+            "sessionId": "long-1",
+            "cwd": "/work",
+            "timestamp": "2025-01-01T00:00:00Z",
+            "uuid": f"u{number}",
+            "message": {"role": "user", "content": f"line {number}"},
+        }
+        for number in range(lines)
+    ]
+    path = root / "-work" / "long-1.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+
+
+@pytest.mark.parametrize("call", ["list", "stat"])
+def test_a_deadline_passing_inside_a_long_listing_or_lookup_stops_it_with_aborted(
+    tmp_path: Path, call: str
+) -> None:
+    _long_claude_transcript(tmp_path, 3 * 2048)  # its first listing parses the whole file
+    token = CancelToken()
+    stopped: list[str] = []
+
+    class Source(ClaudeCodeSource):
+        def _scan(self) -> None:
+            token.deadline = time.monotonic()  # the deadline passes as the store is listed
+            try:
+                super()._scan()
+            except SessionQueryError as exc:
+                stopped.append(exc.code.value)
+                raise
+
+    corpus = SessionQuery(persistence=Source(tmp_path)).corpus
+    with pytest.raises(SessionQueryError) as caught:
+        if call == "list":
+            corpus.list_persisted(token)
+        else:
+            corpus.stat_persisted("long-1", token)
+    assert caught.value.code is ErrorCode.ABORTED  # not a storage failure
+    assert stopped == ["SESSION_QUERY_ABORTED"]  # by a check inside the listing
+    assert [entry.header.id for entry in corpus.list_persisted()] == ["long-1"]

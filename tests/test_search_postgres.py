@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -17,6 +18,8 @@ from search_sqlite_support import FakeCorpus, FakePersistence, header, log, summ
 from sessionquery import SessionQuery, SessionStore
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionHeader
+from sessionquery.persistence import JsonlPersistence
+from sessionquery.persistence.base import DocumentLog, PersistedSession
 from sessionquery.persistence.postgres import PostgresPersistence
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import CwdIn, SurfaceIn, TypeIn
@@ -513,3 +516,61 @@ def test_a_deadline_interrupts_a_long_index_build_promptly(pg: PostgresSearch) -
         pg.update(corpus, cancel=token)
     assert token.deadline is not None
     assert time.monotonic() - token.deadline < 2.0  # generous: catches a build that ran on
+
+
+_MEGABYTE_OF_WORDS = " ".join(f"w{i % 7919}x{i % 13}" for i in range(120_000))
+
+
+def test_a_deadline_passing_inside_a_big_log_stops_the_sync_promptly_and_the_next_one_ends_it(
+    pg: PostgresSearch, postgres_dsn: str, tmp_path: Path
+) -> None:
+    token = CancelToken()
+    stopped: list[str] = []
+
+    class Store(JsonlPersistence):
+        def read_documents(self, session_id: str) -> DocumentLog:
+            if session_id != "big":
+                return super().read_documents(session_id)
+            token.deadline = time.monotonic()  # the deadline passes as the 8 MB log is read
+            try:
+                return super().read_documents(session_id)
+            except SessionQueryError as exc:
+                stopped.append(exc.code.value)
+                raise
+
+    store = Store(tmp_path / "store")
+    with store.create(header("small", 1)) as writer:
+        writer.append(log("small words"))
+    with store.create(header("big", 2)) as writer:
+        writer.append([user(i, f"{_MEGABYTE_OF_WORDS} tail{i}") for i in range(8)])
+    corpus = SessionQuery(persistence=store).corpus
+    with raises_code(ErrorCode.ABORTED):
+        pg.update(corpus, cancel=token)
+    assert token.deadline is not None
+    # Generous bound against a hang (the check that matters is the next one): without the
+    # checks inside the log, the whole of it was read and tokenised first, 0.7 s on the
+    # development machine; with them, about 15 ms.
+    assert time.monotonic() - token.deadline < 2.0
+    assert stopped == ["SESSION_QUERY_ABORTED"]  # by a check inside the read
+    with psycopg.connect(postgres_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM sqi_sessions WHERE id = 'big'").fetchone() == (0,)
+    assert pg.update(corpus).persisted_indexed >= 1
+    assert [h.seq for h in pg.search_events(corpus, "big", "tail7").items] == [7]
+
+
+def test_a_sync_batch_ends_at_its_byte_budget_but_always_holds_one_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sessionquery.search.postgres import sync
+
+    monkeypatch.setattr(sync, "BATCH_BYTES", 100)
+    entries = [
+        PersistedSession(header(f"s{i}"), "r", size_bytes=size)
+        for i, size in enumerate([60, 30, 20, 500, None, 5])
+    ]
+    batches = []
+    rest = entries
+    while rest:
+        batch, rest = sync._take(rest)  # pyright: ignore[reportPrivateUsage]
+        batches.append([entry.header.id for entry in batch])
+    assert batches == [["s0", "s1"], ["s2"], ["s3"], ["s4", "s5"]]  # no size: counts 0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sessionquery.errors import PersistenceNotFound
+from sessionquery.errors import ErrorCode, PersistenceNotFound, SessionQueryError
 from sessionquery.model import (
     SessionEvent,
     extract_event_text,
@@ -18,6 +18,7 @@ from sessionquery.model import (
     interrupted_turn_closers,
 )
 from sessionquery.persistence.base import SessionPersistence
+from sessionquery.persistence.documents import checking
 from sessionquery.sources import ClaudeCodeSource
 
 CORPUS = Path(__file__).resolve().parent / "data" / "real"
@@ -450,3 +451,29 @@ def test_two_files_claiming_one_session_id_get_distinct_ids(tmp_path: Path) -> N
     _write(tmp_path / "b" / "copy.jsonl", [_user("two")])
     ids = sorted(e.header.id for e in ClaudeCodeSource(tmp_path).list())
     assert ids == ["s-1", "s-1@b/copy.jsonl"]
+
+
+def test_a_deadline_check_stops_a_long_transcript_midway_and_leaves_no_trace(
+    tmp_path: Path,
+) -> None:
+    _write(tmp_path / "-proj" / "s-1.jsonl", [_user(f"line {n}") for n in range(3 * 2048)])
+    calls: list[int] = []
+
+    def deadline_on_second_check() -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise SessionQueryError(ErrorCode.ABORTED, "deadline")
+
+    source = ClaudeCodeSource(tmp_path)
+    with checking(deadline_on_second_check), pytest.raises(SessionQueryError) as caught:
+        source.list()  # the first listing parses the file
+    assert caught.value.code is ErrorCode.ABORTED
+    assert len(calls) == 2  # stopped inside the file, not after it
+    (entry,) = source.list()  # nothing of the interrupted parse was kept
+    assert entry.event_count is not None and entry.event_count > 3 * 2048
+    assert source.problems() == []  # the deadline is not a problem of the file
+    calls.clear()
+    with checking(deadline_on_second_check), pytest.raises(SessionQueryError):
+        source.read_documents("s-1")
+    assert len(calls) == 2
+    assert len(source.read_documents("s-1").documents) == 3 * 2048

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import (
     SessionEvent,
     extract_event_text,
@@ -15,6 +16,7 @@ from sessionquery.model import (
     fold_title,
     interrupted_turn_closers,
 )
+from sessionquery.persistence.documents import checking
 from sessionquery.sources import CodexSource
 
 CORPUS = Path(__file__).resolve().parent / "data" / "real"
@@ -189,3 +191,32 @@ def test_empty_rollout_is_a_problem_and_other_files_are_ignored(tmp_path: Path) 
     source = CodexSource(tmp_path)
     assert source.list() == []
     assert [Path(p.path).name for p in source.problems()] == ["rollout-empty.jsonl"]
+
+
+def test_a_deadline_check_stops_a_long_rollout_midway_and_leaves_no_trace(tmp_path: Path) -> None:
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    line = json.dumps(
+        {"timestamp": "2025-01-01T00:00:00Z", "type": "response_item", "payload": user}
+    )
+    name = "rollout-2025-01-01T00-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl"
+    (tmp_path / name).write_text(_meta(id="long-1") + "\n" + (line + "\n") * (3 * 2048))
+    calls: list[int] = []
+
+    def deadline_on_second_check() -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise SessionQueryError(ErrorCode.ABORTED, "deadline")
+
+    source = CodexSource(tmp_path)
+    with checking(deadline_on_second_check), pytest.raises(SessionQueryError) as caught:
+        source.list()  # the first listing parses the file
+    assert caught.value.code is ErrorCode.ABORTED
+    assert len(calls) == 2  # stopped inside the file, not after it
+    (entry,) = source.list()  # nothing of the interrupted parse was kept
+    assert entry.header.id == "long-1"
+    assert source.problems() == []  # the deadline is not a problem of the file
+    calls.clear()
+    with checking(deadline_on_second_check), pytest.raises(SessionQueryError):
+        source.read_documents("long-1")
+    assert len(calls) == 2
+    assert sum(d.text == "hi" for d in source.read_documents("long-1").documents) == 3 * 2048

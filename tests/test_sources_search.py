@@ -13,12 +13,18 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from conftest import raises_code
+from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import extract_event_text
+from sessionquery.persistence.base import DocumentLog
+from sessionquery.query.cancel import CancelToken
 from sessionquery.query.service import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.sources import ClaudeCodeSource, CodexSource, MultiSource
@@ -359,3 +365,80 @@ def test_appended_line_in_an_imported_file_is_indexed_and_old_hits_remain(
         target = query.read_event(session_id, events[0].seq).target
         assert target.data["origin"]["line"] == len(copy.read_text().splitlines())
     assert (CORPUS / rel).read_bytes() != copy.read_bytes()
+
+
+# --- deadlines inside a big transcript ---------------------------------------------------------
+
+_MEGABYTE_OF_WORDS = " ".join(f"w{i % 7919}x{i % 13}" for i in range(120_000))
+
+
+def _big_transcript(fmt: str, root: Path, session_id: str, texts: list[str]) -> None:
+    if fmt == "claude":
+        lines = [
+            json.dumps(
+                {
+                    "type": "user",
+                    "sessionId": session_id,
+                    "cwd": "/work",
+                    "timestamp": "2025-10-01T12:00:00.000Z",
+                    "uuid": f"{session_id}-{number}",
+                    "message": {"role": "user", "content": text},
+                }
+            )
+            for number, text in enumerate(texts)
+        ]
+        path = root / "-work" / f"{session_id}.jsonl"
+    else:
+        meta = {"id": session_id, "timestamp": "2025-10-01T12:00:00.000Z", "cwd": "/work"}
+        lines = [json.dumps({"type": "session_meta", "payload": meta})]
+        lines += [_codex_line(text) for text in texts]
+        path = root / "2025" / f"rollout-{session_id}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("fmt", ["claude", "codex"])
+def test_a_deadline_passing_inside_a_big_transcript_stops_its_read_and_the_next_search_finds_it(
+    tmp_path: Path, fmt: str
+) -> None:
+    small, big = "0199aaaa-0000-7000-8000-000000000001", "0199aaaa-0000-7000-8000-000000000002"
+    _big_transcript(fmt, tmp_path / fmt, small, ["a small session"])
+    _big_transcript(fmt, tmp_path / fmt, big, [f"{_MEGABYTE_OF_WORDS} tail{i}" for i in range(12)])
+    token = CancelToken()
+    kind = ClaudeCodeSource if fmt == "claude" else CodexSource
+    stopped: list[str] = []
+
+    class Source(kind):  # type: ignore[valid-type,misc]
+        def read_documents(self, session_id: str) -> DocumentLog:
+            if session_id != big:
+                return super().read_documents(session_id)  # type: ignore[no-any-return]
+            token.deadline = time.monotonic()  # the deadline passes as the 12 MB log is read
+            try:
+                return super().read_documents(session_id)  # type: ignore[no-any-return]
+            except SessionQueryError as exc:
+                stopped.append(exc.code.value)
+                raise
+
+    with (
+        SessionQuery(persistence=Source(tmp_path / fmt)) as query,
+        SqliteSearch(tmp_path / "index.db") as search,
+    ):
+        with raises_code(ErrorCode.ABORTED):
+            search.update(query.corpus, cancel=token)
+        assert token.deadline is not None
+        # Generous bound against a hang: reading and writing the whole log without the checks
+        # took about 0.8 s on the development machine; with them, a few milliseconds.
+        assert time.monotonic() - token.deadline < 2.0
+        conn = sqlite3.connect(tmp_path / "index.db")
+        try:
+            indexed = {row[0] for row in conn.execute("SELECT id FROM persisted_sessions")}
+        finally:
+            conn.close()
+        assert big not in indexed  # cut while it was read: nothing of it was written
+        assert stopped == ["SESSION_QUERY_ABORTED"]  # by a check inside the read
+        search.update(query.corpus)
+        hits = search.search_events(query.corpus, big, "tail11").items
+        assert len(hits) == 1
+        assert query.read_event(big, hits[0].seq).target.data["origin"]["line"] == 12 + (
+            fmt == "codex"
+        )

@@ -49,31 +49,63 @@ _TEXT_TYPES = frozenset(
 records of other types skip the extraction call."""
 
 __all__ = [
+    "CHECK_EVERY_BYTES",
     "CHECK_EVERY_LINES",
     "DocumentBuilder",
     "SurfaceClasses",
     "checking",
     "jsonl_body_documents",
     "jsonl_documents",
+    "read_check",
 ]
 
 CHECK_EVERY_LINES: Final = 2048
-"""Lines decoded between two calls of the reader's check (a few milliseconds of work)."""
+"""Lines decoded between two calls of the reader's check (a few milliseconds of work)..."""
+CHECK_EVERY_BYTES: Final = 1 << 20
+"""...or bytes of them, whichever comes first: one multi-megabyte line is work enough."""
 
 _CHECK: ContextVar[Callable[[], None] | None] = ContextVar("sessionquery_read_check", default=None)
 
 
 @contextmanager
 def checking(check: Callable[[], None] | None) -> Iterator[None]:
-    """Within the block, readers of this module call ``check()`` every
-    :data:`CHECK_EVERY_LINES` lines, so one very large log does not outlive a deadline: the
-    caller's check raises (e.g. ``CancelToken.check``) and the read stops. The
-    ``read_documents(session_id)`` signature has no room for a token; this carries it."""
+    """Within the block, readers call ``check()`` every :data:`CHECK_EVERY_LINES` lines or
+    :data:`CHECK_EVERY_BYTES` bytes they decode, so one very large log does not outlive a
+    deadline: the caller's check raises (e.g. ``CancelToken.check``) and the read stops. The
+    persistence protocol (``list()``, ``stat(id)``, ``read_documents(id)``...) has no room for
+    a token; this carries it to the readers of this module and to the importers
+    (:func:`read_check`)."""
     reset = _CHECK.set(check)
     try:
         yield
     finally:
         _CHECK.reset(reset)
+
+
+def _ignore(size: int) -> None:
+    del size
+
+
+def read_check() -> Callable[[int], None]:
+    """A counter for one read under :func:`checking`: call it once per line (or item) with its
+    size in bytes (or characters); every :data:`CHECK_EVERY_LINES` calls or
+    :data:`CHECK_EVERY_BYTES` bytes it calls the installed check, whose exception stops the
+    read. Without an installed check it does nothing."""
+    check = _CHECK.get()
+    if check is None:
+        return _ignore
+    lines = 0
+    size_since = 0
+
+    def tick(size: int) -> None:
+        nonlocal lines, size_since
+        lines += 1
+        size_since += size
+        if lines >= CHECK_EVERY_LINES or size_since >= CHECK_EVERY_BYTES:
+            lines = size_since = 0
+            check()
+
+    return tick
 
 
 class SurfaceClasses:
@@ -247,9 +279,13 @@ def jsonl_documents(
     builder = DocumentBuilder(header, revision, path)
     loads = json.loads
     check = _CHECK.get()
+    size_since = 0
     for number, line in enumerate(lines, 2):
-        if check is not None and number % CHECK_EVERY_LINES == 0:
-            check()
+        if check is not None:  # inlined read_check(): this loop is the build's hot path
+            size_since += len(line)
+            if size_since >= CHECK_EVERY_BYTES or number % CHECK_EVERY_LINES == 0:
+                size_since = 0
+                check()
         try:
             record = loads(line)
         except UnicodeDecodeError:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol
 
 from sessionquery.errors import (
@@ -148,6 +148,12 @@ def _conflict(session_id: str, what: str) -> SessionQueryError:
     )
 
 
+def _checking(cancel: CancelToken | None) -> AbstractContextManager[None]:
+    """``cancel`` checked inside a long listing or read of the persistence, not only between
+    calls (:func:`~sessionquery.persistence.documents.checking`)."""
+    return checking(None if cancel is None else cancel.check)
+
+
 @contextmanager
 def _mapped(session_id: str, action: str) -> Iterator[None]:
     """Translate storage exceptions raised inside the block into ``SessionQueryError``."""
@@ -219,8 +225,11 @@ class ServiceCorpus:
         if self._persistence is None:
             return []
         try:
-            listing = list(self._persistence.list())
+            with _checking(cancel):
+                listing = list(self._persistence.list())
         except _STORAGE_ERRORS as error:
+            if isinstance(error, SessionQueryError) and error.code is ErrorCode.ABORTED:
+                raise  # the deadline, checked inside a long listing
             raise SessionQueryError(
                 ErrorCode.PERSISTENCE_FAILED, f"session persistence listing failed: {error}"
             ) from error
@@ -270,7 +279,7 @@ class ServiceCorpus:
         check_cancel(cancel)
         if self._persistence is None:
             return None
-        with _mapped(session_id, "look up"):
+        with _mapped(session_id, "look up"), _checking(cancel):
             return self._persistence.stat(session_id)
 
     def changed_since(self, token: str) -> frozenset[str] | None:
@@ -303,9 +312,9 @@ class ServiceCorpus:
         if persistence is None:
             raise not_found(session_id)
         if isinstance(persistence, DocumentSource):
-            with _mapped(session_id, "read"), checking(None if cancel is None else cancel.check):
+            with _mapped(session_id, "read"), _checking(cancel):
                 return persistence.read_documents(session_id)
-        with _mapped(session_id, "look up"):
+        with _mapped(session_id, "look up"), _checking(cancel):
             listed = persistence.stat(session_id)
         if listed is None:
             raise not_found(session_id)
@@ -392,7 +401,7 @@ class ServiceCorpus:
         if persistence is None:
             raise not_found(session_id)
         if listed is None:
-            with _mapped(session_id, "look up"):
+            with _mapped(session_id, "look up"), _checking(cancel):
                 listed = persistence.stat(session_id)
             if listed is None:
                 raise not_found(session_id)
@@ -401,7 +410,8 @@ class ServiceCorpus:
         slot = self._cache.acquire(session_id, persistence, listed.revision)
         if slot is None:
             check_cancel(cancel)
-            log = self._cold_read(persistence, session_id)
+            with _checking(cancel):
+                log = self._cold_read(persistence, session_id)
             if not remember:
                 self._check_listed(listed, log)
                 check_cancel(cancel)

@@ -13,6 +13,12 @@ the file named after it, else with the first by path. Every *derived* id (a dupl
 shortened id) is checked against all claimed and assigned ids and, if taken, gets ``#2``,
 ``#3``... so it can never displace or shadow another session. Any failure while reading one
 file (including ``RecursionError`` and ``MemoryError``) is a problem of that file only.
+
+Under :func:`~sessionquery.persistence.documents.checking` (a search's or a listing's deadline)
+parsing checks the deadline every few thousand lines or megabyte, also inside one big file;
+its ``ABORTED`` stops the listing or read (it is never a problem of the file, and nothing of
+the interrupted file is cached), and a listing keeps the files it finished in the metadata
+cache, so the next one continues.
 """
 
 from __future__ import annotations
@@ -28,11 +34,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, cast
 
-from sessionquery.errors import PersistenceClosed, PersistenceCorrupt, PersistenceNotFound
+from sessionquery.errors import (
+    PersistenceClosed,
+    PersistenceCorrupt,
+    PersistenceNotFound,
+    SessionQueryError,
+)
 from sessionquery.model import SessionEvent, SessionHeader, extract_event_text
 from sessionquery.model.repair import interrupted_turn_closers
 from sessionquery.model.surface import SurfaceClass
 from sessionquery.persistence.base import DocumentLog, PersistedSession, TextDocument
+from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import Draft
 from sessionquery.sources._cache import MetadataCache
 from sessionquery.sources._common import Problem, derived_id
@@ -248,15 +260,19 @@ class FileCatalog:
         seen: dict[str, _Entry] = {}
         changed: dict[str, _Entry] = {}
         flushed = time.monotonic()
-        for rel, stamp in files:
-            entry = self._entry(root / rel, rel, stamp, stored)
-            seen[rel] = entry
-            if self._entries.get(rel) is not entry and stored.get(rel) is not entry:
-                changed[rel] = entry
-            if changed and time.monotonic() - flushed > _FLUSH_SECONDS:
-                # A long first listing keeps its work even if the process is stopped.
-                self._store(changed, ())
-                changed, flushed = {}, time.monotonic()
+        try:
+            for rel, stamp in files:
+                entry = self._entry(root / rel, rel, stamp, stored)
+                seen[rel] = entry
+                if self._entries.get(rel) is not entry and stored.get(rel) is not entry:
+                    changed[rel] = entry
+                if changed and time.monotonic() - flushed > _FLUSH_SECONDS:
+                    # A long first listing keeps its work even if the process is stopped.
+                    self._store(changed, ())
+                    changed, flushed = {}, time.monotonic()
+        except SessionQueryError:  # the caller's deadline (checking): keep what was read
+            self._store(changed, ())
+            raise
         self._store(changed, (set(self._entries) | set(stored)) - set(seen))
         self._stored = {}
         unchanged = len(seen) == len(self._entries) and all(
@@ -312,6 +328,8 @@ class FileCatalog:
             return cached, stamp
         try:
             parsed = self._parser(path, rel, data, stamp.mtime_ns // 1_000_000)
+        except SessionQueryError:  # the caller's deadline (checking): not this file's problem
+            raise
         except Exception as exc:  # one file's failure (even MemoryError) must not hide the rest
             message = f"cannot import this file ({type(exc).__name__}: {exc}); skipped"
             parsed = ParsedFile((), (Problem(str(path), None, message[:2000]),))
@@ -412,8 +430,10 @@ class FileCatalog:
         session, header, revision, path = self._locate(session_id)
         drafts = session.events
         documents: list[TextDocument] = []
+        tick = read_check()
         for draft, surface in zip(drafts, session.surface, strict=True):
             text = extract_event_text(cast(SessionEvent, draft))
+            tick(len(text))
             if text:
                 documents.append(TextDocument(draft.seq, draft.type, draft.time, surface, text))
         try:

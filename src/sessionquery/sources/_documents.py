@@ -10,6 +10,7 @@ from sessionquery.errors import PersistenceCorrupt
 from sessionquery.model import extract_event_text, fold_surface, interrupted_turn_closers
 from sessionquery.model.surface import SurfaceError
 from sessionquery.persistence.base import DocumentLog, SessionPersistence, TextDocument
+from sessionquery.persistence.documents import read_check
 
 __all__ = ["documents_of"]
 
@@ -31,8 +32,10 @@ def documents_of(source: SessionPersistence, session_id: str) -> DocumentLog:
     except SurfaceError as exc:
         raise PersistenceCorrupt(f"session {session_id!r} does not fold: {exc}") from None
     documents = []
+    tick = read_check()
     for event in events:
         text = extract_event_text(event)
+        tick(len(text))
         if text:
             surface = fold.surface_of[event.seq]
             documents.append(TextDocument(event.seq, event.type, event.time, surface, text))

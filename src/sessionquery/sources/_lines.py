@@ -3,7 +3,8 @@
 A line is accepted only when it holds a JSON object the event model can store losslessly: no
 ``NaN``/``Infinity`` constants, no lone surrogates, no integer too long to write back, nesting
 shallow enough to walk. Anything else becomes a :class:`Problem` for that line and the rest of
-the file is read.
+the file is read. Under :func:`~sessionquery.persistence.documents.checking` a long file checks
+the caller's deadline every few thousand lines or megabyte (its exception stops the read).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sessionquery.persistence.documents import read_check
 from sessionquery.sources._common import Problem
 
 __all__ = ["Line", "parse_lines"]
@@ -74,7 +76,9 @@ def parse_lines(path: Path, data: bytes, empty: str) -> tuple[list[Line], list[P
     lines: list[Line] = []
     chunks = data.split(b"\n")
     last = len(chunks) - 1
+    tick = read_check()
     for index, chunk in enumerate(chunks):
+        tick(len(chunk))
         if not chunk.strip():
             continue
         line = _parse(chunk, index == last, index + 1)

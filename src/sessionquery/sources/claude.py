@@ -25,6 +25,7 @@ from typing import Any
 
 from sessionquery.model import SessionHeader
 from sessionquery.model.jsonvalue import freeze_json
+from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import LogBuilder
 from sessionquery.sources._catalog import FileCatalog, ParsedFile, ParsedSession
 from sessionquery.sources._common import (
@@ -244,7 +245,9 @@ class _Stream:
                 message_id = _dict(record.get("message")).get("id")
                 if isinstance(message_id, str):
                     self.merged.setdefault(message_id, []).append(line)
+        tick = read_check()
         for line in lines:
+            tick(len(line.raw))
             self.line(line)
         self.flush_boundary()
         if lines:

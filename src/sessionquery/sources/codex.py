@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionquery.model import SessionHeader
+from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import LogBuilder
 from sessionquery.sources._catalog import FileCatalog, ParsedFile, ParsedSession
 from sessionquery.sources._common import (
@@ -118,7 +119,9 @@ def parse_codex_file(path: Path, rel: str, data: bytes, mtime_ms: int) -> Parsed
     header = _header(path, lines, problems, mtime_ms)
     builder = LogBuilder(file=rel, last_time=header.created_at)
     meta_seen = False
+    tick = read_check()
     for line in lines:
+        tick(len(line.raw))
         record = line.record
         assert record is not None
         kind = record.get("type")

@@ -56,6 +56,7 @@ from sessionquery.model import (
 )
 from sessionquery.persistence._shared import check_new_session
 from sessionquery.persistence.base import DocumentLog, PersistedSession, TextDocument
+from sessionquery.persistence.documents import read_check
 from sessionquery.persistence.postgres._handles import PostgresReadHandle, PostgresWriteHandle
 from sessionquery.persistence.postgres._schema import (
     IDLE_CONNECTIONS,
@@ -253,8 +254,10 @@ class PostgresPersistence:
         except SurfaceError as exc:
             raise PersistenceCorrupt(f"postgres session {session_id!r}: {exc}") from None
         documents = []
+        tick = read_check()  # a caller's deadline (documents.checking), inside one big log
         for event in events:
             text = extract_event_text(event)
+            tick(len(text))
             if text:
                 documents.append(
                     TextDocument(

@@ -3,9 +3,10 @@
 Invariants:
 
 * Every update holds the index's transaction-scoped advisory lock, so processes sharing the
-  index take turns; it commits in batches of :data:`BATCH_SESSIONS` sessions, each all or
-  nothing, and records the store's token only with its last batch (an interrupted build
-  keeps its batches; the next update finds their revisions current and continues). A search
+  index take turns; it commits in batches of at most :data:`BATCH_SESSIONS` sessions and
+  :data:`BATCH_BYTES` bytes of stored logs, each all or nothing, and records the store's token
+  only with its last batch (an interrupted build keeps its batches; the next update finds
+  their revisions current and continues). A search
   that finds the lock taken by another process searches the index as it is (already built)
   instead of waiting; only the very first build of an index is waited for.
 * ``sqi_state`` records which corpus the tables mirror (``source``) and the store's change
@@ -13,6 +14,11 @@ Invariants:
   nothing; a different source empties the tables first.
 * With a change journal only the sessions it names are looked at (``stat`` each); otherwise a
   listing is compared by revision. A changed session's rows are replaced as a whole.
+* **Deadlines hold.** Statements are cancelled on the server when ``cancel`` expires (the
+  index's watcher); between them, the Python side checks ``cancel`` between sessions and
+  inside one (reading its log, tokenising and copying its rows, every megabyte or so of text,
+  :func:`~sessionquery.persistence.documents.checking`), so one big session does not outlive
+  the deadline. The batch under way is rolled back whole.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from sessionquery.persistence.base import (
     PersistedSession,
     SessionPersistence,
 )
+from sessionquery.persistence.documents import checking, read_check
 from sessionquery.query.backend import Corpus
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.search.postgres import schema
@@ -117,9 +124,9 @@ def sync_persisted(
 ) -> SyncResult:
     """Mirror the persisted sessions into the shared tables.
 
-    Sessions are (re)indexed in batches of :data:`BATCH_SESSIONS`, each committed on its
-    own: an interrupted build keeps its committed batches, and the next update, which finds
-    their revisions current, continues with the rest. The store's token is recorded only
+    Sessions are (re)indexed in batches (:func:`_take`), each committed on its own: an
+    interrupted build keeps its committed batches, and the next update, which finds their
+    revisions current, continues with the rest. The store's token is recorded only
     with the last batch.
 
     Raises:
@@ -164,8 +171,8 @@ def sync_persisted(
             conn.execute("DELETE FROM sqi_sessions WHERE id = ANY(%s::text[])", (gone,))
         work.vanished.extend(gone)
         generation += 1
-        work.run(entries[:BATCH_SESSIONS], generation)
-        rest = entries[BATCH_SESSIONS:]
+        batch, rest = _take(entries)
+        work.run(batch, generation)
         last = not rest
         conn.execute(
             "UPDATE sqi_state SET source = %s, token = %s, generation = %s",
@@ -179,8 +186,8 @@ def sync_persisted(
             if row[0] != source:
                 break  # another corpus took the index over meanwhile: its turn now
             generation = int(row[1]) + 1
-            work.run(rest[:BATCH_SESSIONS], generation)
-            rest = rest[BATCH_SESSIONS:]
+            batch, rest = _take(rest)
+            work.run(batch, generation)
             conn.execute(
                 "UPDATE sqi_state SET token = %s, generation = %s",
                 (None if rest else token, generation),
@@ -189,7 +196,20 @@ def sync_persisted(
 
 
 BATCH_SESSIONS = 200
-"""Sessions (re)indexed per committed batch."""
+"""Sessions (re)indexed per committed batch, at most..."""
+BATCH_BYTES = 8 << 20
+"""...and stored bytes of their logs (a batch holds at least one session), so an interrupted
+batch loses little work."""
+
+
+def _take(entries: list[PersistedSession]) -> tuple[list[PersistedSession], list[PersistedSession]]:
+    """The next batch of ``entries`` and the rest."""
+    size = 0
+    for count, entry in enumerate(entries[:BATCH_SESSIONS]):
+        size += entry.size_bytes or 0
+        if size > BATCH_BYTES and count:
+            return entries[:count], entries[count:]
+    return entries[:BATCH_SESSIONS], entries[BATCH_SESSIONS:]
 
 
 class _Batches:
@@ -300,7 +320,28 @@ def _index_one(
     cancel: CancelToken | None,
 ) -> int | None:
     """(Re)write one session's rows; ``None`` when it vanished meanwhile."""
+    with checking(None if cancel is None else cancel.check):
+        return _write_one(
+            conn=conn,
+            corpus=corpus,
+            persistence=persistence,
+            entry=entry,
+            generation=generation,
+            cancel=cancel,
+        )
+
+
+def _write_one(
+    *,
+    conn: psycopg.Connection[Any],
+    corpus: Corpus,
+    persistence: SessionPersistence,
+    entry: PersistedSession,
+    generation: int,
+    cancel: CancelToken | None,
+) -> int | None:
     sid = entry.header.id
+    tick = read_check()
     if isinstance(persistence, DocumentSource):
         try:
             log = persistence.read_documents(sid)
@@ -309,7 +350,10 @@ def _index_one(
         except _STORAGE_ERRORS as exc:
             raise _storage_error(sid, exc) from exc
         header, revision = log.header, log.revision
-        rows = [_doc_row(sid, d.seq, d.type, d.time, d.surface, d.text) for d in log.documents]
+        rows = []
+        for d in log.documents:
+            tick(len(d.text))
+            rows.append(_doc_row(sid, d.seq, d.type, d.time, d.surface, d.text))
     else:
         cold = corpus.read_persisted(sid, cancel)
         header, revision = cold.session, entry.revision
@@ -324,6 +368,7 @@ def _index_one(
         rows = []
         for event in cold.events:
             text = extract_event_text(event)
+            tick(len(text))
             if text:
                 surface = folder.surface_class(event.seq)
                 rows.append(_doc_row(sid, event.seq, event.type, event.time, surface, text))
@@ -354,5 +399,6 @@ def _index_one(
         ) as copy,
     ):
         for row in rows:
+            tick(row[5])
             copy.write_row(row)
     return len(rows)

@@ -7,6 +7,16 @@ in batches, each one short ``BEGIN IMMEDIATE`` transaction that also records its
 revisions and the build's progress in ``search_state``; its last commit records the change
 token the pass started from. Everything committed stays when a pass is interrupted, and the
 next pass continues with what is still stale. See :mod:`.reconcile` for the invariants.
+
+**Deadlines.** Reading checks ``cancel`` inside a log (every few thousand lines or megabyte,
+:func:`~sessionquery.persistence.documents.checking`); a batch is written under the SQLite
+progress handler, so an expiring token interrupts it between rows. A batch write under way
+when the token expires may finish within :data:`WRITE_GRACE_SECONDS`; past that it is
+interrupted and rolled back (its sessions stay stale and are read again next time). Batches
+are bounded by text size as well as by document count; under a deadline by a smaller size
+(:data:`DEADLINE_BATCH_TEXT`), so one batch is a few tens of milliseconds of writing and a
+short-deadline search still makes progress. What cannot be split is one document (FTS5
+tokenises a document in one step) and one session (a session's rows commit together).
 """
 
 from __future__ import annotations
@@ -30,7 +40,10 @@ from sessionquery.search.sqlite.rows import DURABLE, Row, document_rows, key_ran
 __all__ = [
     "BATCH_DOCUMENTS",
     "BATCH_SECONDS",
+    "BATCH_TEXT",
+    "DEADLINE_BATCH_TEXT",
     "UNBOUND",
+    "WRITE_GRACE_SECONDS",
     "DurablePass",
     "IndexAccess",
     "IndexState",
@@ -44,8 +57,18 @@ ProgressCallback = Callable[[int, int], None]
 
 BATCH_DOCUMENTS: Final = 2000
 """A batch is committed once it holds this many documents..."""
+BATCH_TEXT: Final = 8 << 20
+"""...or this many characters of text (bounds a batch of huge documents)..."""
+DEADLINE_BATCH_TEXT: Final = 256 << 10
+"""...or, under a deadline, this many (about 15 ms of writing on the development machine,
+so the batch under way at the deadline usually still commits within the grace below;
+without a deadline larger batches build about 10% faster)..."""
 BATCH_SECONDS: Final = 0.5
 """...or once this much time was spent reading it, whichever comes first."""
+WRITE_GRACE_SECONDS: Final = 0.03
+"""How long after its token's deadline (or after its cancellation was first seen) a batch
+write under way may still commit; then it is interrupted and rolled back. The deadline is
+overrun by at most this plus one document's insert (FTS5 tokenises about 1 MB in 60 ms)."""
 
 UNBOUND: Final = object()
 """:attr:`IndexState.binding` before any persistence was bound."""
@@ -95,6 +118,42 @@ def keyed_token(persistence: SessionPersistence, token: str | None) -> str | Non
     """The token prefixed with the persistence's identity, so a token stored in the shared
     index is never mistaken for one of another store."""
     return None if token is None else f"{_identity(persistence)}\n{token}"
+
+
+class _WriteGrace(CancelToken):
+    """What a batch write runs under: expires :data:`WRITE_GRACE_SECONDS` after ``token``'s
+    deadline (after its cancellation was first seen, for a cancelled token) and then raises
+    ``token``'s own ``ABORTED``."""
+
+    __slots__ = ("_token", "_until")
+
+    def __init__(self, token: CancelToken) -> None:
+        super().__init__()
+        self._token = token
+        self._until: float | None = None
+
+    @property
+    def expired(self) -> bool:
+        token = self._token
+        if not token.expired:
+            return False
+        now = time.monotonic()
+        if self._until is None:
+            start = token.deadline if token.deadline is not None and not token.cancelled else now
+            self._until = start + WRITE_GRACE_SECONDS
+        return now >= self._until
+
+    def check(self) -> None:
+        if self.expired:
+            self._token.check()
+
+
+def _write_token(cancel: CancelToken | None) -> CancelToken | None:
+    return None if cancel is None else _WriteGrace(cancel)
+
+
+def _text_size(document_log: DocumentLog) -> int:
+    return sum(len(document.text) for document in document_log.documents)
 
 
 def _header_json(document_log: DocumentLog) -> str:
@@ -274,11 +333,13 @@ class DurablePass:
         if self.progress is not None and stale:
             self.progress(0, len(stale))
         batch: list[tuple[tuple[int, str] | None, DocumentLog]] = []
-        batch_documents = 0
+        batch_documents = batch_text = 0
+        hurried = self.cancel is not None and self.cancel.deadline is not None
+        text_limit = DEADLINE_BATCH_TEXT if hurried else BATCH_TEXT
         started = time.monotonic()
         for done, (entry, row) in enumerate(stale, 1):
             if self.cancel is not None and self.cancel.expired:
-                self._flush(batch, len(stale) - done + 1, final=False, cancel=None)
+                self._flush(batch, len(stale) - done + 1, final=False)  # within the grace
                 check_cancel(self.cancel)
             try:
                 document_log = _read(self.corpus, entry, self.cancel)
@@ -288,23 +349,28 @@ class DurablePass:
                     # settling check below) brings the reconciliation back to drop it.
                     self.settled = False
                     continue
-                if exc.code is ErrorCode.ABORTED:  # keep what was read before the deadline
-                    self._flush(batch, len(stale) - done + 1, final=False, cancel=None)
+                if exc.code is ErrorCode.ABORTED:  # keep what was read, within the grace
+                    self._flush(batch, len(stale) - done + 1, final=False)
                 raise
             batch.append((row, document_log))
             batch_documents += len(document_log.documents)
-            if batch_documents >= BATCH_DOCUMENTS or time.monotonic() - started >= BATCH_SECONDS:
-                self._flush(batch, len(stale) - done, final=False, cancel=None)
-                batch, batch_documents, started = [], 0, time.monotonic()
+            batch_text += _text_size(document_log)
+            if (
+                batch_documents >= BATCH_DOCUMENTS
+                or batch_text >= text_limit
+                or time.monotonic() - started >= BATCH_SECONDS
+            ):
+                self._flush(batch, len(stale) - done, final=False)
+                batch, batch_documents, batch_text, started = [], 0, 0, time.monotonic()
             if self.progress is not None:
                 self.progress(done, len(stale))
-        self._flush(batch, 0, final=False, cancel=None)
+        self._flush(batch, 0, final=False)
         if stale and self.raw_token is None and plan.listing is not None and self.settled:
             # Without a change token only a second listing can tell whether the store moved
             # while it was read (with one, the token recorded below is the one read first).
             again = {p.header.id: p for p in self.corpus.list_persisted(self.cancel)}
             self.settled = same_listing(plan.listing, again, self.live_ids)
-        self._flush([], 0, final=True, cancel=self.cancel)
+        self._flush([], 0, final=True)
 
     def _flush(
         self,
@@ -312,12 +378,13 @@ class DurablePass:
         remaining: int,
         *,
         final: bool,
-        cancel: CancelToken | None,
     ) -> None:
+        """Write ``batch`` in one transaction, interrupted (and rolled back) once the token
+        expired more than :data:`WRITE_GRACE_SECONDS` ago."""
         plan = self.plan
         if not batch and not final:
             return
-        with self.access.hold(cancel) as conn:
+        with self.access.hold(_write_token(self.cancel)) as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 self._write(conn, batch, remaining, final=final)

@@ -18,12 +18,18 @@ followed by the live overlay (:mod:`.overlay`, this process only). Invariants:
   ``search_state``: the generation (cursors), the token of the last complete reconciliation
   and the progress of the current build.
 * **Batched and resumable.** Documents are read outside any lock on the connection and
-  written in batches (a few thousand documents or a fraction of a second of reading), each
-  batch one short ``BEGIN IMMEDIATE`` transaction that also records its sessions' revisions.
-  An interrupt, a crash or a deadline keeps every committed batch, and the next
-  reconciliation continues with what is still stale; searches in between see the committed
-  part. Writing a batch is never interrupted (it is bounded: one batch), so a deadline costs at
-  most one batch write; on a deadline the batch read so far is committed before ``ABORTED``.
+  written in batches (a few thousand documents, some megabytes of text, a quarter
+  megabyte under a deadline, or a fraction of a second of reading), each batch one short
+  ``BEGIN IMMEDIATE`` transaction that also records its sessions' revisions, so a committed
+  session is always complete. An interrupt, a crash or a deadline keeps every committed
+  batch, and the next reconciliation continues with what is still stale; searches in between
+  see the committed part.
+* **Deadlines hold.** Reading checks the deadline inside a log, and a batch write runs under
+  the SQLite progress handler: on a deadline the batch under way (or the one read so far) may
+  still commit within :data:`~.durable.WRITE_GRACE_SECONDS`, else it is rolled back whole and
+  read again by the next reconciliation. So a reconciliation returns ``ABORTED`` within about
+  100 ms of its deadline; what cannot be split is one document (FTS5 tokenises it in one
+  step).
 * A read that fails (``PERSISTENCE_FAILED``, ``CORRUPT_SESSION``...) discards the batch it was
   part of and raises; nothing half-written is ever committed.
 """
@@ -41,6 +47,7 @@ from sessionquery.query.corpus import busy, settle_attempts
 from sessionquery.search.sqlite.durable import (
     BATCH_DOCUMENTS,
     BATCH_SECONDS,
+    BATCH_TEXT,
     UNBOUND,
     DurablePass,
     IndexAccess,
@@ -53,6 +60,7 @@ from sessionquery.search.sqlite.overlay import LiveOverlay, live_unchanged
 __all__ = [
     "BATCH_DOCUMENTS",
     "BATCH_SECONDS",
+    "BATCH_TEXT",
     "CATCH_UP_PASSES",
     "IndexAccess",
     "IndexState",
