@@ -24,23 +24,25 @@ the 1-based physical line (the header is line 1).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final
 
-from sessionquery.errors import PersistenceCorrupt
+from sessionquery.errors import PersistenceCorrupt, PersistenceNotFound
 from sessionquery.model import (
     SURFACE_ELIGIBLE_TYPES,
     Replace,
     SessionEvent,
     SessionHeader,
     SurfaceClass,
+    SurfaceFolder,
+    extract_event_text,
     extract_text,
     interrupted_turn_closers,
 )
-from sessionquery.model.surface import surface_class_of
-from sessionquery.persistence.base import DocumentLog, TextDocument
+from sessionquery.model.surface import SurfaceError, surface_class_of
+from sessionquery.persistence.base import DocumentLog, SessionPersistence, TextDocument
 
 _TEXT_TYPES = frozenset(
     {"user/message", "assistant/message", "tool/call", "tool/result", "todo/write", "turn/end"}
@@ -54,9 +56,11 @@ __all__ = [
     "DocumentBuilder",
     "SurfaceClasses",
     "checking",
+    "event_documents",
     "jsonl_body_documents",
     "jsonl_documents",
     "read_check",
+    "stored_documents",
 ]
 
 CHECK_EVERY_LINES: Final = 2048
@@ -313,3 +317,49 @@ def jsonl_body_documents(
     lines = text.split("\n")
     lines.pop()
     return jsonl_documents(header, revision, lines, path)
+
+
+def event_documents(events: Sequence[SessionEvent]) -> list[TextDocument]:
+    """The searchable documents of a whole log (its events with text, in seq order), each
+    with its surface class from the log's fold; the caller's deadline (:func:`checking`) is
+    checked as the texts are extracted.
+
+    Raises:
+        SurfaceError: the log does not fold.
+    """
+    folder = SurfaceFolder()
+    for event in events:
+        folder.apply(event)
+    tick = read_check()
+    documents: list[TextDocument] = []
+    for event in events:
+        text = extract_event_text(event)
+        tick(len(text))
+        if text:
+            surface = folder.surface_class(event.seq)
+            documents.append(TextDocument(event.seq, event.type, event.time, surface, text))
+    return documents
+
+
+def stored_documents(source: SessionPersistence, session_id: str) -> DocumentLog:
+    """The documents of one stored log the slow, exact way: ``open_read``, the crash tail
+    closed (:func:`~sessionquery.model.interrupted_turn_closers`), the fold, the texts. For
+    stores without a faster :class:`~sessionquery.persistence.base.DocumentSource` path of
+    their own (the importers' and the JSONL store's are tested to give the same documents).
+
+    Raises:
+        PersistenceNotFound: the id is not stored.
+        PersistenceCorrupt: the log is damaged or does not fold.
+    """
+    entry = source.stat(session_id)
+    if entry is None:
+        raise PersistenceNotFound(f"session {session_id!r} is not stored")
+    with source.open_read(session_id) as handle:
+        header = handle.header
+        events = handle.read()
+    events = events + interrupted_turn_closers(events)
+    try:
+        documents = event_documents(events)
+    except SurfaceError as exc:
+        raise PersistenceCorrupt(f"session {session_id!r} does not fold: {exc}") from None
+    return DocumentLog(header, entry.revision, len(events), documents)

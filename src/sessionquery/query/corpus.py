@@ -35,8 +35,7 @@ from sessionquery.errors import (
     SessionQueryError,
 )
 from sessionquery.model import SessionEvent, SessionHeader, interrupted_turn_closers
-from sessionquery.model.surface import SurfaceError, SurfaceFolder
-from sessionquery.model.text import extract_event_text
+from sessionquery.model.surface import SurfaceError
 from sessionquery.persistence.base import (
     ChangeJournal,
     ChangeTokenSource,
@@ -46,7 +45,7 @@ from sessionquery.persistence.base import (
     SessionPersistence,
     TextDocument,
 )
-from sessionquery.persistence.documents import checking
+from sessionquery.persistence.documents import checking, event_documents
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken, check_cancel
@@ -457,18 +456,9 @@ def documents_of(session_id: str, events: Sequence[SessionEvent]) -> list[TextDo
     Raises:
         SessionQueryError: ``CORRUPT_SESSION`` when the log does not fold.
     """
-    folder = SurfaceFolder()
     try:
-        for event in events:
-            folder.apply(event)
+        return event_documents(events)
     except SurfaceError as error:
         raise SessionQueryError(
             ErrorCode.CORRUPT_SESSION, f"stored session {session_id!r} is corrupt: {error}"
         ) from None
-    documents: list[TextDocument] = []
-    for event in events:
-        text = extract_event_text(event)
-        if text:
-            surface = folder.surface_class(event.seq)
-            documents.append(TextDocument(event.seq, event.type, event.time, surface, text))
-    return documents

@@ -29,8 +29,8 @@ from sessionquery.persistence.base import (
     ReadHandle,
     SessionPersistence,
 )
+from sessionquery.persistence.documents import stored_documents
 from sessionquery.sources._common import Problem, derived_id
-from sessionquery.sources._documents import documents_of
 from sessionquery.sources.claude import ClaudeCodeSource
 from sessionquery.sources.codex import CodexSource
 
@@ -210,7 +210,7 @@ class MultiSource:
         log = (
             source.read_documents(own)
             if isinstance(source, DocumentSource)
-            else documents_of(source, own)
+            else stored_documents(source, own)
         )
         return replace(log, header=self._renamed(log.header, index, owners))
 

@@ -49,14 +49,10 @@ from sessionquery.errors import (
 )
 from sessionquery.model import (
     SessionHeader,
-    SurfaceError,
-    SurfaceFolder,
-    extract_event_text,
-    interrupted_turn_closers,
 )
 from sessionquery.persistence._shared import check_new_session
-from sessionquery.persistence.base import DocumentLog, PersistedSession, TextDocument
-from sessionquery.persistence.documents import read_check
+from sessionquery.persistence.base import DocumentLog, PersistedSession
+from sessionquery.persistence.documents import stored_documents
 from sessionquery.persistence.postgres._handles import PostgresReadHandle, PostgresWriteHandle
 from sessionquery.persistence.postgres._schema import (
     IDLE_CONNECTIONS,
@@ -241,39 +237,7 @@ class PostgresPersistence:
             PersistenceNotFound: the id is not stored.
             PersistenceCorrupt: the log is damaged or does not fold.
         """
-        entry = self.stat(session_id)
-        if entry is None:
-            raise PersistenceNotFound(f"session {session_id!r} is not stored")
-        with self.open_read(session_id) as handle:
-            events = handle.read()
-        events = events + interrupted_turn_closers(events)
-        folder = SurfaceFolder()
-        try:
-            for event in events:
-                folder.apply(event)
-        except SurfaceError as exc:
-            raise PersistenceCorrupt(f"postgres session {session_id!r}: {exc}") from None
-        documents = []
-        tick = read_check()  # a caller's deadline (documents.checking), inside one big log
-        for event in events:
-            text = extract_event_text(event)
-            tick(len(text))
-            if text:
-                documents.append(
-                    TextDocument(
-                        seq=event.seq,
-                        type=event.type,
-                        time=event.time,
-                        surface=folder.surface_class(event.seq),
-                        text=text,
-                    )
-                )
-        return DocumentLog(
-            header=entry.header,
-            revision=entry.revision,
-            event_count=len(events),
-            documents=documents,
-        )
+        return stored_documents(self, session_id)
 
     def verify(self) -> builtins.list[StoreProblem]:
         """Read every stored session completely and report what is wrong, without raising.
