@@ -149,6 +149,8 @@ def measure(root: str, workdir: str, repeat: int = 2) -> dict[str, Any]:
     for round_ in range(repeat):  # alternated, best of each: the machine's load drifts
         for name, runs in (("build", builds), ("floor", floors)):
             index = os.path.join(workdir, f"{name}-{round_}.db")
+            for suffix in ("", "-wal", "-shm", ".lock"):  # left by an earlier run (--keep)
+                Path(index + suffix).unlink(missing_ok=True)
             runs.append(_run(name, {"root": root, "index": index}))
     build = min(builds, key=lambda run: float(run["seconds"]))
     floor = min(floors, key=lambda run: float(run["seconds"]))

@@ -354,7 +354,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         results["quality"] = quality.measure()
         print("index lifecycle", flush=True)
-        lifecycle = index_build.measure(first["root"], str(workdir))  # appends to that store
+        # The lifecycle benchmark appends to the store it measures: give it a copy, so a
+        # kept work directory's corpus stays the one its manifest describes.
+        lifecycle_root = workdir / "lifecycle-store"
+        shutil.rmtree(lifecycle_root, ignore_errors=True)
+        shutil.copytree(first["root"], lifecycle_root)
+        lifecycle = index_build.measure(str(lifecycle_root), str(workdir))
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
