@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,13 @@ def measure(root: str, workdir: str, repeat: int = 2) -> dict[str, Any]:
     }
 
 
+def _load_note(load: Sequence[float], cpus: int) -> str:
+    """How far the machine's load may have bent the absolute times (the ratio less so)."""
+    if max(load) >= cpus:
+        return "the machine was busy with other work: absolute times are pessimistic"
+    return "other work on the machine was light"
+
+
 def render(results: dict[str, Any]) -> str:
     """The Markdown section for ``results``."""
     build, floor, rec = results["build"], results["floor"], results["reconciles"]
@@ -182,10 +190,9 @@ def render(results: dict[str, Any]) -> str:
         "",
         f"Measured by `python benchmarks/index_build.py` on {rec['sessions']:,} sessions / "
         f"{events:,} events ({results['bytes'] / 1e6:.1f} MB of JSONL), {results['cpus']} CPUs, "
-        f"load average {load} at the end: **the machine was shared with other builds and test "
-        "runs while measuring, so absolute times are pessimistic; the builds are measured side by "
-        f"side, alternated, the fastest of {results['repeat']} runs each (all runs: "
-        f"sessionquery / floor {runs}).**",
+        f"load average {load} at the end ({_load_note(results['load'], results['cpus'])}). "
+        f"The builds are measured side by side, alternated, the fastest of {results['repeat']} "
+        f"runs each (all runs: sessionquery / floor {runs}).",
         "",
         "| measurement | result |",
         "|---|---:|",
