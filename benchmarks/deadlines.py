@@ -221,18 +221,6 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def replace_section(path: Path, section: str) -> None:
-    """Put ``section`` in place of this module's section of ``path`` (or append it)."""
-    text = path.read_text() if path.exists() else ""
-    start = text.find(SECTION + "\n")
-    if start < 0:
-        path.write_text(text.rstrip("\n") + "\n\n" + section)
-        return
-    end = text.find("\n## ", start + len(SECTION))
-    rest = "" if end < 0 else text[end + 1 :]
-    path.write_text(text[:start] + section + ("\n" + rest if rest else ""))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -254,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.stores is None:
             shutil.rmtree(stores_dir, ignore_errors=True)
     if args.output:
+        from report import replace_section  # beside this script
+
         replace_section(Path(args.output), section)
     print(section)
     return 0

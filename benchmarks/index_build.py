@@ -217,15 +217,9 @@ def render(results: dict[str, Any]) -> str:
 
 def write_section(output: Path, results: dict[str, Any]) -> None:
     """Replace (or append) the ``## Index lifecycle`` section of ``output``."""
-    text = output.read_text() if output.exists() else ""
-    section = render(results)
-    start = text.find(SECTION + "\n")
-    if start == -1:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + section + (text[end + 1 :] if end != -1 else "")
-    output.write_text(text)
+    from report import replace_section  # beside this script
+
+    replace_section(output, render(results))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import statistics
 import sys
@@ -287,17 +286,6 @@ def render(spec: CorpusSpec, r: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace (or append) this module's section of the Markdown file."""
-    text = path.read_text() if path.exists() else ""
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _m: section + "\n", text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Measure and write the section."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -311,7 +299,9 @@ def main(argv: list[str] | None = None) -> int:
         results = measure(spec, dsn, reps)
     section = render(spec, results)
     if args.output:
-        write_section(Path(args.output), section)
+        from report import replace_section  # beside this script
+
+        replace_section(Path(args.output), section)
     print(section, end="")
     return 0
 

@@ -183,7 +183,7 @@ def render(results: dict[str, Any]) -> str:
 
 def main() -> int:
     sys.path.insert(0, str(HERE))
-    from search_cost import replace_section
+    from report import replace_section
 
     section = render(measure())
     replace_section(HERE / "RESULTS.md", section)

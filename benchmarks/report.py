@@ -8,6 +8,7 @@ is faster, and for build throughput above 1 means sessionquery builds faster.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 TIMES = "\u00d7"
@@ -362,3 +363,18 @@ def render(results: dict[str, Any], notes: str) -> str:
     first = results["corpora"][0]
     lines += ["## Profile excerpts", "", *_profile(results.get("profile"), first["label"])]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def replace_section(path: Path, section: str) -> None:
+    """Put ``section`` (Markdown starting with its ``## `` heading line) in place of the
+    section of ``path`` with the same heading, up to the next ``## `` heading; append it when
+    ``path`` has none (or does not exist)."""
+    heading = section.split("\n", 1)[0]
+    text = path.read_text() if path.exists() else ""
+    start = text.find(heading + "\n")
+    if start < 0:
+        path.write_text(text.rstrip("\n") + "\n\n" + section)
+        return
+    end = text.find("\n## ", start + len(heading))
+    rest = "" if end < 0 else text[end + 1 :]
+    path.write_text(text[:start] + section.rstrip("\n") + "\n" + ("\n" + rest if rest else ""))

@@ -271,18 +271,6 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def replace_section(path: Path, section: str) -> None:
-    """Put ``section`` in place of this module's section of ``path`` (or append it)."""
-    text = path.read_text() if path.exists() else ""
-    start = text.find(SECTION + "\n")
-    if start < 0:
-        path.write_text(text.rstrip("\n") + "\n\n" + section)
-        return
-    end = text.find("\n## ", start + len(SECTION))
-    rest = "" if end < 0 else text[end + 1 :]
-    path.write_text(text[:start] + section + ("\n" + rest if rest else ""))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -294,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     manifest = json.loads(Path(args.manifest).read_text()) if args.manifest else None
     results = measure(quick=args.quick, root=args.root, index=args.index, manifest=manifest)
     section = render(results)
+    from report import replace_section  # beside this script
+
     replace_section(Path(args.output), section)
     print(section)
     return 0

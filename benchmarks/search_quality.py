@@ -221,15 +221,6 @@ def markdown_section(result: dict[str, Any] | None = None) -> str:
     return "\n".join(lines)
 
 
-def _replace_section(document: str, section: str) -> str:
-    start = document.find(SECTION)
-    if start < 0:
-        return document.rstrip("\n") + "\n\n" + section
-    following = document.find("\n## ", start + len(SECTION))
-    end = len(document) if following < 0 else following + 1
-    return document[:start] + section + ("\n" if following >= 0 else "") + document[end:]
-
-
 def main(argv: list[str] | None = None) -> int:
     """Measure and print the section; ``--write`` also puts it into RESULTS.md."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -241,7 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     print(section)
     if args.write:
         results = HERE / "RESULTS.md"
-        results.write_text(_replace_section(results.read_text(), section))
+        from report import replace_section  # beside this script
+
+        replace_section(results, section)
         print(f"wrote {results}")
     return 0
 

@@ -340,7 +340,8 @@ def search_fts(args: dict[str, Any]) -> dict[str, Any]:
             count_sql = "SELECT count(*) FROM docs WHERE docs MATCH ?" + (
                 sql[sql.index(" AND cwd") : sql.index("), ranked")] if filtered else ""
             )
-            (matches,) = conn.execute(count_sql, params).fetchone()
+            counted = conn.execute(count_sql, params).fetchone()
+            matches = counted[0] if counted else 0
             out["classes"][query["name"]] = {
                 **_summary(samples),
                 "top": [sid for _rid, sid in rows[:20]],
