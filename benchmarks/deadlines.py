@@ -179,7 +179,8 @@ NOTE = """\
 Where the time after the deadline goes: reading checks the deadline every 2,048 lines or
 megabyte of a log (importers too), and a batch write runs under SQLite's progress handler,
 which may let a write under way commit for 30 ms past the deadline before it is interrupted
-and rolled back; one document's FTS5 insert cannot be cut (about 60 ms per megabyte here).
+and rolled back; one document's FTS5 insert cannot be cut, so a session too big to write
+before the deadline (by a pessimistic estimate) is not started.
 Before these checks, a whole log was read and a whole batch (every session read so far, up
 to half a second of reading) was written after the deadline. Target (SPEC §13.3): within
 100 ms."""

@@ -16,7 +16,9 @@ interrupted and rolled back (its sessions stay stale and are read again next tim
 are bounded by text size as well as by document count; under a deadline by a smaller size
 (:data:`DEADLINE_BATCH_TEXT`), so one batch is a few tens of milliseconds of writing and a
 short-deadline search still makes progress. What cannot be split is one document (FTS5
-tokenises a document in one step) and one session (a session's rows commit together).
+tokenises a document in one step) and one session (a session's rows commit together): under
+a deadline, a session with more text than one such batch is written alone, and only when
+:data:`WRITE_SECONDS_PER_CHAR` says it ends before the deadline.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ __all__ = [
     "DEADLINE_BATCH_TEXT",
     "UNBOUND",
     "WRITE_GRACE_SECONDS",
+    "WRITE_SECONDS_PER_CHAR",
     "DurablePass",
     "IndexAccess",
     "IndexState",
@@ -68,7 +71,14 @@ BATCH_SECONDS: Final = 0.5
 WRITE_GRACE_SECONDS: Final = 0.03
 """How long after its token's deadline (or after its cancellation was first seen) a batch
 write under way may still commit; then it is interrupted and rolled back. The deadline is
-overrun by at most this plus one document's insert (FTS5 tokenises about 1 MB in 60 ms)."""
+overrun by at most this plus one insert that :data:`WRITE_SECONDS_PER_CHAR` underestimated."""
+
+WRITE_SECONDS_PER_CHAR: Final = 250e-3 / (1 << 20)
+"""A pessimistic cost of writing one character of text into the index (250 ms per MiB: the
+FTS5 insert of a megabyte of distinct words measured 120 ms on the development machine; a
+megabyte repeating a few words, 5 ms). Under a deadline, a session whose text is larger than
+:data:`DEADLINE_BATCH_TEXT` is written alone, and only when this estimate fits before the
+deadline: FTS5 tokenises a document in one step that no progress handler can interrupt."""
 
 UNBOUND: Final = object()
 """:attr:`IndexState.binding` before any persistence was bound."""
@@ -150,6 +160,22 @@ class _WriteGrace(CancelToken):
 
 def _write_token(cancel: CancelToken | None) -> CancelToken | None:
     return None if cancel is None else _WriteGrace(cancel)
+
+
+def _fits_before_deadline(cancel: CancelToken | None, chars: int) -> None:
+    """Raise ``cancel``'s ``ABORTED`` now when tokenising a document of ``chars`` characters
+    (one uninterruptible FTS5 step) is expected to end later than
+    :data:`WRITE_GRACE_SECONDS` after its deadline; the batch is then rolled back whole."""
+    if cancel is None or cancel.deadline is None or chars <= DEADLINE_BATCH_TEXT:
+        return
+    left = cancel.deadline + WRITE_GRACE_SECONDS - time.monotonic()
+    if chars * WRITE_SECONDS_PER_CHAR > left:
+        raise SessionQueryError(
+            ErrorCode.ABORTED,
+            f"session query was aborted (indexing a document of {chars:,} characters would "
+            "outlast the deadline; a search with more time, or an update without a deadline, "
+            "indexes it)",
+        )
 
 
 def _text_size(document_log: DocumentLog) -> int:
@@ -334,8 +360,6 @@ class DurablePass:
             self.progress(0, len(stale))
         batch: list[tuple[tuple[int, str] | None, DocumentLog]] = []
         batch_documents = batch_text = 0
-        hurried = self.cancel is not None and self.cancel.deadline is not None
-        text_limit = DEADLINE_BATCH_TEXT if hurried else BATCH_TEXT
         started = time.monotonic()
         for done, (entry, row) in enumerate(stale, 1):
             if self.cancel is not None and self.cancel.expired:
@@ -352,9 +376,12 @@ class DurablePass:
                 if exc.code is ErrorCode.ABORTED:  # keep what was read, within the grace
                     self._flush(batch, len(stale) - done + 1, final=False)
                 raise
+            size = _text_size(document_log)
+            hurried = self.cancel is not None and self.cancel.deadline is not None
+            text_limit = DEADLINE_BATCH_TEXT if hurried else BATCH_TEXT  # (may be set late)
             batch.append((row, document_log))
             batch_documents += len(document_log.documents)
-            batch_text += _text_size(document_log)
+            batch_text += size
             if (
                 batch_documents >= BATCH_DOCUMENTS
                 or batch_text >= text_limit
@@ -458,6 +485,7 @@ class DurablePass:
             )
             key = conn.last_insert_rowid()
             rows = document_rows(key, document_log.documents)
+            _fits_before_deadline(self.cancel, max((len(row[1]) for row in rows), default=0))
             DURABLE.insert(conn, rows)
             return len(rows)
         key = row[0]
@@ -466,14 +494,18 @@ class DurablePass:
             "header_json = ?, revision = ?, generation = ? WHERE key = ?",
             (*values, key),
         )
-        return _rewrite(conn, key, document_rows(key, document_log.documents))
+        rows = document_rows(key, document_log.documents)
+        return _rewrite(conn, key, rows, lambda chars: _fits_before_deadline(self.cancel, chars))
 
 
-def _rewrite(conn: db.Connection, key: int, rows: list[Row]) -> int:
+def _rewrite(
+    conn: db.Connection, key: int, rows: list[Row], before: Callable[[int], None] | None = None
+) -> int:
     """Write only the difference between the stored rows of ``key`` and ``rows``.
 
     An appended log keeps its earlier documents untouched (no re-tokenising); documents whose
-    surface class changed are updated in place.
+    surface class changed are updated in place. ``before`` is called with the length of the
+    longest text to be tokenised (inserted, or deleted from the FTS5 index) before any is.
     """
     existing = {
         int(rid): (str(text), str(kind), int(time), str(surface))
@@ -485,16 +517,22 @@ def _rewrite(conn: db.Connection, key: int, rows: list[Row]) -> int:
     inserts: list[Row] = []
     deletes: list[tuple[int]] = []
     updates: list[tuple[str, int]] = []
+    longest = 0  # the longest text FTS5 tokenises here (deleting a row re-tokenises it)
     for row in rows:
         old = existing.pop(row[0], None)
         if old is None:
             inserts.append(row)
+            longest = max(longest, len(row[1]))
         elif old[:3] != (row[1], row[2], row[3]):
             deletes.append((row[0],))
             inserts.append(row)
+            longest = max(longest, len(row[1]), len(old[0]))
         elif old[3] != row[4]:
             updates.append((row[4], row[0]))
     deletes.extend((rid,) for rid in existing)
+    longest = max([longest, *(len(old[0]) for old in existing.values())])
+    if before is not None:
+        before(longest)
     DURABLE.delete_ids(conn, deletes)
     conn.executemany("UPDATE main.doc_rows SET surface = ? WHERE id = ?", updates)
     DURABLE.insert(conn, inserts)
