@@ -26,6 +26,20 @@ from sessionquery.query.types import SessionLog
 _revisions = itertools.count(1)
 
 
+def indexed_rows(path: Path | str) -> list[tuple[object, ...]]:
+    """Every persisted document row of an index file with its session's id and header, in
+    (session id, seq) order: two indexes of the same corpus compare equal on these."""
+    conn = index_file(path)
+    try:
+        return conn.execute(
+            "SELECT p.id, p.header_json, d.id & 4294967295, d.text, d.type, d.time, d.surface, "
+            "d.length FROM doc_rows d JOIN persisted_sessions p ON p.key = d.id >> 32 "
+            "ORDER BY p.id, d.id"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
 def index_file(path: Path | str, *, read_only: bool = False) -> apsw.Connection:
     """A connection to an index file through the index's own SQLite (APSW). Tests read an
     index that is open in this process this way: a second SQLite library in one process

@@ -325,6 +325,7 @@ def test_a_deadline_passing_inside_a_long_listing_or_lookup_stops_it_with_aborte
                 raise
 
     corpus = SessionQuery(persistence=Source(tmp_path)).corpus
+    assert isinstance(corpus, ServiceCorpus)  # stat_persisted is the service's own reader
     with pytest.raises(SessionQueryError) as caught:
         if call == "list":
             corpus.list_persisted(token)

@@ -15,6 +15,7 @@ from search_sqlite_support import (
     assistant,
     header,
     index_file,
+    indexed_rows,
     log,
     user,
 )
@@ -24,21 +25,9 @@ from sessionquery.persistence import JsonlPersistence
 from sessionquery.persistence.base import DocumentLog
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.types import SessionLog
-from sessionquery.search.sqlite import SqliteSearch
+from sessionquery.search.sqlite import SqliteSearch, db
 from sessionquery.search.sqlite import durable as durable_module
 from sessionquery.search.sqlite.durable import keyed_token, same_listing
-
-
-def _rows(path: Path) -> list[tuple[object, ...]]:
-    conn = index_file(path)
-    try:
-        return conn.execute(
-            "SELECT p.id, p.header_json, d.id & 4294967295, d.text, d.type, d.time, d.surface, "
-            "d.length FROM doc_rows d JOIN persisted_sessions p ON p.key = d.id >> 32 "
-            "ORDER BY p.id, d.id"
-        ).fetchall()
-    finally:
-        conn.close()
 
 
 def test_a_cancelled_build_keeps_committed_batches_and_the_next_one_resumes(
@@ -59,7 +48,7 @@ def test_a_cancelled_build_keeps_committed_batches_and_the_next_one_resumes(
         with pytest.raises(SessionQueryError) as caught:
             index.update(corpus, cancel=token, progress=stop_halfway)
         assert caught.value.code is ErrorCode.ABORTED
-        kept = len({row[0] for row in _rows(tmp_path / "index.db")})
+        kept = len({row[0] for row in indexed_rows(tmp_path / "index.db")})
         assert kept >= 8  # every batch committed before the interrupt, and the one read since
         corpus.reads.clear()
         update = index.update(corpus)
@@ -67,7 +56,7 @@ def test_a_cancelled_build_keeps_committed_batches_and_the_next_one_resumes(
         assert len(corpus.reads) == 20 - kept
     with SqliteSearch(tmp_path / "fresh.db") as fresh:
         fresh.update(FakeCorpus(store))
-    assert _rows(tmp_path / "index.db") == _rows(tmp_path / "fresh.db")
+    assert indexed_rows(tmp_path / "index.db") == indexed_rows(tmp_path / "fresh.db")
 
 
 def test_tokens_stored_in_the_shared_index_are_keyed_by_the_store_they_came_from(
@@ -231,7 +220,7 @@ def test_a_batch_write_cut_by_a_cancellation_is_rolled_back_whole_and_written_ne
         assert update.persisted_indexed == 3 - len(kept)
     with SqliteSearch(tmp_path / "fresh.db") as fresh:
         fresh.update(SessionQuery(persistence=JsonlPersistence(tmp_path / "store")).corpus)
-    assert _rows(tmp_path / "index.db") == _rows(tmp_path / "fresh.db")
+    assert indexed_rows(tmp_path / "index.db") == indexed_rows(tmp_path / "fresh.db")
 
 
 def test_on_a_deadline_the_batch_read_so_far_still_commits_within_the_grace(
@@ -278,7 +267,7 @@ def test_a_write_may_finish_within_the_grace_after_its_token_expires_and_no_long
 def _generation(path: Path) -> int:
     conn = index_file(path)
     try:
-        (generation,) = conn.execute("SELECT global_generation FROM search_state").fetchone()
+        (generation,) = db.one(conn, "SELECT global_generation FROM search_state")
         return int(generation)
     finally:
         conn.close()
@@ -297,4 +286,4 @@ def test_under_a_deadline_batches_hold_less_text_so_one_commits_within_the_grace
         unhurried.update(FakeCorpus(store), cancel=CancelToken())
     assert _generation(tmp_path / "hurried.db") == 3  # one commit per two sessions
     assert _generation(tmp_path / "unhurried.db") == 1  # one batch for all six
-    assert _rows(tmp_path / "hurried.db") == _rows(tmp_path / "unhurried.db")
+    assert indexed_rows(tmp_path / "hurried.db") == indexed_rows(tmp_path / "unhurried.db")

@@ -28,6 +28,7 @@ from search_sqlite_support import (
     assistant,
     header,
     index_file,
+    indexed_rows,
     log,
     summary,
     user,
@@ -507,17 +508,6 @@ def _write_store(root: Path, sessions: int, turns: int) -> None:
         (root / f"{sid}.jsonl").write_text("\n".join(lines) + "\n")
 
 
-def _indexed(path: Path) -> list[tuple[object, ...]]:
-    conn = index_file(path)
-    try:
-        return conn.execute(
-            "SELECT p.id, d.id & 4294967295, d.text, d.type, d.time, d.surface, d.length "
-            "FROM doc_rows d JOIN persisted_sessions p ON p.key = d.id >> 32 ORDER BY p.id, d.id"
-        ).fetchall()
-    finally:
-        conn.close()
-
-
 def _progress_of(path: Path) -> tuple[int, int] | None:
     try:
         conn = index_file(path, read_only=True)
@@ -562,7 +552,7 @@ def test_an_index_command_interrupted_halfway_keeps_its_batches_and_the_next_run
         if child.poll() is None:
             child.kill()
             child.wait(10)
-    kept = len({row[0] for row in _indexed(index)})
+    kept = len({row[0] for row in indexed_rows(index)})
     assert 0 < kept < 1500
     finished = subprocess.run(command, env=env, capture_output=True, timeout=300, check=False)
     assert finished.returncode == 0, finished.stderr
@@ -572,7 +562,7 @@ def test_an_index_command_interrupted_halfway_keeps_its_batches_and_the_next_run
         _index_command(root, fresh, home), env=env, capture_output=True, timeout=300, check=False
     )
     assert rebuilt.returncode == 0, rebuilt.stderr
-    assert _indexed(index) == _indexed(fresh)
+    assert indexed_rows(index) == indexed_rows(fresh)
 
 
 def test_a_deadline_interrupts_a_build_promptly_and_keeps_its_committed_batches(
@@ -596,12 +586,12 @@ def test_a_deadline_interrupts_a_build_promptly_and_keeps_its_committed_batches(
         late = time.monotonic() - (token.deadline or 0)
         assert caught.value.code is ErrorCode.ABORTED
         assert late < 1.0  # generous: the bound catches a build that ignores its deadline
-        kept = len({row[0] for row in _indexed(tmp_path / "index.db")})
+        kept = len({row[0] for row in indexed_rows(tmp_path / "index.db")})
         assert 0 < kept < 1500
         with pytest.raises(SessionQueryError) as searched:
             service.search_sessions("words", cancel=CancelToken.after(0.05))
         assert searched.value.code in (ErrorCode.INDEX_BUILDING, ErrorCode.ABORTED)
-        kept = len({row[0] for row in _indexed(tmp_path / "index.db")})  # the search resumed
+        kept = len({row[0] for row in indexed_rows(tmp_path / "index.db")})  # the search resumed
         assert index.update(service.corpus).persisted_indexed == 1500 - kept
 
 

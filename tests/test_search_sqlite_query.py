@@ -283,7 +283,8 @@ def _expected(
             f"WHERE {fts} MATCH ?{shadow}",
             (MATCH_MARK, expression),
         ).fetchall()
-        for sid, where, seq, kind, time, length, marked in found:
+        found_rows: list[tuple[Any, ...]] = found
+        for sid, where, seq, kind, time, length, marked in found_rows:
             if (cwd is None or where in cwd) and (types is None or kind in types):
                 events.append((-str(marked).count(MATCH_MARK), length, -time, -seq, sid, live))
     best: dict[str, tuple[Any, ...]] = {}

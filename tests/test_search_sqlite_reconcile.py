@@ -16,6 +16,7 @@ from search_sqlite_support import (
     assistant,
     header,
     index_file,
+    indexed_rows,
     log,
     summary,
     user,
@@ -327,18 +328,6 @@ class _JournalStore(FakePersistence):
         return frozenset(sid for at, sid in self.changes if at > int(token))
 
 
-def _rows(path: Path) -> list[tuple[object, ...]]:
-    conn = index_file(path)
-    try:
-        return conn.execute(
-            "SELECT p.id, p.header_json, d.id & 4294967295, d.text, d.type, d.time, d.surface, "
-            "d.length FROM doc_rows d JOIN persisted_sessions p ON p.key = d.id >> 32 "
-            "ORDER BY p.id, d.id"
-        ).fetchall()
-    finally:
-        conn.close()
-
-
 def test_a_change_journal_limits_reconciliation_to_the_changed_sessions(tmp_path: Path) -> None:
     store = _JournalStore()
     for number in range(30):
@@ -463,8 +452,8 @@ def test_the_index_built_from_jsonl_documents_equals_the_one_built_from_folded_r
     slow_corpus.with_token = False
     with SqliteSearch(tmp_path / "slow.db") as slow:
         slow.update(slow_corpus)
-    rows = _rows(tmp_path / "fast.db")
-    assert rows == _rows(tmp_path / "slow.db")
+    rows = indexed_rows(tmp_path / "fast.db")
+    assert rows == indexed_rows(tmp_path / "slow.db")
     assert ("b", rows[-1][1], 2, "interrupted", "turn/end", 1001, "log-only", 11) in rows
 
 

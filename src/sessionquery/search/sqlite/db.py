@@ -26,7 +26,6 @@ import apsw
 import apsw.fts5
 
 __all__ = [
-    "SQLITE_VERSION",
     "Connection",
     "Damaged",
     "Error",
@@ -47,8 +46,6 @@ Error = apsw.Error
 class Damaged(apsw.CorruptError):
     """Raised by the index itself when a structure it reads is not what it wrote."""
 
-
-SQLITE_VERSION: tuple[int, ...] = tuple(int(part) for part in apsw.sqlite_lib_version().split("."))
 
 MATCH_SPANS = "sq_match_spans"
 """FTS5 auxiliary function ``sq_match_spans(fts_table, overlapping)``: the number of match

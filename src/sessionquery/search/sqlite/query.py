@@ -65,9 +65,9 @@ EVENT_ORDER = "mc DESC, length ASC, time DESC, seq DESC"
 SESSION_ORDER = "mc DESC, length ASC, time DESC, session_id ASC, seq DESC"
 """Sessions ranked by their best event, ties by id (binary collation)."""
 
-_MATERIALIZED = "MATERIALIZED " if db.SQLITE_VERSION >= (3, 35, 0) else ""
-# Without it SQLite evaluates each candidate's match count, and so highlight() (which
-# re-tokenises the document), twice: once for the window's sort key and once for the row.
+_MATERIALIZED = "MATERIALIZED "
+# Without it SQLite may evaluate each candidate's match count twice: once for a sort key and
+# once for the row.
 
 
 def _invalid_query(message: str) -> SessionQueryError:
@@ -282,7 +282,8 @@ def session_search_sql(filters: CompiledFilters, *, include_persisted: bool) -> 
 
 
 def _tables(live: bool) -> tuple[str, str, str]:
-    return ("temp", "live_fts", "live_rows") if live else ("main", "doc_fts", "doc_rows")
+    schema, fts, rows, _sessions, _columns = _SOURCES[live]
+    return schema, fts, rows
 
 
 def event_search_sql(filters: CompiledFilters, *, live: bool) -> str:
@@ -301,8 +302,8 @@ def event_search_sql(filters: CompiledFilters, *, live: bool) -> str:
 
 def text_sql(live: bool) -> str:
     """One document's stored text and length (binds ``:rid``)."""
-    _schema, _fts, rows = _tables(live)
-    return f"SELECT text, length FROM {'temp' if live else 'main'}.{rows} WHERE id = :rid"
+    schema, _fts, rows = _tables(live)
+    return f"SELECT text, length FROM {schema}.{rows} WHERE id = :rid"
 
 
 def highlight_sql(live: bool) -> str:
