@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from locations import BENCHMARKS
 from sessionquery import JsonlPersistence, SessionQuery
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
-from corpus import CorpusSpec, generate  # noqa: E402
-from report import NOT_MEASURED, render  # noqa: E402
+from corpus import CorpusSpec, generate
+from report import NOT_MEASURED, render
 
 
 def _digest(root: Path) -> dict[str, str]:

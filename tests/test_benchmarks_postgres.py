@@ -7,9 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from locations import BENCHMARKS
 from postgres_support import PostgresServer
-
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def test_quick_run_replaces_its_section_and_reports_identical_results(

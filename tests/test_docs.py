@@ -39,7 +39,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from locations import ROOT
+
 DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")], key=str)
 SKIP_MARKER = "<!-- docs-check: skip -->"
 DOCUMENTED_HOME = "/tmp/sq-demo"

@@ -2,7 +2,7 @@
 
 The fake lets a test make the service misbehave in ways a real corpus cannot be made to
 (a backend returning foreign hits, a header replaced between preflight and payload, a repeated
-cursor); end-to-end behaviour on real files is in ``test_tools_toolkit.py``.
+cursor); end-to-end behaviour on real files is in ``tools/test_toolkit.py``.
 """
 
 from __future__ import annotations

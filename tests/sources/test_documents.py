@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from locations import BENCHMARKS, CORPUS
 from sessionquery.errors import PersistenceNotFound
 from sessionquery.model import (
     extract_event_text,
@@ -21,12 +22,9 @@ from sessionquery.persistence.base import DocumentSource, TextDocument
 from sessionquery.sources import ClaudeCodeSource, CodexSource
 from sessionquery.sources._catalog import FileCatalog
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
-from history import HistorySpec, generate_history  # noqa: E402
-
-CORPUS = Path(__file__).resolve().parent / "data" / "real"
+from history import HistorySpec, generate_history
 
 
 def _expected(source: FileCatalog, session_id: str) -> tuple[int, list[TextDocument]]:

@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cli_support import CLAUDE_ID, CODEX_ID, clean_env, make_agent_home
+from locations import DOCS
 from sessionquery.cli import COMMANDS, main
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
@@ -38,7 +39,7 @@ from sessionquery.examples import (
 from sessionquery.persistence import JsonlPersistence, PersistedSession, ProblemSource
 from sessionquery.query.service import SessionQuery
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
+DOCS = DOCS / "cli.md"
 TIMEOUT = 120
 
 

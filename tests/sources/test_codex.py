@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from locations import CORPUS
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import (
     SessionEvent,
@@ -19,7 +20,6 @@ from sessionquery.model import (
 from sessionquery.persistence.documents import checking
 from sessionquery.sources import CodexSource
 
-CORPUS = Path(__file__).resolve().parent / "data" / "real"
 SPECTORA = "/Users/jnarowski/Dev/spectora/src/spectora-labs-monorepo-v2"
 
 # real file (relative to the corpus) -> (session id, cwd, tool calls)

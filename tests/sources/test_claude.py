@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from locations import CORPUS
 from sessionquery.errors import ErrorCode, PersistenceNotFound, SessionQueryError
 from sessionquery.model import (
     SessionEvent,
@@ -20,8 +21,6 @@ from sessionquery.model import (
 from sessionquery.persistence.base import SessionPersistence
 from sessionquery.persistence.documents import checking
 from sessionquery.sources import ClaudeCodeSource
-
-CORPUS = Path(__file__).resolve().parent / "data" / "real"
 
 # Every Claude Code transcript of the corpus, by folder (the rest are Codex or dsh logs).
 CLAUDE_FILES = {

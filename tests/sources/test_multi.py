@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from locations import CORPUS
 from sessionquery.errors import PersistenceNotFound
 from sessionquery.persistence import JsonlPersistence
 from sessionquery.persistence.base import ProblemSource
 from sessionquery.query.service import SessionQuery
 from sessionquery.sources import ClaudeCodeSource, CodexSource, MultiSource, Problem
-
-CORPUS = Path(__file__).resolve().parent / "data" / "real"
 
 
 def _claude(root: Path, name: str, session_id: str, text: str, **extra: object) -> None:

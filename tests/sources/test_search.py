@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import raises_code
+from locations import CORPUS
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import extract_event_text
 from sessionquery.persistence.base import DocumentLog
@@ -28,8 +29,6 @@ from sessionquery.query.cancel import CancelToken
 from sessionquery.query.service import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.sources import ClaudeCodeSource, CodexSource, MultiSource
-
-CORPUS = Path(__file__).resolve().parent / "data" / "real"
 
 VIEWER = "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"
 HEAVY = "fe5e1c67-53e7-4862-81ae-d0e013e3270b"

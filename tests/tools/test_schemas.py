@@ -1,18 +1,18 @@
 """The tool definitions the model sees (reference contract §6.2, §6.3).
 
 The schemas are compared with ``tests/golden/tools/schemas.json``; regenerate it with
-``SQ_UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_tools_schemas.py`` after a deliberate change.
+``SQ_UPDATE_GOLDEN=1 .venv/bin/pytest tests/tools/test_schemas.py`` after a deliberate change.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from locations import GOLDEN
 from sessionquery.tools.schemas import (
     PROMPT_SECTION,
     TOOL_NAMES,
@@ -20,7 +20,7 @@ from sessionquery.tools.schemas import (
     input_schema,
 )
 
-GOLDEN = Path(__file__).parent / "golden" / "tools" / "schemas.json"
+GOLDEN = GOLDEN / "tools" / "schemas.json"
 
 EXPECTED_PROPERTIES = {
     "session_search": [

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from locations import BENCHMARKS
 from sessionquery import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.sources import ClaudeCodeSource, CodexSource, MultiSource
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
-from history import HistorySpec, generate_history, needle  # noqa: E402
+from history import HistorySpec, generate_history, needle
 
 SMALL = HistorySpec(
     transcripts=24,

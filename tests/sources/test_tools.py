@@ -13,18 +13,16 @@ import json
 import re
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from locations import CORPUS
 from sessionquery.errors import ToolErrorCode
 from sessionquery.query.service import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.sources import ClaudeCodeSource, CodexSource, MultiSource
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolResult
-
-CORPUS = Path(__file__).resolve().parent / "data" / "real"
 
 DEMO = "/path/to/Demo"
 VIEWER = "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"

@@ -11,7 +11,7 @@ The corpus (built by :func:`_build_corpus` under ``tmp_path`` with a fixed clock
 * no workspace: ``loose`` (a session recorded without a cwd).
 
 Golden outputs live in ``tests/golden/tools/*.txt``; regenerate them with
-``SQ_UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_tools_toolkit.py`` after a deliberate change.
+``SQ_UPDATE_GOLDEN=1 .venv/bin/pytest tests/tools/test_toolkit.py`` after a deliberate change.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import BACKENDS, Storage
+from locations import GOLDEN
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 from sessionquery.live import Session, SessionStore
 from sessionquery.model import Replace
@@ -42,7 +43,7 @@ from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition, ToolResult
 from sessionquery.tools.schemas import PROMPT_SECTION, TOOL_NAMES
 
-GOLDEN = Path(__file__).parent / "golden" / "tools"
+GOLDEN = GOLDEN / "tools"
 ALPHA = "/work/alpha"
 BETA = "/work/beta"
 T0 = 1_738_315_800_000  # 2025-01-31T09:30:00.000Z
