@@ -18,6 +18,8 @@ per-user data directory (``platformdirs.user_data_dir("sessionquery")``, e.g.
 * ``index.sqlite3`` is the default search index,
 * ``importer-cache.sqlite3`` is the importers' derived metadata cache,
 * ``titles.sqlite3`` is the command line's derived cache of session titles,
+* ``archive/`` is the archive of imported sessions (``sessionquery archive``; not derived:
+  it holds copies of transcripts whose source may be gone),
 * ``quickstart/`` holds the sample store and index that ``sessionquery quickstart`` builds.
 
 The default importer directories are Claude Code's ``$CLAUDE_CONFIG_DIR/projects`` (else
@@ -31,6 +33,8 @@ keys mirror the command-line options (a string or a list of strings each)::
     claude = "~/.claude/projects"
     codex = []
     index = "~/work/sessionquery-index.sqlite3"
+    archive = true            # archive imported sessions on every index update
+    archive_keep_days = 365   # retention; absent: keep forever
 
 ``~`` is expanded and relative paths are taken relative to the file's directory.
 """
@@ -81,7 +85,7 @@ NO_COLOR_ENV = "NO_COLOR"
 SOURCE_KINDS = ("root", "claude", "codex")
 """The kinds of session source, named as their command-line options and config keys."""
 
-_KEYS = frozenset({*SOURCE_KINDS, "index", "postgres"})
+_KEYS = frozenset({*SOURCE_KINDS, "index", "postgres", "archive", "archive_keep_days"})
 
 
 def _absolute(path: Path) -> Path:
@@ -99,12 +103,16 @@ class FileSettings:
             the file does not mention is absent.
         index: the index path it names, or ``None``.
         postgres: a PostgreSQL DSN used as session store and search index, or ``None``.
+        archive: archive imported sessions on every index update (off by default).
+        archive_keep_days: the archive's retention in days, or ``None`` to keep forever.
     """
 
     path: Path
     sources: Mapping[str, tuple[Path, ...]] = field(default_factory=dict)
     index: Path | None = None
     postgres: str | None = None
+    archive: bool = False
+    archive_keep_days: int | None = None
 
     @property
     def names_sources(self) -> bool:
@@ -149,7 +157,20 @@ def read_settings(path: Path) -> FileSettings:
     postgres = data.get("postgres")
     if postgres is not None and (not isinstance(postgres, str) or not postgres.strip()):
         raise _invalid(path, "'postgres' must be a PostgreSQL connection string")
-    return FileSettings(path=path, sources=sources, index=index, postgres=postgres)
+    archive = data.get("archive", False)
+    if not isinstance(archive, bool):
+        raise _invalid(path, "'archive' must be true or false")
+    keep = data.get("archive_keep_days")
+    if keep is not None and (type(keep) is not int or keep < 1):
+        raise _invalid(path, "'archive_keep_days' must be a positive number of days")
+    return FileSettings(
+        path=path,
+        sources=sources,
+        index=index,
+        postgres=postgres,
+        archive=archive,
+        archive_keep_days=keep,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,6 +184,7 @@ class Config:
         quickstart_dir: where ``quickstart`` builds its sample data, ``<home>/quickstart``.
         importer_cache: the importers' metadata cache, ``<home>/importer-cache.sqlite3``.
         title_cache: the command line's cache of session titles, ``<home>/titles.sqlite3``.
+        archive_dir: the archive of imported sessions, ``<home>/archive``.
         claude_projects: the default Claude Code transcripts directory.
         codex_sessions: the default Codex transcripts directory.
         config_file: where the optional TOML config file is looked for.
@@ -175,6 +197,7 @@ class Config:
     quickstart_dir: Path
     importer_cache: Path
     title_cache: Path
+    archive_dir: Path
     claude_projects: Path
     codex_sessions: Path
     config_file: Path
@@ -213,6 +236,7 @@ class Config:
             quickstart_dir=home / "quickstart",
             importer_cache=home / "importer-cache.sqlite3",
             title_cache=home / "titles.sqlite3",
+            archive_dir=home / "archive",
             claude_projects=_absolute(claude_projects or user / ".claude" / "projects"),
             codex_sessions=_absolute(codex_sessions or user / ".codex" / "sessions"),
             config_file=_absolute(config_file or home / "config.toml"),

@@ -20,6 +20,7 @@ from sessionquery.cli import _conversation as conversation
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli import _titlecache as titlecache
+from sessionquery.cli._archive import cmd_archive, turn_on_hint
 from sessionquery.cli._parser import Command, UsageError
 from sessionquery.cli._services import (
     EXIT_OK,
@@ -161,7 +162,8 @@ def _cmd_list(inv: Invocation) -> int:
 def _cmd_show(inv: Invocation) -> int:
     args = inv.args
     with inv.query() as query:
-        session_id = resolve_id(query, args.session_id)
+        records = query.list_sessions()
+        session_id = resolve_id(query, args.session_id, records)
         if args.conversation:
             return _show_conversation(inv, query, session_id)
         (result,) = query.read_title_snapshots([session_id])
@@ -170,8 +172,9 @@ def _cmd_show(inv: Invocation) -> int:
     header = result.header
     assert header is not None  # a result without error carries its header
     title = result.title
-    document = render.show_json(header, title)
-    return emit(inv, document, lambda s: render.show_text(header, title, s))
+    archived = any(r.archived for r in records if r.id == session_id)
+    document = render.show_json(header, title, archived=archived)
+    return emit(inv, document, lambda s: render.show_text(header, title, s, archived=archived))
 
 
 def _conversation_parts(
@@ -397,6 +400,7 @@ def _update_index(
 
 def _cmd_index(inv: Invocation) -> int:
     index, postgres = inv.selection.index, inv.selection.postgres
+    inv.archive_on_update()
     persistence = inv.persistence()
     with (
         open_index(index, postgres) as search,
@@ -499,6 +503,7 @@ def _cmd_quickstart(inv: Invocation) -> int:
         f"  sessionquery list {flags}\n"
         f"  sessionquery search websocket {flags}\n"
         f"  sessionquery trace-event {top.record.id} {hit.seq} {flags}\n"
+        f"\n{turn_on_hint(inv)}.\n"
     )
     return EXIT_OK
 
@@ -528,6 +533,11 @@ COMMANDS: tuple[Command, ...] = (
     Command("search-events", "Search the events of one session.", _cmd_search_events),
     Command("index", "Bring the search index up to date (with progress).", _cmd_index),
     Command("sources", "Show which sources are used, why, and what they hold.", cmd_sources),
+    Command(
+        "archive",
+        "Keep the agents' transcripts when they purge them (--status, --prune-older-than).",
+        cmd_archive,
+    ),
     Command("mcp", "Serve the five session tools over stdio (MCP).", _cmd_mcp),
     Command(
         "quickstart",

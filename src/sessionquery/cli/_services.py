@@ -33,11 +33,13 @@ from sessionquery.persistence.base import Problem, ProblemSource
 from sessionquery.query.service import SessionQuery
 
 if TYPE_CHECKING:
+    from sessionquery.archive import Archive, FileUnits
     from sessionquery.search.postgres import PostgresSearch
     from sessionquery.search.sqlite import SqliteSearch
 
 __all__ = [
     "EXIT_OK",
+    "IMPORTER_KINDS",
     "Invocation",
     "ListedOnce",
     "Origin",
@@ -45,6 +47,7 @@ __all__ = [
     "Selection",
     "SourceEntry",
     "emit",
+    "open_archive",
     "open_index",
     "open_sources",
     "problems_of",
@@ -196,20 +199,66 @@ def _nothing_found(selection: Selection) -> SessionQueryError:
     )
 
 
-def open_sources(selection: Selection, config: Config) -> SessionPersistence:
+IMPORTER_KINDS = ("claude", "codex")
+"""The source kinds the archive keeps (the agents' own transcripts, which they may purge)."""
+
+
+def open_archive(config: Config, *, create: bool) -> Archive | None:
+    """The archive under the data home, or ``None`` when there is none and ``create`` is
+    false (reads then never touch the archive).
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` for a file that is not an archive or a broken
+            retention setting.
+    """
+    from sessionquery.archive import ARCHIVE_FILE, Archive
+
+    if not create and not (config.archive_dir / ARCHIVE_FILE).is_file():
+        return None
+    keep = None
+    try:
+        keep = config.settings().archive_keep_days
+    except SessionQueryError:
+        pass  # a broken config file is reported where the sources are chosen
+    return Archive(config.archive_dir, keep_days=keep)
+
+
+def _kept(entry: SourceEntry, archive: Archive | None) -> bool:
+    """Whether the archive still holds files of a source whose folder is gone."""
+    return (
+        archive is not None
+        and entry.kind in IMPORTER_KINDS
+        and archive.files(entry.kind, entry.path).keeps()
+    )
+
+
+def open_sources(
+    selection: Selection, config: Config, archive: Archive | None = None
+) -> SessionPersistence:
     """The persistence the selection names (several are combined with ``MultiSource``).
+
+    With an ``archive``, each importer source reads through it: files gone from the folder
+    are read from the archive, and a folder that is gone altogether is still opened when the
+    archive holds files of it.
 
     Raises:
         SessionQueryError: ``INVALID_CONFIG`` when a selected directory does not exist or
             nothing is selected.
     """
-    if not selection.sources and not selection.postgres:
+    kept = tuple(entry for entry in selection.absent_defaults if _kept(entry, archive))
+    if not selection.sources and not selection.postgres and not kept:
         raise _nothing_found(selection)
     pairs: list[tuple[str, SessionPersistence]] = []
-    for entry in selection.sources:
-        if not entry.exists:
+    for entry in (*selection.sources, *kept):
+        if not entry.exists and not _kept(entry, archive):
             raise SessionQueryError(ErrorCode.INVALID_CONFIG, _advice(entry))
-        pairs.append((entry.label, _open_one(entry, config)))
+        source = _open_one(entry, config)
+        if archive is not None and entry.kind in IMPORTER_KINDS:
+            from sessionquery.sources._catalog import FileCatalog
+
+            assert isinstance(source, FileCatalog)
+            source.use_files(archive.files(entry.kind, entry.path))
+        pairs.append((entry.label, source))
     if selection.postgres:
         pairs.append(("postgres", _postgres_store(selection.postgres)))
     if len(pairs) == 1:
@@ -302,7 +351,58 @@ class Invocation:
         self._selection: Selection | None = None
         self._persistence: SessionPersistence | None = None
         self._snapshot: SessionPersistence | None = None
+        self._archive: Archive | None = None
+        self._archive_opened = False
         self.summarise_problems = True
+
+    def archive(self, *, create: bool = False) -> Archive | None:
+        """The archive (opened once), or ``None`` when there is none and ``create`` is
+        false."""
+        if self._archive is None and (create or not self._archive_opened):
+            self._archive = open_archive(self.config, create=create)
+            self._archive_opened = True
+        return self._archive
+
+    def archive_on_update(self) -> None:
+        """With ``archive = true`` in the config file, archive the importer sources before
+        the index is brought up to date (skipped while another run holds the archive)."""
+        try:
+            enabled = self.config.settings().archive
+        except SessionQueryError:
+            return  # a broken config file is reported where the sources are chosen
+        if not enabled:
+            return
+        archive = self.archive(create=True)
+        assert archive is not None
+        archive.run(self.archive_units(), wait=False)
+        self.refresh()  # sources opened before the archive existed read through it now
+
+    def archive_units(self) -> list[FileUnits]:
+        """What the archive copies: the selected importer sources' files."""
+        from sessionquery.archive import FileUnits
+        from sessionquery.sources._catalog import FileCatalog
+
+        entries = [
+            *self.selection.sources,
+            *(e for e in self.selection.absent_defaults if _kept(e, self._archive)),
+        ]
+        units = []
+        for entry in entries:
+            if entry.kind not in IMPORTER_KINDS:
+                continue
+            catalog = _open_one(entry, self.config)  # for its file naming rules
+            assert isinstance(catalog, FileCatalog)
+            catalog.close()
+            units.append(
+                FileUnits(entry.kind, entry.path, catalog.accept, catalog.follow_outside_links)
+            )
+        return units
+
+    def refresh(self) -> None:
+        """Open the sources again at their next use (after an archive run changed what
+        they would serve)."""
+        self._persistence = None
+        self._snapshot = None
 
     @property
     def selection(self) -> Selection:
@@ -312,9 +412,10 @@ class Invocation:
         return self._selection
 
     def persistence(self) -> SessionPersistence:
-        """The selected sources, opened once per command."""
+        """The selected sources, opened once per command (through the archive, when there
+        is one)."""
         if self._persistence is None:
-            self._persistence = open_sources(self.selection, self.config)
+            self._persistence = open_sources(self.selection, self.config, self.archive())
         return self._persistence
 
     def snapshot(self) -> SessionPersistence:
@@ -332,8 +433,11 @@ class Invocation:
         """The query service over the selected sources (with the search index when asked).
 
         With the index on a terminal, the index is brought up to date first under a progress
-        bar, so a first search over a large history shows what it is doing.
+        bar, so a first search over a large history shows what it is doing. With ``archive =
+        true``, the sources are archived before the index is updated.
         """
+        if search:
+            self.archive_on_update()
         persistence = self.persistence()
         selection = self.selection
         backend = open_index(selection.index, selection.postgres) if search else None

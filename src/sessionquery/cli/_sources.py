@@ -11,6 +11,7 @@ from typing import Any
 
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
+from sessionquery.cli._archive import turn_on_hint
 from sessionquery.cli._services import (
     Invocation,
     SourceEntry,
@@ -43,7 +44,7 @@ def _inspect(entry: SourceEntry, inv: Invocation) -> dict[str, Any]:
         return item
     one = _Selection((entry,), inv.selection.index, inv.selection.index_origin)
     try:
-        source = open_sources(one, inv.config)
+        source = open_sources(one, inv.config, inv.archive())
         item["sessions"] = len(source.list())
         item["problems"] = [
             {"path": p.path, "line": p.line, "message": p.message} for p in problems_of(source)
@@ -61,15 +62,31 @@ def _document(inv: Invocation) -> dict[str, Any]:
         "config_file": None if config_file is None else str(config_file),
         "config_file_exists": config_file is not None and config_file.is_file(),
         "index": {"path": str(selection.index), "from": selection.index_origin},
+        "archive": _archive(inv),
         "sources": [_inspect(entry, inv) for entry in entries],
     }
+
+
+def _archive(inv: Invocation) -> dict[str, Any]:
+    try:
+        on = inv.config.settings().archive
+    except Exception:  # a diagnostic command: a broken config file is shown elsewhere
+        on = False
+    item: dict[str, Any] = {"path": str(inv.config.archive_dir), "on": on, "files": None}
+    try:
+        archive = inv.archive()
+        if archive is not None:
+            item["files"] = len(archive.units())
+    except Exception as error:  # shown beside the rest instead of failing the command
+        item["error"] = str(getattr(error, "message", None) or error)
+    return item
 
 
 def _count(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def _text(document: dict[str, Any], style: render.Style) -> list[str]:
+def _text(inv: Invocation, document: dict[str, Any], style: render.Style) -> list[str]:
     rows = []
     for item in document["sources"]:
         state = "" if item["exists"] else " (not found)"
@@ -89,6 +106,13 @@ def _text(document: dict[str, Any], style: render.Style) -> list[str]:
     if config is not None:
         used = "used" if document["config_file_exists"] else "none there"
         lines.append(f"Config file: {term.safe(config)} ({used})")
+    archive = document["archive"]
+    files = archive["files"]
+    held = "empty" if files is None else f"{files} file(s)"
+    state = "on every index update" if archive["on"] else "only when 'sessionquery archive' runs"
+    lines.append(f"Archive: {term.safe(archive['path'])} ({held}; archives {state})")
+    if not archive["on"]:
+        lines.append(style.dim(turn_on_hint(inv)))
     for item in document["sources"]:
         if item["error"]:
             lines += ["", f"{_KIND_TEXT[item['kind']]} {item['label']}: {item['error']}"]
@@ -114,4 +138,4 @@ def cmd_sources(inv: Invocation) -> int:
     """Show the sources, where each came from, its session and problem counts."""
     inv.summarise_problems = False  # this command lists them itself
     document = _document(inv)
-    return emit(inv, document, lambda s: _text(document, s))
+    return emit(inv, document, lambda s: _text(inv, document, s))

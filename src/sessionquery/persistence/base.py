@@ -38,12 +38,14 @@ class PersistedSession:
         revision: opaque token; equal revisions of one id mean the log did not change.
         event_count: number of stored events, when known without reading the log.
         size_bytes: stored size, when known.
+        archived: the store's own copy is gone and the session is read from an archive.
     """
 
     header: SessionHeader
     revision: str
     event_count: int | None = None
     size_bytes: int | None = None
+    archived: bool = False
 
 
 @runtime_checkable

@@ -50,10 +50,10 @@ from sessionquery.sources._cache import MetadataCache
 from sessionquery.sources._common import Problem, derived_id
 from sessionquery.sources._files import (
     DEFAULT_MAX_FILE_BYTES,
+    DiskFiles,
+    FileAccess,
     FileStamp,
     SkippedFile,
-    find_files,
-    read_regular,
 )
 
 __all__ = ["FileCatalog", "ParsedFile", "ParsedSession", "ReadHandleImpl"]
@@ -230,11 +230,28 @@ class FileCatalog:
         self._ids: dict[str, tuple[str, int]] = {}  # public id -> (file, index in file)
         self._headers: dict[str, SessionHeader] = {}  # public id -> public header
         self._scan_problems: tuple[Problem, ...] = ()
+        self._files: FileAccess = DiskFiles()
 
     @property
     def root(self) -> Path:
         """The directory this source reads."""
         return self._root
+
+    @property
+    def accept(self) -> Callable[[str], bool]:
+        """Whether a ``*.jsonl`` file name is a transcript of this format."""
+        return self._accept
+
+    @property
+    def follow_outside_links(self) -> bool:
+        """Whether symbolic links leaving the root are followed."""
+        return self._follow
+
+    def use_files(self, files: FileAccess) -> None:
+        """List and read through ``files`` from now on (an archive behind the folder)."""
+        with self._lock:
+            self._files = files
+            self._parsed.clear()
 
     def close(self) -> None:
         """Close the metadata cache file (the source stays usable with an in-memory cache)."""
@@ -244,13 +261,13 @@ class FileCatalog:
 
     def _scan(self) -> None:
         root = self._root
-        if not root.is_dir():
+        if not root.is_dir() and not self._files.keeps():
             self._scan_problems = (
                 Problem(str(root), None, "not a directory; no sessions imported"),
             )
             self._entries, self._ids, self._headers = {}, {}, {}
             return
-        files, problems = find_files(root, self._accept, follow_outside=self._follow)
+        files, problems = self._files.find(root, self._accept, follow_outside=self._follow)
         if not files and not problems:
             problems.append(
                 Problem(str(root), None, "no transcript files found under this directory")
@@ -315,7 +332,7 @@ class FileCatalog:
     def _parse(self, path: Path, rel: str) -> tuple[ParsedFile, FileStamp | None]:
         """Read and parse one file; any failure becomes that file's problem."""
         try:
-            data, stamp = read_regular(path, self._max_bytes)
+            data, stamp = self._files.read(self._root, rel, self._max_bytes)
         except SkippedFile as exc:
             return ParsedFile((), (Problem(str(path), None, str(exc)),)), None
         except Exception as exc:  # e.g. MemoryError reading a huge file under a memory limit
@@ -354,6 +371,7 @@ class FileCatalog:
             revision=entry.stamp.revision,
             event_count=entry.summaries[index].count,
             size_bytes=entry.stamp.size,
+            archived=self._files.archived(rel),
         )
 
     def stat(self, session_id: str) -> PersistedSession | None:
@@ -375,11 +393,7 @@ class FileCatalog:
         if target is None:
             return False
         rel = target[0]
-        try:
-            info = os.stat(self._root / rel)
-        except OSError:
-            return False
-        return FileStamp.of(info) == self._entries[rel].stamp
+        return self._files.stat(self._root, rel) == self._entries[rel].stamp
 
     def _locate(self, session_id: str) -> tuple[ParsedSession, SessionHeader, str, Path]:
         with self._lock:

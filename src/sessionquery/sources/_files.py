@@ -17,11 +17,19 @@ import stat as stat_module
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from sessionquery.sources._common import Problem
 
-__all__ = ["DEFAULT_MAX_FILE_BYTES", "FileStamp", "SkippedFile", "find_files", "read_regular"]
+__all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
+    "DiskFiles",
+    "FileAccess",
+    "FileStamp",
+    "SkippedFile",
+    "find_files",
+    "read_regular",
+]
 
 DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
 """Transcripts larger than this (256 MiB) are reported and not read, unless configured."""
@@ -159,3 +167,59 @@ def _read_to_end(handle: BinaryIO, expected: int, max_bytes: int) -> bytes:
         parts.append(chunk)
         total += len(chunk)
     return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class FileAccess(Protocol):
+    """How a catalog lists and reads its folder (the folder itself, or the folder with an
+    archive behind it: :class:`sessionquery.archive.ArchivedFiles`)."""
+
+    def keeps(self) -> bool:
+        """Whether there may be files to list even when the folder is missing."""
+        ...
+
+    def find(
+        self, root: Path, accept: Callable[[str], bool], *, follow_outside: bool
+    ) -> tuple[list[tuple[str, FileStamp]], list[Problem]]:
+        """The transcript files under ``root`` with their stamps, and the problems."""
+        ...
+
+    def read(self, root: Path, rel: str, max_bytes: int) -> tuple[bytes, FileStamp]:
+        """One file's bytes and stamp (raises :class:`SkippedFile`)."""
+        ...
+
+    def stat(self, root: Path, rel: str) -> FileStamp | None:
+        """One file's current stamp, or ``None`` when it is gone."""
+        ...
+
+    def archived(self, rel: str) -> bool:
+        """Whether the last listing served ``rel`` from an archive."""
+        ...
+
+
+class DiskFiles:
+    """:class:`FileAccess` of the folder itself."""
+
+    def keeps(self) -> bool:
+        """Never: a missing folder has no files."""
+        return False
+
+    def find(
+        self, root: Path, accept: Callable[[str], bool], *, follow_outside: bool
+    ) -> tuple[list[tuple[str, FileStamp]], list[Problem]]:
+        """:func:`find_files`."""
+        return find_files(root, accept, follow_outside=follow_outside)
+
+    def read(self, root: Path, rel: str, max_bytes: int) -> tuple[bytes, FileStamp]:
+        """:func:`read_regular`."""
+        return read_regular(root / rel, max_bytes)
+
+    def stat(self, root: Path, rel: str) -> FileStamp | None:
+        """``os.stat`` as a stamp."""
+        try:
+            return FileStamp.of(os.stat(root / rel))
+        except OSError:
+            return None
+
+    def archived(self, rel: str) -> bool:
+        """Never."""
+        return False
