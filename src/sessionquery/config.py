@@ -85,7 +85,9 @@ NO_COLOR_ENV = "NO_COLOR"
 SOURCE_KINDS = ("root", "claude", "codex")
 """The kinds of session source, named as their command-line options and config keys."""
 
-_KEYS = frozenset({*SOURCE_KINDS, "index", "postgres", "archive", "archive_keep_days"})
+_KEYS = frozenset(
+    {*SOURCE_KINDS, "index", "postgres", "archive", "archive_keep_days", "archive_raw"}
+)
 
 
 def _absolute(path: Path) -> Path:
@@ -105,6 +107,8 @@ class FileSettings:
         postgres: a PostgreSQL DSN used as session store and search index, or ``None``.
         archive: archive imported sessions on every index update (off by default).
         archive_keep_days: the archive's retention in days, or ``None`` to keep forever.
+        archive_raw: archive the transcripts' bytes as they are even when redaction is on
+            (off by default: with redaction on, the archive holds the redacted form).
     """
 
     path: Path
@@ -113,6 +117,7 @@ class FileSettings:
     postgres: str | None = None
     archive: bool = False
     archive_keep_days: int | None = None
+    archive_raw: bool = False
 
     @property
     def names_sources(self) -> bool:
@@ -157,9 +162,10 @@ def read_settings(path: Path) -> FileSettings:
     postgres = data.get("postgres")
     if postgres is not None and (not isinstance(postgres, str) or not postgres.strip()):
         raise _invalid(path, "'postgres' must be a PostgreSQL connection string")
-    archive = data.get("archive", False)
-    if not isinstance(archive, bool):
-        raise _invalid(path, "'archive' must be true or false")
+    archive, archive_raw = data.get("archive", False), data.get("archive_raw", False)
+    for key, flag in (("archive", archive), ("archive_raw", archive_raw)):
+        if not isinstance(flag, bool):
+            raise _invalid(path, f"{key!r} must be true or false")
     keep = data.get("archive_keep_days")
     if keep is not None and (type(keep) is not int or keep < 1):
         raise _invalid(path, "'archive_keep_days' must be a positive number of days")
@@ -170,6 +176,7 @@ def read_settings(path: Path) -> FileSettings:
         postgres=postgres,
         archive=archive,
         archive_keep_days=keep,
+        archive_raw=archive_raw,
     )
 
 

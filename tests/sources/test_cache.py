@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.sources import ClaudeCodeSource, CodexSource, _catalog
+from sessionquery.sources import ClaudeCodeSource, CodexSource, _catalog, _files
 from sessionquery.sources._cache import APPLICATION_ID
 from sessionquery.sources._files import read_regular
 
@@ -49,7 +49,7 @@ class ReadCounter:
             self.paths.append(path.name)
             return real(path, max_bytes)
 
-        monkeypatch.setattr(_catalog, "read_regular", counting)
+        monkeypatch.setattr(_files, "read_regular", counting)
 
 
 @pytest.fixture

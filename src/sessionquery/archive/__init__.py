@@ -20,6 +20,7 @@ from sessionquery.archive._archive import (
     UnitSource,
 )
 from sessionquery.archive._files import ArchivedFiles
+from sessionquery.archive._redacted import LineRedactor, redacted_form
 from sessionquery.archive._segments import RAW, SEGMENT_MAX, Form
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "ArchivedFiles",
     "FileUnits",
     "Form",
+    "LineRedactor",
     "RescuedUnit",
     "UnitSource",
+    "redacted_form",
 ]

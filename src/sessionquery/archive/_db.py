@@ -192,19 +192,20 @@ class ArchiveDb:
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
             (app_id,) = conn.execute("PRAGMA application_id").fetchone()
             (version,) = conn.execute("PRAGMA user_version").fetchone()
             if app_id == APPLICATION_ID and version > SCHEMA_VERSION:
                 raise _refuse(self._path, f"has schema version {version}, newer than this one")
             if app_id != APPLICATION_ID:
+                # Before the switch to WAL, so the mark is in the file's header at once.
                 conn.execute("BEGIN IMMEDIATE")
                 for statement in _SCHEMA:
                     conn.execute(statement)
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 conn.execute("COMMIT")
+            conn.execute("PRAGMA journal_mode = WAL")
         except BaseException:
             conn.close()
             raise

@@ -124,6 +124,10 @@ class ArchivedFiles:
         """Whether the last listing served ``rel`` from the archive."""
         return rel in self._served
 
+    def served(self) -> frozenset[str]:
+        """Every file the last listing served from the archive."""
+        return self._served
+
 
 def _gone(path: Path) -> bool:
     """No file (nor link) at ``path``: only then does the archive stand in for it."""

@@ -94,7 +94,9 @@ def _verified(read: Reader, size: int, stored: Sequence[Segment]) -> tuple[int, 
     return kept, tail
 
 
-def _pieces(data: bytes) -> list[bytes]:
+def _pieces(data: bytes, *, whole_lines: bool) -> list[bytes]:
+    """``data`` cut into segments at line breaks; a line longer than a segment is cut only
+    when the form does not need whole lines."""
     out: list[bytes] = []
     start = 0
     while start < len(data):
@@ -103,6 +105,9 @@ def _pieces(data: bytes) -> list[bytes]:
             cut = data.rfind(b"\n", start, end)
             if cut >= start:
                 end = cut + 1
+            elif whole_lines:
+                found = data.find(b"\n", end)
+                end = len(data) if found < 0 else found + 1
         out.append(data[start:end])
         start = end
     return out
@@ -138,7 +143,7 @@ def plan(
     fresh = read(consumed, size - consumed) if size > consumed else b""
     if form.transform is not None:
         fresh = fresh[: fresh.rfind(b"\n") + 1]  # whole lines only
-    pieces = _pieces(fresh)
+    pieces = _pieces(fresh, whole_lines=form.transform is not None)
     # Merge material: the kept small trailing segments' source bytes, then the new pieces.
     run = [*tail_sources, *pieces]
     base = len(segments) - len(tail_sources)

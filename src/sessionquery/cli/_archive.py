@@ -21,18 +21,22 @@ from sessionquery.cli import _terminal as term
 from sessionquery.cli._services import Invocation, Progress, emit
 from sessionquery.errors import ErrorCode, SessionQueryError
 
-__all__ = ["RESCUED_SHOWN", "cmd_archive", "turn_on_hint"]
+__all__ = ["RESCUED_SHOWN", "TURN_ON", "cmd_archive", "turn_on_hint"]
 
 RESCUED_SHOWN = 20
 """Rescued files listed in the text output of ``--status``."""
+
+
+TURN_ON = "run 'sessionquery archive' to keep what the agents delete, or set archive = true"
+"""How to turn the archive on, in the words ``sources`` and ``quickstart`` use."""
 
 
 def turn_on_hint(inv: Invocation) -> str:
     """One sentence saying how to keep the agents' history when they purge it."""
     where = term.safe(str(inv.config.config_file))
     return (
-        "Keep Claude Code and Codex history when they delete old transcripts: "
-        f"'sessionquery archive', or 'archive = true' in {where} to archive on every search"
+        "Claude Code and Codex delete old transcripts: 'sessionquery archive' keeps them, "
+        f"and 'archive = true' in {where} does it on every search"
     )
 
 
@@ -55,7 +59,7 @@ def _run(inv: Invocation) -> int:
             "no Claude Code or Codex source is selected, so there is nothing to archive "
             "(the archive keeps the agents' transcripts; choose them with --claude or --codex)",
         )
-    progress = Progress(sys.stderr, "Archiving")
+    progress = Progress(sys.stderr, "Archiving", noun="files")
     progress.start()
     try:
         report = archive.run(units, progress=progress)

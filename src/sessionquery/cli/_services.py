@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
 from sessionquery.cli import _render as render
-from sessionquery.config import Config
+from sessionquery.config import Config, FileSettings
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import JsonlPersistence, SessionPersistence
 from sessionquery.persistence.base import Problem, ProblemSource
 from sessionquery.query.service import SessionQuery
 
 if TYPE_CHECKING:
-    from sessionquery.archive import Archive, FileUnits
+    from sessionquery.archive import Archive, FileUnits, Form
     from sessionquery.search.postgres import PostgresSearch
     from sessionquery.search.sqlite import SqliteSearch
 
@@ -215,12 +215,29 @@ def open_archive(config: Config, *, create: bool) -> Archive | None:
 
     if not create and not (config.archive_dir / ARCHIVE_FILE).is_file():
         return None
-    keep = None
     try:
-        keep = config.settings().archive_keep_days
-    except SessionQueryError:
-        pass  # a broken config file is reported where the sources are chosen
-    return Archive(config.archive_dir, keep_days=keep)
+        settings = config.settings()
+    except SessionQueryError:  # a broken config file is reported where sources are chosen
+        settings = FileSettings(path=config.config_file)
+    return Archive(
+        config.archive_dir, keep_days=settings.archive_keep_days, form=archive_form(settings)
+    )
+
+
+def archive_form(settings: FileSettings) -> Form:
+    """What the archive stores: the redacted form when redaction is available, unless the
+    config file asks for the raw bytes (``archive_raw = true``)."""
+    from sessionquery.archive import RAW, redacted_form
+
+    if settings.archive_raw:
+        return RAW
+    try:
+        from sessionquery.redact import (  # type: ignore[import-not-found, unused-ignore]
+            default_redactor,
+        )
+    except ImportError:
+        return RAW  # no redaction in this version: nothing would be masked anywhere
+    return redacted_form(default_redactor())
 
 
 def _kept(entry: SourceEntry, archive: Archive | None) -> bool:
@@ -506,7 +523,9 @@ class Progress:
         tty: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
         quiet: bool = False,
+        noun: str = "sessions",
     ) -> None:
+        self._noun = noun
         self._stream = stream
         self._label = label
         self._interval = interval
@@ -528,7 +547,7 @@ class Progress:
         self._stream.flush()
 
     def __call__(self, done: int, total: int) -> None:
-        """Report ``done`` of ``total`` sessions."""
+        """Report ``done`` of ``total`` sessions (or the ``noun`` given)."""
         if total <= 0 or self._quiet:
             return
         if self._tty:
@@ -539,13 +558,13 @@ class Progress:
             return
         self._last = now
         percent = 100 * done // total
-        self._stream.write(f"{self._label}: {done} of {total} sessions ({percent}%)\n")
+        self._stream.write(f"{self._label}: {done} of {total} {self._noun} ({percent}%)\n")
         self._stream.flush()
 
     def _bar(self, done: int, total: int, width: int = 30) -> None:
         filled = width * min(done, total) // total
         bar = "#" * filled + "." * (width - filled)
-        self._stream.write(f"\r{self._label} [{bar}] {done}/{total} sessions")
+        self._stream.write(f"\r{self._label} [{bar}] {done}/{total} {self._noun}")
         self._stream.flush()
         self._drawn = True
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
-from sessionquery.cli._archive import turn_on_hint
+from sessionquery.cli._archive import TURN_ON
 from sessionquery.cli._services import (
     Invocation,
     SourceEntry,
@@ -86,7 +86,7 @@ def _count(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def _text(inv: Invocation, document: dict[str, Any], style: render.Style) -> list[str]:
+def _text(document: dict[str, Any], style: render.Style) -> list[str]:
     rows = []
     for item in document["sources"]:
         state = "" if item["exists"] else " (not found)"
@@ -107,12 +107,9 @@ def _text(inv: Invocation, document: dict[str, Any], style: render.Style) -> lis
         used = "used" if document["config_file_exists"] else "none there"
         lines.append(f"Config file: {term.safe(config)} ({used})")
     archive = document["archive"]
-    files = archive["files"]
-    held = "empty" if files is None else f"{files} file(s)"
-    state = "on every index update" if archive["on"] else "only when 'sessionquery archive' runs"
-    lines.append(f"Archive: {term.safe(archive['path'])} ({held}; archives {state})")
-    if not archive["on"]:
-        lines.append(style.dim(turn_on_hint(inv)))
+    held = f"{archive['files']} file(s); " if archive["files"] else ""
+    mode = "on: archived at every search" if archive["on"] else f"off: {TURN_ON}"
+    lines.append(f"Archive: {term.safe(archive['path'])} ({held}{mode})")
     for item in document["sources"]:
         if item["error"]:
             lines += ["", f"{_KIND_TEXT[item['kind']]} {item['label']}: {item['error']}"]
@@ -138,4 +135,4 @@ def cmd_sources(inv: Invocation) -> int:
     """Show the sources, where each came from, its session and problem counts."""
     inv.summarise_problems = False  # this command lists them itself
     document = _document(inv)
-    return emit(inv, document, lambda s: _text(inv, document, s))
+    return emit(inv, document, lambda s: _text(document, s))

@@ -15,6 +15,7 @@ from typing import Protocol, Self, runtime_checkable
 from sessionquery.model import SessionEvent, SessionHeader, SurfaceClass
 
 __all__ = [
+    "ArchiveAware",
     "ChangeJournal",
     "ChangeTokenSource",
     "DocumentLog",
@@ -143,6 +144,16 @@ class ChangeJournal(Protocol):
         :meth:`ChangeTokenSource.change_token` returned earlier), or ``None`` when the journal
         cannot tell (unknown or too old a token, a change made by hand, a damaged journal): the
         caller then falls back to a full listing. Never an under-approximation."""
+        ...
+
+
+@runtime_checkable
+class ArchiveAware(Protocol):
+    """A persistence that may read some sessions from an archive (``sessionquery.archive``)."""
+
+    def archived_ids(self) -> frozenset[str]:
+        """Ids of the sessions its last listing read from an archive (their source is gone);
+        cheap: no listing, no I/O."""
         ...
 
 

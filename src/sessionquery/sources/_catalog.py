@@ -461,6 +461,14 @@ class FileCatalog:
                 documents.append(TextDocument(event.seq, event.type, event.time, surface, text))
         return DocumentLog(header, revision, len(drafts) + len(closers), documents)
 
+    def archived_ids(self) -> frozenset[str]:
+        """Ids of the sessions the last listing read from an archive (no I/O)."""
+        with self._lock:
+            served = self._files.served()
+            if not served:
+                return frozenset()
+            return frozenset(pid for pid, (rel, _index) in self._ids.items() if rel in served)
+
     def problems(self) -> builtins.list[Problem]:
         """Problems of the folder and of the current revision of every file, in path order."""
         with self._lock:

@@ -195,6 +195,10 @@ class FileAccess(Protocol):
         """Whether the last listing served ``rel`` from an archive."""
         ...
 
+    def served(self) -> frozenset[str]:
+        """Every file the last listing served from an archive."""
+        ...
+
 
 class DiskFiles:
     """:class:`FileAccess` of the folder itself."""
@@ -223,3 +227,7 @@ class DiskFiles:
     def archived(self, rel: str) -> bool:
         """Never."""
         return False
+
+    def served(self) -> frozenset[str]:
+        """Nothing."""
+        return frozenset()

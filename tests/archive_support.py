@@ -1,0 +1,31 @@
+"""A Claude Code home made of the real transcripts the project vendors, for archive tests."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from locations import CORPUS
+
+__all__ = ["CLAUDE_FOLDERS", "claude_home", "transcripts"]
+
+CLAUDE_FOLDERS = ("claude-code-viewer", "episodic-memory", "agentcmd", "agent-sessions/claude")
+"""Corpus folders whose ``*.jsonl`` files (other than Codex rollouts) are Claude Code's."""
+
+
+def claude_home(base: Path) -> Path:
+    """A ``projects`` folder under ``base`` holding every Claude Code transcript of the corpus
+    (one project folder per corpus folder); returns it."""
+    projects = base / "projects"
+    for folder in CLAUDE_FOLDERS:
+        target = projects / folder.replace("/", "-")
+        target.mkdir(parents=True)
+        for path in sorted((CORPUS / folder).glob("*.jsonl")):
+            if not path.name.startswith("rollout-"):
+                shutil.copyfile(path, target / path.name)
+    return projects
+
+
+def transcripts(projects: Path) -> list[Path]:
+    """The transcript files under ``projects``, sorted."""
+    return sorted(projects.rglob("*.jsonl"))
