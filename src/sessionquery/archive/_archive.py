@@ -46,6 +46,7 @@ __all__ = [
 ARCHIVE_FILE = "archive.sqlite3"
 _LOCK_FILE = "archive.lock"
 _DAY_MS = 86_400_000
+_CHECKPOINT_BYTES = 64 << 10
 
 
 class UnitSource(Protocol):
@@ -306,7 +307,10 @@ class Archive:
             self._db.set_gone(back, None)
             gone += len(newly_gone)
         pruned = self._prune(cutoff) if cutoff is not None else 0
-        self._db.checkpoint()
+        if written >= _CHECKPOINT_BYTES or pruned:
+            # After a big run only: a small one (an appended line) leaves its few pages in
+            # the write-ahead log, which SQLite folds in once it has grown.
+            self._db.checkpoint(vacuum=bool(pruned))
         return ArchiveReport(
             units=total,
             stored=stored,
@@ -379,7 +383,7 @@ class Archive:
             )
         with self._locked(wait=True):
             count = self._prune(self._clock() - older_than_days * _DAY_MS)
-            self._db.checkpoint()
+            self._db.checkpoint(vacuum=True)
             return count
 
     def _prune(self, cutoff: int) -> int:

@@ -40,6 +40,8 @@ APPLICATION_ID = 0x53514152
 SCHEMA_VERSION = 1
 
 _BUSY_MS = 10_000
+_WAL_LIMIT = 4 << 20
+"""The write-ahead log is truncated back to this size after a checkpoint."""
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 _SCHEMA = (
@@ -198,6 +200,8 @@ class ArchiveDb:
             if app_id == APPLICATION_ID and version > SCHEMA_VERSION:
                 raise _refuse(self._path, f"has schema version {version}, newer than this one")
             if app_id != APPLICATION_ID:
+                # Before the first table: pruning can then give pages back to the system.
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
                 # Before the switch to WAL, so the mark is in the file's header at once.
                 conn.execute("BEGIN IMMEDIATE")
                 for statement in _SCHEMA:
@@ -206,6 +210,7 @@ class ArchiveDb:
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 conn.execute("COMMIT")
             conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA journal_size_limit = {_WAL_LIMIT}")
         except BaseException:
             conn.close()
             raise
@@ -360,6 +365,7 @@ class ArchiveDb:
                 )
                 unit_id = cursor.lastrowid
                 old: list[str] = []
+                start = 0
             else:
                 unit_id = int(found[0])
                 conn.execute(
@@ -367,18 +373,32 @@ class ArchiveDb:
                     " updated_at = ?, gone_at = ? WHERE id = ?",
                     (*values, unit_id),
                 )
-                old = [
-                    str(key)
-                    for (key,) in conn.execute(
-                        "SELECT blob FROM segments WHERE unit = ?", (unit_id,)
+                stored = [
+                    Segment(*row)
+                    for row in conn.execute(
+                        "SELECT blob, size, src_offset, src_size, src_key FROM segments"
+                        " WHERE unit = ? ORDER BY position",
+                        (unit_id,),
                     ).fetchall()
                 ]
-                conn.execute("DELETE FROM segments WHERE unit = ?", (unit_id,))
+                # Only the rows from the first changed position on are rewritten, so an
+                # appended line touches a few pages however many segments the unit has.
+                first = 0
+                while (
+                    first < min(len(stored), len(segments)) and stored[first] == segments[first]
+                ):
+                    first += 1
+                old = [segment.blob for segment in stored[first:]]
+                conn.execute(
+                    "DELETE FROM segments WHERE unit = ? AND position >= ?", (unit_id, first)
+                )
+                segments = segments[first:]
+                start = first
             conn.executemany(
                 "INSERT INTO segments VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
                     (unit_id, position, s.blob, s.size, s.src_offset, s.src_size, s.src_key)
-                    for position, s in enumerate(segments)
+                    for position, s in enumerate(segments, start)
                 ],
             )
             _drop_orphans(conn, old)
@@ -409,10 +429,13 @@ class ArchiveDb:
                 conn.execute("DELETE FROM units WHERE id = ?", (unit_id,))
             _drop_orphans(conn, old)
 
-    def checkpoint(self) -> None:
-        """Move the write-ahead log into the main file (after a run; best effort)."""
+    def checkpoint(self, *, vacuum: bool = False) -> None:
+        """Move the write-ahead log into the main file and, with ``vacuum``, give the pages
+        freed by removed units back to the file system (best effort)."""
         with self._lock:
             try:
+                if vacuum:
+                    self._conn.execute("PRAGMA incremental_vacuum")
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error:
                 pass

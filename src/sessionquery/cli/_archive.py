@@ -50,10 +50,8 @@ def _size(count: int) -> str:
 
 
 def _run(inv: Invocation) -> int:
-    archive = inv.archive(create=True)
-    assert archive is not None
-    units = inv.archive_units()
-    if not units:
+    app = inv.app
+    if not app.archive_units():
         raise SessionQueryError(
             ErrorCode.INVALID_CONFIG,
             "no Claude Code or Codex source is selected, so there is nothing to archive "
@@ -62,9 +60,11 @@ def _run(inv: Invocation) -> int:
     progress = Progress(sys.stderr, "Archiving", noun="files")
     progress.start()
     try:
-        report = archive.run(units, progress=progress)
+        report = app.archive_now(progress=progress)
     finally:
         progress.finish()
+    archive = app.archive()
+    assert archive is not None
     document: dict[str, Any] = {
         "archive": str(archive.folder),
         "files": report.units,
@@ -104,7 +104,7 @@ def _rescued_sessions(inv: Invocation) -> int | None:
 
 
 def _status(inv: Invocation) -> int:
-    archive = inv.archive()
+    archive = inv.app.archive()
     if archive is None:
         document: dict[str, Any] = {"archive": str(inv.config.archive_dir), "exists": False}
         return emit(inv, document, lambda _s: ["No archive yet.", turn_on_hint(inv)])
@@ -156,7 +156,7 @@ def _status(inv: Invocation) -> int:
 
 
 def _prune(inv: Invocation, days: int) -> int:
-    archive = inv.archive()
+    archive = inv.app.archive()
     if archive is None:
         return emit(inv, {"pruned": 0}, lambda _s: ["No archive yet: nothing to prune."])
     pruned = archive.prune(days)

@@ -9,17 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from sessionquery.app import SourceEntry, open_sources, problems_of
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli._archive import TURN_ON
-from sessionquery.cli._services import (
-    Invocation,
-    SourceEntry,
-    emit,
-    open_sources,
-    problems_of,
-)
-from sessionquery.cli._services import Selection as _Selection
+from sessionquery.cli._services import Invocation, emit
+from sessionquery.errors import SessionQueryError
 
 __all__ = ["PROBLEMS_SHOWN", "cmd_sources"]
 
@@ -42,15 +37,16 @@ def _inspect(entry: SourceEntry, inv: Invocation) -> dict[str, Any]:
     }
     if not entry.exists and entry.origin == "default":
         return item
-    one = _Selection((entry,), inv.selection.index, inv.selection.index_origin)
     try:
-        source = open_sources(one, inv.config, inv.archive())
+        source = open_sources(inv.selection.only(entry), inv.config, archive=inv.app.archive())
         item["sessions"] = len(source.list())
         item["problems"] = [
             {"path": p.path, "line": p.line, "message": p.message} for p in problems_of(source)
         ]
+    except SessionQueryError as error:
+        item["error"] = error.message
     except Exception as error:  # a diagnostic command: show every source's failure, go on
-        item["error"] = str(getattr(error, "message", None) or error)
+        item["error"] = str(error)
     return item
 
 
@@ -70,15 +66,15 @@ def _document(inv: Invocation) -> dict[str, Any]:
 def _archive(inv: Invocation) -> dict[str, Any]:
     try:
         on = inv.config.settings().archive
-    except Exception:  # a diagnostic command: a broken config file is shown elsewhere
+    except SessionQueryError:  # a broken config file is shown with the sources
         on = False
     item: dict[str, Any] = {"path": str(inv.config.archive_dir), "on": on, "files": None}
     try:
-        archive = inv.archive()
+        archive = inv.app.archive()
         if archive is not None:
             item["files"] = len(archive.units())
-    except Exception as error:  # shown beside the rest instead of failing the command
-        item["error"] = str(getattr(error, "message", None) or error)
+    except SessionQueryError as error:  # shown beside the rest instead of failing the command
+        item["error"] = error.message
     return item
 
 
@@ -110,6 +106,8 @@ def _text(document: dict[str, Any], style: render.Style) -> list[str]:
     held = f"{archive['files']} file(s); " if archive["files"] else ""
     mode = "on: archived at every search" if archive["on"] else f"off: {TURN_ON}"
     lines.append(f"Archive: {term.safe(archive['path'])} ({held}{mode})")
+    if archive.get("error"):
+        lines.append(f"  {term.safe(archive['error'])}")
     for item in document["sources"]:
         if item["error"]:
             lines += ["", f"{_KIND_TEXT[item['kind']]} {item['label']}: {item['error']}"]

@@ -1,0 +1,60 @@
+"""How the entry points set the archive up: where it is, what form it stores, what it copies.
+
+Used by the composition root (:mod:`sessionquery.app`); the archive itself takes explicit
+arguments and never reads a config file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sessionquery.archive._archive import ARCHIVE_FILE, Archive, FileUnits
+from sessionquery.archive._redacted import redacted_form
+from sessionquery.archive._segments import RAW, Form
+from sessionquery.config import Config, FileSettings
+from sessionquery.errors import SessionQueryError
+from sessionquery.persistence.base import SessionPersistence
+
+__all__ = ["archive_form", "file_units", "open_archive"]
+
+
+def open_archive(config: Config, *, create: bool) -> Archive | None:
+    """The archive under the data home, or ``None`` when there is none and ``create`` is
+    false (then nothing touches its folder).
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` for a file there that is not an archive.
+    """
+    if not create and not (config.archive_dir / ARCHIVE_FILE).is_file():
+        return None
+    try:
+        settings = config.settings()
+    except SessionQueryError:  # a broken config file is reported where sources are chosen
+        settings = FileSettings(path=config.config_file)
+    return Archive(
+        config.archive_dir, keep_days=settings.archive_keep_days, form=archive_form(settings)
+    )
+
+
+def archive_form(settings: FileSettings) -> Form:
+    """What the archive stores: the redacted form when redaction is available, unless the
+    config file asks for the raw bytes (``archive_raw = true``); see ``docs/archive.md``."""
+    if settings.archive_raw:
+        return RAW
+    try:
+        from sessionquery.redact import (  # type: ignore[import-not-found, unused-ignore]
+            default_redactor,
+        )
+    except ImportError:
+        return RAW  # no redaction in this version: no read path masks anything either
+    return redacted_form(default_redactor())
+
+
+def file_units(kind: str, path: Path, opened: SessionPersistence) -> FileUnits:
+    """The files the archive copies for an importer of ``kind`` at ``path``, named by the
+    rules of the opened importer (which is closed: only its naming is needed)."""
+    from sessionquery.sources._catalog import FileCatalog
+
+    assert isinstance(opened, FileCatalog)
+    opened.close()
+    return FileUnits(kind, path, opened.accept, opened.follow_outside_links)
