@@ -118,6 +118,11 @@ def test_config_file_paths_expand_home_and_are_relative_to_the_file(
         'claude = [""]\n',
         "index = []\n",
         'color = "always"\n',
+        'archive = "yes"\n',
+        "archive_raw = 1\n",
+        "archive_keep_days = 0\n",
+        'archive_keep_days = "30"\n',
+        "archive_keep_days = true\n",
         "root = [\n",
         "\xff\n",
     ],
@@ -139,3 +144,16 @@ def test_resolving_never_reads_a_broken_config_file(tmp_path: Path) -> None:
     config = Config.from_env({"SESSIONQUERY_CONFIG": str(path)})
     with pytest.raises(SessionQueryError):
         config.settings()
+
+
+def test_the_archive_settings_are_off_and_forever_unless_the_file_says_otherwise(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "config.toml"
+    empty = read_settings(path)
+    assert (empty.archive, empty.archive_keep_days, empty.archive_raw) == (False, None, False)
+    path.write_text("archive = true\narchive_keep_days = 90\narchive_raw = true\n")
+    settings = read_settings(path)
+    assert (settings.archive, settings.archive_keep_days, settings.archive_raw) == (True, 90, True)
+    assert not settings.names_sources
+    assert Config.for_home(tmp_path / "sq").archive_dir == tmp_path / "sq" / "archive"

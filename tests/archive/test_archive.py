@@ -294,3 +294,17 @@ def test_the_archive_files_are_private(tmp_path: Path) -> None:
     with Archive(tmp_path / "data" / "archive") as archive:
         assert (archive.folder.stat().st_mode & 0o777) == 0o700
         assert ((archive.folder / ARCHIVE_FILE).stat().st_mode & 0o777) == 0o600
+
+
+def test_pruning_gives_the_space_back(tmp_path: Path) -> None:
+    projects = claude_home(tmp_path)
+    now_ms = 1_900_000_000_000
+    for path in transcripts(projects):
+        os.utime(path, ns=((now_ms - 400 * DAY_MS) * 1_000_000,) * 2)
+    with Archive(tmp_path / "archive", clock=lambda: now_ms) as archive:
+        archive.run([FileUnits("claude", projects)])
+        full = archive.status().file_bytes
+        assert archive.prune(365) == len(transcripts(projects))
+        status = archive.status()
+        assert status.units == 0 and status.stored_bytes == 0
+        assert status.file_bytes < full / 4

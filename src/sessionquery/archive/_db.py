@@ -435,7 +435,8 @@ class ArchiveDb:
         with self._lock:
             try:
                 if vacuum:
-                    self._conn.execute("PRAGMA incremental_vacuum")
+                    # executescript steps the pragma to its end (execute frees one page).
+                    self._conn.executescript("PRAGMA incremental_vacuum;")
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error:
                 pass
