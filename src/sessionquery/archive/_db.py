@@ -384,9 +384,7 @@ class ArchiveDb:
                 # Only the rows from the first changed position on are rewritten, so an
                 # appended line touches a few pages however many segments the unit has.
                 first = 0
-                while (
-                    first < min(len(stored), len(segments)) and stored[first] == segments[first]
-                ):
+                while first < min(len(stored), len(segments)) and stored[first] == segments[first]:
                     first += 1
                 old = [segment.blob for segment in stored[first:]]
                 conn.execute(
