@@ -13,13 +13,14 @@ trusted from a stamp), and stores only what follows the last kept one. So:
 
 Segments hold at most :data:`SEGMENT_MAX` source bytes and end at a line break when there is
 one. With a transforming form (redaction), only whole lines are stored; a partial last line
-waits for the next run. Memory stays bounded by a few segments, whatever the file's size.
+waits for the next run. The source is read a segment at a time: a plan holds a few raw
+segments and the compressed new blobs, whatever the file's size.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from sessionquery.archive._db import NewBlob, Segment
@@ -94,23 +95,32 @@ def _verified(read: Reader, size: int, stored: Sequence[Segment]) -> tuple[int, 
     return kept, tail
 
 
-def _pieces(data: bytes, *, whole_lines: bool) -> list[bytes]:
-    """``data`` cut into segments at line breaks; a line longer than a segment is cut only
-    when the form does not need whole lines."""
-    out: list[bytes] = []
-    start = 0
-    while start < len(data):
-        end = min(start + SEGMENT_MAX, len(data))
-        if end < len(data):
-            cut = data.rfind(b"\n", start, end)
-            if cut >= start:
-                end = cut + 1
-            elif whole_lines:
-                found = data.find(b"\n", end)
-                end = len(data) if found < 0 else found + 1
-        out.append(data[start:end])
-        start = end
-    return out
+def _pieces(read: Reader, start: int, end: int, *, whole_lines: bool) -> Iterator[bytes]:
+    """The source's bytes ``start .. end`` read one segment at a time, cut at line breaks; a
+    line longer than a segment is cut only when the form does not need whole lines, and with
+    whole lines a partial last line is left for the next run."""
+    position = start
+    while position < end:
+        data = read(position, min(SEGMENT_MAX, end - position))
+        if not data:
+            return
+        if position + len(data) < end:
+            cut = data.rfind(b"\n")
+            while cut < 0 and whole_lines and position + len(data) < end:
+                more = read(position + len(data), min(SEGMENT_MAX, end - position - len(data)))
+                if not more:
+                    break
+                found = more.find(b"\n")
+                data += more if found < 0 else more[: found + 1]
+                cut = len(data) - 1 if found >= 0 else -1
+            if cut >= 0:
+                data = data[: cut + 1]
+        elif whole_lines:
+            data = data[: data.rfind(b"\n") + 1]
+            if not data:
+                return
+        yield data
+        position += len(data)
 
 
 def _segment(source: bytes, offset: int, form: Form) -> tuple[Segment, NewBlob]:
@@ -140,46 +150,50 @@ def plan(
     kept, tail_sources = _verified(read, size, stored)
     segments = list(stored[:kept])
     consumed = segments[-1].src_offset + segments[-1].src_size if segments else 0
-    fresh = read(consumed, size - consumed) if size > consumed else b""
-    if form.transform is not None:
-        fresh = fresh[: fresh.rfind(b"\n") + 1]  # whole lines only
-    pieces = _pieces(fresh, whole_lines=form.transform is not None)
-    # Merge material: the kept small trailing segments' source bytes, then the new pieces.
-    run = [*tail_sources, *pieces]
     base = len(segments) - len(tail_sources)
-    sizes = [len(p) for p in run]
-    groups = _binary_counter(sizes, first_new=len(tail_sources))
     del segments[base:]
     blobs: dict[str, NewBlob] = {}
     offset = segments[-1].src_offset + segments[-1].src_size if segments else 0
-    index = 0
-    for count in groups:
-        part = run[index : index + count]
-        if count == 1 and index < len(tail_sources):
-            segments.append(stored[base + index])  # an untouched kept segment
-        else:
-            source = b"".join(part)
-            segment, blob = _segment(source, offset, form)
-            segments.append(segment)
-            blobs[blob.key] = blob
-        offset += sum(len(p) for p in part)
-        index += count
+    # Groups of pieces under the binary counter: (source bytes, the stored segment when the
+    # group is one untouched kept segment). Groups before the last one over half a segment can
+    # never merge again, so they are stored at once and only a few segments stay in memory.
+    groups: list[tuple[list[bytes], Segment | None]] = [
+        ([data], stored[base + index]) for index, data in enumerate(tail_sources)
+    ]
+
+    def settle(final: bool) -> None:
+        nonlocal offset
+        ready = len(groups) if final else _final_groups(groups)
+        for parts, untouched in groups[:ready]:
+            if untouched is not None:
+                segments.append(untouched)
+            else:
+                segment, blob = _segment(b"".join(parts), offset, form)
+                segments.append(segment)
+                blobs[blob.key] = blob
+            offset += sum(map(len, parts))
+        del groups[:ready]
+
+    pieces = _pieces(read, consumed, size, whole_lines=form.transform is not None)
+    for piece in pieces:
+        groups.append(([piece], None))
+        while len(groups) >= 2:
+            (first, _a), (second, _b) = groups[-2], groups[-1]
+            s1, s2 = sum(map(len, first)), sum(map(len, second))
+            if s1 > s2 or s1 + s2 > SEGMENT_MAX:
+                break
+            groups[-2:] = [([*first, *second], None)]
+        settle(final=False)
+    settle(final=True)
     present = known(list(blobs)) if blobs else set()
     new_blobs = tuple(blob for key, blob in blobs.items() if key not in present)
     return Plan(tuple(segments), new_blobs, offset, kept)
 
 
-def _binary_counter(sizes: Sequence[int], first_new: int) -> list[int]:
-    """Group consecutive pieces: each new piece is pushed, then the last two groups merge
-    while the earlier is not larger than the later and both fit in one segment."""
-    groups: list[tuple[int, int]] = []  # (pieces, bytes)
-    for index, size in enumerate(sizes):
-        groups.append((1, size))
-        if index < first_new:
-            continue  # stored segments are merged only by a new piece's arrival
-        while len(groups) >= 2:
-            (n1, s1), (n2, s2) = groups[-2], groups[-1]
-            if s1 > s2 or s1 + s2 > SEGMENT_MAX:
-                break
-            groups[-2:] = [(n1 + n2, s1 + s2)]
-    return [count for count, _ in groups]
+def _final_groups(groups: Sequence[tuple[list[bytes], Segment | None]]) -> int:
+    """How many leading groups can no longer merge: all up to the last group over half a
+    segment that is not the last group."""
+    for index in range(len(groups) - 2, -1, -1):
+        if sum(map(len, groups[index][0])) > SEGMENT_MAX // 2:
+            return index + 1
+    return 0
