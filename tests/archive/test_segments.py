@@ -132,3 +132,27 @@ def test_many_one_line_appends_keep_few_segments_and_write_each_byte_a_few_times
         segments = _archive(store, data, segments)
     assert store.read(segments) == data
     assert len(segments) <= 12  # logarithmic in the number of appends
+
+
+def test_a_big_source_is_read_one_segment_at_a_time() -> None:
+    data = (b'{"line": "' + b"x" * 990 + b'"}\n') * (5 * SEGMENT_MAX // 1000)
+    reads: list[int] = []
+
+    def read(offset: int, length: int) -> bytes:
+        reads.append(length)
+        return data[offset : offset + length]
+
+    store = Stored()
+    segments = store.apply(plan(read, len(data), (), known=store.known))
+    assert store.read(segments) == data
+    assert max(reads) <= SEGMENT_MAX
+
+
+def test_a_line_longer_than_a_segment_stays_whole_under_a_transforming_form() -> None:
+    long_line = b"y" * (SEGMENT_MAX + 10) + b"\n"
+    data = b"short\n" + long_line + b"tail\n"
+    form = Form("same", lambda lines: lines)
+    store = Stored()
+    segments = store.apply(plan(_reader(data), len(data), (), form, known=store.known))
+    assert store.read(segments) == data
+    assert all(data[s.src_offset + s.src_size - 1] == ord("\n") for s in segments)
