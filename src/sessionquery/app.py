@@ -553,7 +553,10 @@ class App:
         if self._archive is None and (create or not self._archive_looked):
             from sessionquery.archive.setup import open_archive
 
-            self._archive = open_archive(self.config, create=create)
+            # The redactor every read path applies, once the composition root has one: the
+            # archive then stores the redacted form (docs/archive.md, "Secrets").
+            redactor = getattr(self, "redactor", None)
+            self._archive = open_archive(self.config, create=create, redactor=redactor)
             self._archive_looked = True
         return self._archive
 

@@ -21,12 +21,12 @@ class ToyRedactor:
     def __init__(self, version: str = "1") -> None:
         self.fingerprint = f"toy-{version}"
 
-    def redact_text(self, text: str) -> str:
+    def redact(self, text: str) -> str:
         return _PATTERN.sub("[REDACTED:toy-key]", text)
 
     def redact_json(self, value: Any) -> Any:
         if isinstance(value, str):
-            return self.redact_text(value)
+            return self.redact(value)
         if isinstance(value, list):
             return [self.redact_json(item) for item in value]
         if isinstance(value, dict):

@@ -56,12 +56,23 @@ def test_archive_true_archives_before_the_index_is_updated(tmp_path: Path) -> No
     assert archive is not None and len(archive.units()) == report.stored
 
 
-def test_the_raw_form_is_stored_until_redaction_exists_or_when_asked(tmp_path: Path) -> None:
-    settings = FileSettings(path=tmp_path / "config.toml", archive_raw=True)
-    assert archive_form(settings) is RAW
-    try:
-        import sessionquery.redact  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
-    except ImportError:
-        assert archive_form(FileSettings(path=tmp_path / "c.toml")) is RAW
-    else:
-        assert archive_form(FileSettings(path=tmp_path / "c.toml")).name.startswith("redacted:")
+def test_the_form_is_redacted_with_a_redactor_unless_raw_bytes_are_asked_for(
+    tmp_path: Path,
+) -> None:
+    from archive.test_redacted import ToyRedactor
+
+    plain = FileSettings(path=tmp_path / "config.toml")
+    raw = FileSettings(path=tmp_path / "config.toml", archive_raw=True)
+    assert archive_form(plain, None) is RAW
+    assert archive_form(raw, ToyRedactor()) is RAW
+    assert archive_form(plain, ToyRedactor()).name == "redacted:toy-1"
+
+
+def test_the_app_archives_what_its_redactor_would_show(tmp_path: Path) -> None:
+    app = App(_config(tmp_path))
+    redactor = getattr(app, "redactor", None)
+    archive = app.archive(create=True)
+    assert archive is not None
+    expected = "raw" if redactor is None else f"redacted:{redactor.fingerprint}"
+    app.archive_now()
+    assert {unit.form for unit in archive.units()} == {expected}

@@ -30,7 +30,7 @@ class LineRedactor(Protocol):
         """Changes whenever the redactor would mask differently."""
         ...
 
-    def redact_text(self, text: str) -> str:
+    def redact(self, text: str) -> str:
         """``text`` with every secret masked."""
         ...
 
@@ -51,7 +51,7 @@ def redacted_form(redactor: LineRedactor) -> Form:
                 value = json.loads(body)
             except ValueError:
                 text = body.decode("utf-8", "surrogateescape")
-                out.append(redactor.redact_text(text).encode("utf-8", "surrogateescape") + end)
+                out.append(redactor.redact(text).encode("utf-8", "surrogateescape") + end)
                 continue
             masked = redactor.redact_json(value)
             if masked == value:

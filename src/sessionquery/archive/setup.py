@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sessionquery.archive._archive import ARCHIVE_FILE, Archive, FileUnits
-from sessionquery.archive._redacted import redacted_form
+from sessionquery.archive._redacted import LineRedactor, redacted_form
 from sessionquery.archive._segments import RAW, Form
 from sessionquery.config import Config, FileSettings
 from sessionquery.errors import SessionQueryError
@@ -18,9 +18,17 @@ from sessionquery.persistence.base import SessionPersistence
 __all__ = ["archive_form", "file_units", "open_archive"]
 
 
-def open_archive(config: Config, *, create: bool) -> Archive | None:
+def open_archive(
+    config: Config, *, create: bool, redactor: LineRedactor | None = None
+) -> Archive | None:
     """The archive under the data home, or ``None`` when there is none and ``create`` is
     false (then nothing touches its folder).
+
+    Args:
+        config: where data lives.
+        create: create the archive when it is missing.
+        redactor: the redactor every read path applies, when redaction is on: the archive
+            then stores what it would show (see :func:`archive_form`).
 
     Raises:
         SessionQueryError: ``INVALID_CONFIG`` for a file there that is not an archive.
@@ -32,22 +40,19 @@ def open_archive(config: Config, *, create: bool) -> Archive | None:
     except SessionQueryError:  # a broken config file is reported where sources are chosen
         settings = FileSettings(path=config.config_file)
     return Archive(
-        config.archive_dir, keep_days=settings.archive_keep_days, form=archive_form(settings)
+        config.archive_dir,
+        keep_days=settings.archive_keep_days,
+        form=archive_form(settings, redactor),
     )
 
 
-def archive_form(settings: FileSettings) -> Form:
-    """What the archive stores: the redacted form when redaction is available, unless the
-    config file asks for the raw bytes (``archive_raw = true``); see ``docs/archive.md``."""
-    if settings.archive_raw:
+def archive_form(settings: FileSettings, redactor: LineRedactor | None) -> Form:
+    """What the archive stores: with redaction on (a ``redactor``), the redacted form, unless
+    the config file asks for the raw bytes (``archive_raw = true``); else the raw bytes. See
+    ``docs/archive.md``, "Secrets"."""
+    if redactor is None or settings.archive_raw:
         return RAW
-    try:
-        from sessionquery.redact import (  # type: ignore[import-not-found, unused-ignore]
-            default_redactor,
-        )
-    except ImportError:
-        return RAW  # no redaction in this version: no read path masks anything either
-    return redacted_form(default_redactor())
+    return redacted_form(redactor)
 
 
 def file_units(kind: str, path: Path, opened: SessionPersistence) -> FileUnits:
