@@ -136,7 +136,7 @@ def test_live_sessions_and_their_titles_are_searched_and_shadow_their_stored_cop
 def test_corpus_statistics_come_from_the_index_itself(index: SqliteSearch) -> None:
     corpus = _corpus()
     index.update(corpus)
-    conn = index._conn  # type: ignore[attr-defined]
+    conn = index._conn
     assert conn is not None
     stats = sqlite_relevance.corpus_stats(conn)
     texts = [text for (text,) in conn.execute("SELECT text FROM main.doc_rows")]
@@ -181,7 +181,7 @@ def test_every_page_follows_the_kernel_scores_and_the_tie_breaks(
             cursor = page.next_cursor
             if cursor is None:
                 break
-        conn = index._conn  # type: ignore[attr-defined]
+        conn = index._conn
         assert conn is not None
         plan = plan_relevance(
             query_tokens(conn, query),
@@ -213,7 +213,7 @@ def test_scores_are_bit_identical_to_the_kernel_on_the_index_tokens(index: Sqlit
     store.put(header("a"), log(*texts))
     corpus = FakeCorpus(store)
     index.update(corpus)
-    conn = index._conn  # type: ignore[attr-defined]
+    conn = index._conn
     assert conn is not None
     plan = plan_relevance(
         ["alpha", "beta"],
