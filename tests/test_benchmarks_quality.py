@@ -14,10 +14,19 @@ from pathlib import Path
 
 from locations import BENCHMARKS, CORPUS
 from sessionquery.examples import EXAMPLE_SESSION_IDS
+from sessionquery.sources import CodexSource
 
 sys.path.insert(0, str(BENCHMARKS))
 
-from quality import LIMIT, SECTION, locate_corpus, measure
+from quality import (
+    BACKGROUND,
+    LIMIT,
+    SECTION,
+    check_background,
+    generate_background,
+    locate_corpus,
+    measure,
+)
 from quality_questions import KINDS, QUESTIONS
 
 _NUMBER = re.compile(r"^(0|1)\.\d\d$")
@@ -33,10 +42,12 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _rows(section: str, header_start: str) -> list[list[str]]:
-    """The body rows of the Markdown table whose header line starts with ``header_start``."""
+def _rows(section: str, header_start: str, after: str = "") -> list[list[str]]:
+    """The body rows of the first Markdown table whose header line starts with
+    ``header_start`` (after the first line holding ``after``)."""
     lines = section.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    begin = next(i for i, line in enumerate(lines) if after in line)
+    start = next(i for i, line in enumerate(lines) if i > begin and line.startswith(header_start))
     assert set(lines[start + 1]) <= set("|-: ")
     rows = []
     for line in lines[start + 2 :]:
@@ -56,7 +67,7 @@ def _section(path: Path) -> str:
 def test_examples_only_run_replaces_its_section_with_well_formed_tables(tmp_path: Path) -> None:
     output = tmp_path / "RESULTS.md"
     output.write_text(f"# results\n\n## Other\n\nkept\n\n{SECTION}\n\nold figures\n")
-    done = _run("--examples-only", "--output", str(output))
+    done = _run("--examples-only", "--background", "10", "--output", str(output))
     assert done.returncode == 0, done.stderr
     text = output.read_text()
     assert "## Other\n\nkept" in text
@@ -64,29 +75,34 @@ def test_examples_only_run_replaces_its_section_with_well_formed_tables(tmp_path
     assert text.count(SECTION + "\n") == 1
     section = _section(output)
     asked = [q for q in QUESTIONS if q.home == "examples"]
-    summary = _rows(section, "| backend | mode |")
-    measured = [row for row in summary if row[0] == "sqlite"]
-    assert [row[1] for row in measured][:2] == ["`phrase`", "`words`"]
-    for row in measured:
-        assert all(_NUMBER.match(cell) for cell in row[2:5]), row
-    modes = len(measured)
-    kinds = _rows(section, "| kind | questions |")
-    assert [row[0] for row in kinds] == [k for k in KINDS if any(q.kind == k for q in asked)]
-    assert sum(int(row[1]) for row in kinds) == len(asked)
-    for row in kinds:
-        assert len(row) == 2 + modes
-        for cell in row[2:]:
-            assert all(_NUMBER.match(x) for x in cell.split(" / ")), row
+    summary = _rows(section, "| backend | distractors | mode |")
+    for level in ("none", "+10"):
+        rows = [row for row in summary if row[1] == level]
+        assert rows[0][:3] == ["", level, "random order"]
+        assert [row[2] for row in rows[1:3]] == ["`phrase`", "`words`"]
+        assert all(row[0] == "sqlite" for row in rows[1:])
+        for row in rows:
+            assert all(_NUMBER.match(cell) for cell in row[3:6]), row
+    modes = len([row for row in summary if row[0] == "sqlite"]) // 2
+    for level in ("none", "+10"):
+        kinds = _rows(section, "| kind | questions |", after=f"distractors {level};")
+        assert [row[0] for row in kinds] == [k for k in KINDS if any(q.kind == k for q in asked)]
+        assert sum(int(row[1]) for row in kinds) == len(asked)
+        for row in kinds:
+            assert len(row) == 2 + modes
+            for cell in row[2:]:
+                assert all(_NUMBER.match(x) for x in cell.split(" / ")), row
     questions = _rows(section, "| # | kind | question |")
     assert [row[2] for row in questions] == [q.text.replace("|", "\\|") for q in asked]
     for row in questions:
-        for rank in row[4:]:
-            assert rank == "—" or 1 <= int(rank) <= LIMIT, row
+        for cell in row[4:]:
+            for rank in cell.split(" · "):
+                assert rank == "—" or 1 <= int(rank) <= LIMIT, row
 
 
 def test_run_without_real_transcripts_says_so_and_measures_the_examples(tmp_path: Path) -> None:
     missing = tmp_path / "no-corpus"
-    done = _run("--corpus", str(missing), "--no-write")
+    done = _run("--corpus", str(missing), "--background", "0", "--no-write")
     assert done.returncode == 0, done.stderr
     assert str(missing) in done.stderr
     assert "bundled example sessions only" in done.stdout
@@ -112,7 +128,23 @@ def test_every_question_is_well_formed_and_distinct() -> None:
 
 
 def test_every_right_session_is_listed_from_the_vendored_corpus() -> None:
-    results = measure(corpus_dir=CORPUS, modes=("phrase",))
+    results = measure(corpus_dir=CORPUS, modes=("phrase",), background=0)
     assert results["problems"] == []
     assert len(results["questions"]) == len(QUESTIONS)
     assert results["corpus"]["not_read"]  # the DeepSeek-harness files are named, not hidden
+
+
+def test_the_default_background_answers_no_question(tmp_path: Path) -> None:
+    (_label, source), info = generate_background(tmp_path, BACKGROUND)
+    assert info["transcripts"] == BACKGROUND
+    assert check_background(source, QUESTIONS) == []
+
+
+def test_a_distractor_that_could_answer_a_question_is_reported(tmp_path: Path) -> None:
+    generate_background(tmp_path, 3)
+    rollout = sorted(tmp_path.rglob("rollout-*.jsonl"))[0]
+    rollout.write_text(rollout.read_text().replace("rg -n ", "pytest -q ", 1))
+    sessions = rollout.parents[3]  # <home>/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl
+    problems = check_background(CodexSource(sessions), QUESTIONS)
+    assert len(problems) == 1
+    assert "'pytest'" in problems[0]
