@@ -9,11 +9,13 @@
 
 The corpus is what a user of the CLI would search: the real Claude Code and Codex transcripts of
 ``../shared/corpus/real`` (else the copy vendored in ``tests/data/real``; ``--corpus DIR`` names
-another), read in place through the project's importers (``ClaudeCodeSource``, ``CodexSource``:
-inline sidechains and agent files become child sessions), beside the bundled examples
-(``sessionquery quickstart``) in a ``JsonlPersistence`` store, all in one ``MultiSource`` labelled
-as the CLI labels them. When no real transcripts are found the benchmark says so and measures
-the examples alone; that is not an error.
+another), copied byte for byte into a Claude projects tree and a Codex sessions tree (the CLI
+follows no link that leaves a source folder; the corpus itself is only read), and the bundled
+examples (``sessionquery quickstart``) in a store, opened together through the CLI's composition
+root (``sessionquery.app.App`` with ``--root``/``--claude``/``--codex`` as ``SourceOptions``, a
+private home), so the importers, the source wrappers and the labels are the CLI's: inline
+sidechains and agent files become child sessions. When no real transcripts are found the
+benchmark says so and measures the examples alone; that is not an error.
 
 That corpus is small (about 30 sessions), so a second index holds it plus ``--background``
 (default :data:`BACKGROUND`) generated Codex rollouts as distractors: ``history.py`` with
@@ -155,8 +157,9 @@ def _is_codex(rel: Path) -> bool:
     return rel.name.startswith("rollout-") or rel.parent.name == "codex"
 
 
-def _link_trees(real: Path, work: Path) -> tuple[Path, Path, int, int, list[str]]:
-    """A Claude projects tree and a Codex sessions tree of symlinks to the real files.
+def _copy_trees(real: Path, work: Path) -> tuple[Path, Path, int, int, list[str]]:
+    """A Claude projects tree and a Codex sessions tree holding byte-for-byte copies of the real
+    files (copies, since the CLI follows no link that leaves a source folder).
 
     Each corpus folder becomes one Claude project folder (so sessions that shared a project
     directory still do); Codex files keep their ``rollout-`` names (others get one).
@@ -173,44 +176,52 @@ def _link_trees(real: Path, work: Path) -> tuple[Path, Path, int, int, list[str]
             continue
         if _is_codex(rel):
             name = rel.name if rel.name.startswith("rollout-") else "rollout-" + "-".join(rel.parts)
-            link = codex / name
+            copy = codex / name
             codex_files += 1
         else:
-            link = claude / ("-" + "-".join(rel.parent.parts)) / rel.name
+            copy = claude / ("-" + "-".join(rel.parent.parts)) / rel.name
             claude_files += 1
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(path.resolve())
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, copy)
     return claude, codex, claude_files, codex_files, not_read
 
 
-def _sources(real: Path | None, why: str | None, work: Path) -> tuple[list[Any], Corpus]:
-    """``(label, persistence)`` pairs labelled as the CLI labels its sources, and what they hold."""
-    from sessionquery import JsonlPersistence
-    from sessionquery.examples import build_examples
-    from sessionquery.sources import ClaudeCodeSource, CodexSource, MultiSource
+Sources = tuple[tuple[str, Path], ...]
+"""``(kind, folder)`` pairs, as ``--root`` / ``--claude`` / ``--codex`` name them on the CLI."""
 
+
+def _app(work: Path, sources: Sources) -> Any:
+    """The CLI's composition root over ``sources`` (a private sessionquery home under ``work``,
+    so no default location and no config file of the user is read)."""
+    from sessionquery.app import App, SourceOptions
+    from sessionquery.config import Config
+
+    config = Config.for_home(work / "home", user_home=work / "user")
+    return App(config, SourceOptions(sources=sources, index=work / "unused-index.sqlite3"))
+
+
+def _sources(real: Path | None, why: str | None, work: Path) -> tuple[Sources, Corpus]:
+    """The sources to index and what they hold."""
+    from sessionquery.examples import build_examples
+
+    (work / "home").mkdir()
     examples_root = work / "examples"
     example_ids = build_examples(examples_root)
-    pairs: list[Any] = [("store", JsonlPersistence(examples_root))]
+    sources: Sources = (("root", examples_root),)
     if real is None:
-        return pairs, Corpus(None, why, 0, 0, (), dict.fromkeys(example_ids, "examples"))
-    claude, codex, n_claude, n_codex, not_read = _link_trees(real, work)
-    pairs += [
-        ("claude", ClaudeCodeSource(claude, follow_outside_links=True)),
-        ("codex", CodexSource(codex, follow_outside_links=True)),
-    ]
+        return sources, Corpus(None, why, 0, 0, (), dict.fromkeys(example_ids, "examples"))
+    claude, codex, n_claude, n_codex, not_read = _copy_trees(real, work)
+    sources += (("claude", claude), ("codex", codex))
     sessions = {
         entry.header.id: "examples" if entry.header.id in example_ids else "real"
-        for entry in MultiSource(pairs).list()
+        for entry in _app(work, sources).persistence().list()
     }
-    return pairs, Corpus(real, None, n_claude, n_codex, tuple(not_read), sessions)
+    return sources, Corpus(real, None, n_claude, n_codex, tuple(not_read), sessions)
 
 
-def generate_background(work: Path, transcripts: int) -> tuple[Any, dict[str, Any]]:
-    """``transcripts`` generated Codex rollouts (seeded) as a second ``codex`` source."""
+def generate_background(work: Path, transcripts: int) -> tuple[Path, dict[str, Any]]:
+    """``transcripts`` generated Codex rollouts (seeded); their sessions folder and size."""
     from history import HistorySpec, generate_history
-
-    from sessionquery.sources import CodexSource
 
     spec = HistorySpec(
         transcripts=transcripts,
@@ -218,18 +229,22 @@ def generate_background(work: Path, transcripts: int) -> tuple[Any, dict[str, An
         codex_share=1.0,
     )
     manifest = generate_history(work / "background", spec)
-    source = CodexSource(Path(manifest.codex_sessions))
-    return ("codex2", source), {"transcripts": manifest.transcripts, "bytes": manifest.bytes}
+    return Path(manifest.codex_sessions), {
+        "transcripts": manifest.transcripts,
+        "bytes": manifest.bytes,
+    }
 
 
-def check_background(source: Any, questions: Sequence[Question]) -> list[str]:
-    """Why a distractor could answer a question (empty: none can)."""
+def check_background(folder: Path, questions: Sequence[Question]) -> list[str]:
+    """Why a distractor of the Codex sessions ``folder`` could answer a question (empty: none
+    can)."""
     from sessionquery import SessionQuery
     from sessionquery.model import extract_event_text
+    from sessionquery.sources import CodexSource
 
     exact = [q.text.lower() for q in questions if q.kind in ("identifier", "error")]
     problems: list[str] = []
-    query = SessionQuery(persistence=source)
+    query = SessionQuery(persistence=CodexSource(folder))
     for record in query.list_sessions():
         if record.header.parent_session is not None:
             problems.append(f"distractor {record.id} is a child session")
@@ -315,13 +330,12 @@ def _search(query: Any, question: Question, mode: str, right: set[str]) -> Outco
 
 
 def _run(
-    search: Any, pairs: list[Any], asked: list[tuple[Question, set[str]]], modes: list[str]
+    search: Any,
+    app: Any,
+    asked: list[tuple[Question, set[str]]],
+    modes: list[str],
 ) -> dict[str, Any]:
-    from sessionquery import SessionQuery
-    from sessionquery.sources import MultiSource
-
-    persistence = pairs[0][1] if len(pairs) == 1 else MultiSource(pairs)
-    with SessionQuery(persistence=persistence, search=search) as query:
+    with app.service(search) as query:
         sessions = len(query.list_sessions())
         outcomes = {
             mode: [asdict(_search(query, q, mode, right)) for q, right in asked] for mode in modes
@@ -345,15 +359,15 @@ def measure(
         real, why = locate_corpus(corpus_dir)
     work = Path(tempfile.mkdtemp(prefix="sq-quality-"))
     try:
-        pairs, corpus = _sources(real, why, work)
+        sources, corpus = _sources(real, why, work)
         asked, problems = _asked(corpus)
         measured = available_modes(modes)
-        variants: list[tuple[int, list[Any]]] = [(0, pairs)]
+        variants: list[tuple[int, Sources]] = [(0, sources)]
         background_info = None
         if background > 0:
-            extra, background_info = generate_background(work, background)
-            problems += check_background(extra[1], [q for q, _ in asked])
-            variants.append((background_info["transcripts"], [*pairs, extra]))
+            folder, background_info = generate_background(work, background)
+            problems += check_background(folder, [q for q, _ in asked])
+            variants.append((background_info["transcripts"], (*sources, ("codex", folder))))
         results: dict[str, Any] = {
             "corpus": _corpus_json(corpus),
             "questions": [_question_json(q) for q, _ in asked],
@@ -369,7 +383,8 @@ def measure(
             try:
                 with _indexes(kind, work, dsn) as new_index:
                     for distractors, variant in variants:
-                        run = _run(new_index(str(distractors)), variant, asked, measured)
+                        index = new_index(str(distractors))
+                        run = _run(index, _app(work, variant), asked, measured)
                         results["runs"].append({"backend": kind, "distractors": distractors, **run})
             except Exception as exc:  # one backend that cannot run is reported, not fatal
                 results["run_errors"].append(

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from locations import BENCHMARKS, CORPUS
 from sessionquery.examples import EXAMPLE_SESSION_IDS
-from sessionquery.sources import CodexSource
 
 sys.path.insert(0, str(BENCHMARKS))
 
@@ -135,16 +134,15 @@ def test_every_right_session_is_listed_from_the_vendored_corpus() -> None:
 
 
 def test_the_default_background_answers_no_question(tmp_path: Path) -> None:
-    (_label, source), info = generate_background(tmp_path, BACKGROUND)
+    folder, info = generate_background(tmp_path, BACKGROUND)
     assert info["transcripts"] == BACKGROUND
-    assert check_background(source, QUESTIONS) == []
+    assert check_background(folder, QUESTIONS) == []
 
 
 def test_a_distractor_that_could_answer_a_question_is_reported(tmp_path: Path) -> None:
-    generate_background(tmp_path, 3)
-    rollout = sorted(tmp_path.rglob("rollout-*.jsonl"))[0]
+    folder, _info = generate_background(tmp_path, 3)
+    rollout = sorted(folder.rglob("rollout-*.jsonl"))[0]
     rollout.write_text(rollout.read_text().replace("rg -n ", "pytest -q ", 1))
-    sessions = rollout.parents[3]  # <home>/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl
-    problems = check_background(CodexSource(sessions), QUESTIONS)
+    problems = check_background(folder, QUESTIONS)
     assert len(problems) == 1
     assert "'pytest'" in problems[0]
