@@ -23,6 +23,11 @@ from sessionquery.search.sqlite import relevance as sqlite_relevance
 from sessionquery.search.sqlite.query import query_tokens
 
 
+def _holds(tokens: list[str], phrase: tuple[str, ...]) -> bool:
+    n = len(phrase)
+    return bool(n) and any(tuple(tokens[i : i + n]) == phrase for i in range(len(tokens)))
+
+
 def title(seq: int, text: str) -> SessionEvent:
     return SessionEvent(
         type="session/title",
@@ -199,7 +204,7 @@ def test_every_page_follows_the_kernel_scores_and_the_tie_breaks(
                 counts = Counter(tokens)
                 tfs = [counts[term] for term in plan.terms]
                 if any(tfs):
-                    score = event_score(plan, tfs, len(tokens))
+                    score = event_score(plan, tfs, len(tokens), _holds(tokens, plan.phrase))
                     scored.append((-score, len(text), -(1_000 + seq), -seq, seq))
             if scored:
                 best = min(scored)
@@ -231,7 +236,8 @@ def test_scores_are_bit_identical_to_the_kernel_on_the_index_tokens(index: Sqlit
     for (rowid, score), text in zip(rows, texts, strict=True):
         tokens = query_tokens(conn, text)
         tfs = [tokens.count(term) for term in plan.terms]
-        assert score == event_score(plan, tfs, len(tokens)), rowid
+        expected = event_score(plan, tfs, len(tokens), _holds(tokens, plan.phrase))
+        assert score == expected, rowid
         assert not math.isnan(score)
 
 
@@ -264,13 +270,15 @@ def _brute_force(
         best_title: tuple[float, int, int, int] | None = None
         for event in events:
             is_title = event.type == "session/title"
-            text = str(event.data["title"]) if is_title else extract_event_text(event)  # type: ignore[index]
+            text = str(event.data["title"]) if is_title else extract_event_text(event)
             tokens = query_tokens(conn, text)
             counts = Counter(tokens)
             tfs = [counts[term] for term in plan.terms]
             if not any(tfs):
                 continue
-            score = event_score(plan, tfs, len(tokens)) * (TITLE_WEIGHT if is_title else 1.0)
+            score = event_score(plan, tfs, len(tokens), _holds(tokens, plan.phrase))
+            if is_title:
+                score = TITLE_WEIGHT * score
             key = (-score, len(text), -event.time, -event.seq)
             if is_title:
                 best_title = key if best_title is None else min(best_title, key)
@@ -309,8 +317,18 @@ def test_pruned_pages_equal_a_brute_force_ranking_on_a_zipf_corpus(tmp_path: Pat
         index.update(corpus)
         conn = index._conn
         assert conn is not None
-        for _ in range(25):
-            query = " ".join(rng.sample(vocabulary[:30], rng.randint(1, 5)))
+        texts = [
+            str(e.data["title"]) if e.type == "session/title" else extract_event_text(e)
+            for events in sessions.values()
+            for e in events
+        ]
+        for attempt in range(30):
+            if attempt % 3 == 0:  # a run of a real document's words: the phrase boost applies
+                words = rng.choice(texts).split()
+                start = rng.randrange(len(words))
+                query = " ".join(words[start : start + rng.randint(2, 4)])
+            else:
+                query = " ".join(rng.sample(vocabulary[:30], rng.randint(1, 5)))
             expected = _brute_force(sessions, query, conn)
             got: list[tuple[str, int]] = []
             cursor = None

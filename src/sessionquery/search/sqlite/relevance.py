@@ -34,7 +34,7 @@ from typing import Final
 import apsw
 
 from sessionquery.search.predicates import CompiledFilters
-from sessionquery.search.relevance import CorpusStats, RelevancePlan
+from sessionquery.search.relevance import PHRASE_FACTOR, CorpusStats, RelevancePlan
 from sessionquery.search.sqlite import db
 from sessionquery.search.sqlite.query import (
     LIVE_COLUMNS,
@@ -83,6 +83,9 @@ class _Compiled:
     c2: float
     c3: float
     phrases: tuple[tuple[int, float], ...]
+    coverage: tuple[float, ...]
+    phrase: int = -1
+    """The phrase index of the whole question (-1: no phrase boost)."""
     page: int = 0
     floor: float = 0.0
     bonus: dict[tuple[int, int], float] = field(default_factory=dict)
@@ -104,7 +107,15 @@ def installed_plan(plan: RelevancePlan, *, page: int = 0) -> Iterator[_Compiled]
     group; phrase ``i`` of the MATCH expression is term ``i`` until :func:`scoring` says
     otherwise. ``page`` > 0 turns on pruning for a session search of that many sessions."""
     c1, c2, c3 = plan.constants
-    compiled = _Compiled(c1, c2, c3, tuple(enumerate(plan.weights)), page=page)
+    compiled = _Compiled(
+        c1,
+        c2,
+        c3,
+        tuple(enumerate(plan.weights)),
+        plan.coverage,
+        len(plan.terms) if plan.phrase else -1,
+        page=page,
+    )
     with _PLANS_LOCK:
         plan_id = next(_PLAN_IDS)
         _PLANS[plan_id] = compiled
@@ -133,11 +144,17 @@ def rank(api: apsw.FTS5ExtensionApi, *args: apsw.SQLiteValue) -> float | None:
     norm = plan.c2 + plan.c3 * api.column_size(0)
     locations = api.phrase_locations
     score = 0.0
+    held = 0
     for index, weight in plan.phrases:
         found = locations(index)[0]
         if found:
+            held += 1
             tf = len(found)
             score += weight * (tf * c1) / (tf + norm)
+    if plan.phrase >= 0 and locations(plan.phrase)[0]:
+        score = score * PHRASE_FACTOR
+    if held:
+        score = score * plan.coverage[held - 1]
     if len(args) < 3:
         return score
     factor: float = args[2]  # type: ignore[assignment]
@@ -159,9 +176,21 @@ def rank(api: apsw.FTS5ExtensionApi, *args: apsw.SQLiteValue) -> float | None:
     return score
 
 
+def _quote(tokens: Sequence[str]) -> str:
+    return '"' + " ".join(tokens).replace('"', '""') + '"'
+
+
 def or_expression(plan: RelevancePlan) -> str:
-    """The MATCH expression of a plan: each term a quoted phrase, in plan order, ``OR``-ed."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in plan.terms)
+    """The MATCH expression of a plan: each term a quoted phrase, in plan order, ``OR``-ed,
+    then the whole question as one phrase when it is boosted (phrase index ``len(terms)``)."""
+    return " OR ".join(_scored_phrases(plan))
+
+
+def _scored_phrases(plan: RelevancePlan) -> list[str]:
+    phrases = [_quote([term]) for term in plan.terms]
+    if plan.phrase:
+        phrases.append(_quote(plan.phrase))
+    return phrases
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
@@ -296,12 +325,13 @@ def _insert_sql(branch: _Branch, filters: CompiledFilters, *, pruned: bool) -> s
 def _step_expression(plan: RelevancePlan, step: int) -> tuple[str, tuple[int, ...]]:
     """The MATCH expression of MaxScore step ``step`` (documents holding term ``step`` and
     none of the terms before it), and the phrase index of each term in it (for scoring)."""
-    quoted = ['"' + term.replace('"', '""') + '"' for term in plan.terms]
+    quoted = [_quote([term]) for term in plan.terms]
     left = quoted[step]
     if step:
         left = f"({left} NOT ({' OR '.join(quoted[:step])}))"
     before = 1 + step  # phrases of the left side: the step's term, then the earlier ones
-    return f"{left} AND ({' OR '.join(quoted)})", tuple(range(before, before + len(quoted)))
+    right = " OR ".join(_scored_phrases(plan))
+    return f"{left} AND ({right})", tuple(range(before, before + len(quoted)))
 
 
 _FLOOR_SQL: Final = (
@@ -353,14 +383,15 @@ def collect_sessions(
         )
         if not include_persisted:
             return
-        bounds = plan.upper_bounds
         insert = _insert_sql(_Branch(False, False), filters, pruned=True)
         for step in range(len(plan.terms)):
             expression, indexes = _step_expression(plan, step)
             compiled.phrases = tuple(zip(indexes, plan.weights, strict=True))
+            if plan.phrase:
+                compiled.phrase = indexes[-1] + 1
             conn.execute(insert, {**base, "q": expression, "weight": 1.0})
             compiled.floor = max(compiled.floor, _floor(conn, page))
-            if sum(bounds[step + 1 :]) + top_bonus < compiled.floor:
+            if plan.bound_after(step) + top_bonus < compiled.floor:
                 break
 
 
