@@ -18,6 +18,7 @@ from sessionquery.model import (
     interrupted_turn_closers,
 )
 from sessionquery.persistence.documents import checking
+from sessionquery.query.service import SessionQuery
 from sessionquery.sources import CodexSource
 
 SPECTORA = "/Users/jnarowski/Dev/spectora/src/spectora-labs-monorepo-v2"
@@ -220,3 +221,44 @@ def test_a_deadline_check_stops_a_long_rollout_midway_and_leaves_no_trace(tmp_pa
         source.read_documents("long-1")
     assert len(calls) == 2
     assert sum(d.text == "hi" for d in source.read_documents("long-1").documents) == 3 * 2048
+
+
+def test_a_title_skips_the_ide_context_preamble_and_keeps_the_request(tmp_path: Path) -> None:
+    prompt = (
+        "# Context from my IDE setup:\n\n## Active file: src/app.py\n\n## Open tabs:\n"
+        "- src/app.py: src/app.py\n\n## My request for Codex:\nMake the retry loop back off\n"
+    )
+    meta = {"id": "t-1", "timestamp": "2025-02-01T00:00:00Z", "cwd": "/w"}
+    lines = [
+        {"timestamp": "2025-02-01T00:00:00Z", "type": "session_meta", "payload": meta},
+        {
+            "timestamp": "2025-02-01T00:00:01Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": prompt}],
+            },
+        },
+    ]
+    path = tmp_path / "rollout-2025-02-01T00-00-00-t-1.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    log = SessionQuery(persistence=CodexSource(tmp_path)).read_session("t-1")
+    (title,) = [e for e in log.events if e.type == "session/title"]
+    assert title.data["title"] == "Make the retry loop back off"
+
+
+def test_a_rollout_without_any_timestamp_is_dated_by_its_file_name_else_listed_last(
+    tmp_path: Path,
+) -> None:
+    meta = {"id": "u-1", "cwd": "/w"}
+    (tmp_path / "rollout-2024-03-04T05-06-07-u-1.jsonl").write_text(
+        json.dumps({"type": "session_meta", "payload": meta}) + "\n"
+    )
+    (tmp_path / "rollout-undated-u-2.jsonl").write_text(
+        json.dumps({"type": "session_meta", "payload": {"id": "u-2", "cwd": "/w"}}) + "\n"
+    )
+    created = {e.header.id: e.header.created_at for e in CodexSource(tmp_path).list()}
+    assert created == {"u-1": 1709528767000, "u-2": 0}
+    records = SessionQuery(persistence=CodexSource(tmp_path)).list_sessions()
+    assert [r.header.id for r in records] == ["u-1", "u-2"]

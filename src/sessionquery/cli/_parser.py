@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from sessionquery.model import SURFACE_CLASSES
 from sessionquery.model.timestamp import Instant, TimestampError, parse_iso_timestamp
+from sessionquery.sources.registry import KINDS, source_kind
 
 if TYPE_CHECKING:
     from sessionquery.cli._services import Invocation
@@ -80,6 +81,19 @@ def _until(text: str) -> int:
 # -- the parser -----------------------------------------------------------------------------
 
 
+_SOURCE_KINDS = tuple(kind.kind for kind in KINDS)
+
+
+def _source_option(value: str) -> tuple[str, str]:
+    kind, sep, path = value.partition("=")
+    if not sep or not path:
+        raise argparse.ArgumentTypeError(f"expected KIND=PATH, not {value!r}")
+    if source_kind(kind) is None:
+        kinds = ", ".join(_SOURCE_KINDS)
+        raise argparse.ArgumentTypeError(f"unknown source kind {kind!r}; expected one of {kinds}")
+    return kind, path
+
+
 def _add_sources(parser: argparse.ArgumentParser, prefix: str) -> None:
     group = parser.add_argument_group(
         "sources (default: the config file, else every default source that exists; "
@@ -109,6 +123,15 @@ def _add_sources(parser: argparse.ArgumentParser, prefix: str) -> None:
         metavar="DIR",
         default=suppress,
         help="a Codex sessions directory, e.g. ~/.codex/sessions (repeatable)",
+    )
+    group.add_argument(
+        "--source",
+        dest=f"{prefix}source",
+        action="append",
+        metavar="KIND=PATH",
+        type=_source_option,
+        default=suppress,
+        help=f"a source of any kind ({', '.join(_SOURCE_KINDS)}) at PATH (repeatable)",
     )
     group.add_argument(
         "--postgres",

@@ -31,6 +31,7 @@ from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import JsonlPersistence, SessionPersistence
 from sessionquery.persistence.base import Problem, ProblemSource
 from sessionquery.query.service import SessionQuery
+from sessionquery.sources.registry import KINDS, SourceKind, source_kind
 
 if TYPE_CHECKING:
     from sessionquery.search.postgres import PostgresSearch
@@ -56,12 +57,19 @@ EXIT_OK = 0
 
 Origin = Literal["default", "config", "option"]
 
-_KIND_LABEL = {"root": "store", "claude": "claude", "codex": "codex"}
-_KIND_NAME = {
-    "root": "sessionquery store",
-    "claude": "Claude Code projects directory",
-    "codex": "Codex sessions directory",
-}
+SOURCE_OPTION_KINDS = tuple("root" if kind.kind == "store" else kind.kind for kind in KINDS)
+"""The source kinds as the command line names them (``root`` is the store)."""
+
+
+def kind_of(name: str) -> SourceKind:
+    """The registry kind of a command-line kind name (``root`` is the store)."""
+    found = source_kind(name)
+    assert found is not None, name
+    return found
+
+
+def _kind_name(kind: str) -> str:
+    return kind_of(kind).noun
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +77,9 @@ class SourceEntry:
     """One session source and why it is used.
 
     Attributes:
-        kind: ``root`` (a sessionquery JSONL store), ``claude`` or ``codex``.
-        path: its directory.
+        kind: ``root`` (a sessionquery JSONL store) or another kind of the registry
+            (``claude``, ``codex``, ...).
+        path: its directory (or database file).
         origin: ``default``, ``config`` or ``option``.
         label: its name inside a combined source (``store``, ``claude``, ``codex2``...).
     """
@@ -82,8 +91,8 @@ class SourceEntry:
 
     @property
     def exists(self) -> bool:
-        """Whether the directory is there."""
-        return self.path.is_dir()
+        """Whether the directory (or database file) is there."""
+        return self.path.exists()
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +118,11 @@ class Selection:
 
 
 def _option_paths(args: argparse.Namespace, kind: str) -> list[Path]:
-    values = [*getattr(args, f"pre_{kind}", []), *getattr(args, kind, [])]
+    values: list[str] = []
+    if kind in ("root", "claude", "codex"):
+        values += [*getattr(args, f"pre_{kind}", []), *getattr(args, kind, [])]
+    pairs = [*getattr(args, "pre_source", []), *getattr(args, "source", [])]
+    values += [path for name, path in pairs if kind_of(name) is kind_of(kind)]
     return [Path(value).expanduser().absolute() for value in values]
 
 
@@ -119,7 +132,8 @@ def _entries(pairs: Sequence[tuple[str, Path]], origin: Origin) -> tuple[SourceE
     for kind, path in pairs:
         counts[kind] = counts.get(kind, 0) + 1
         number = counts[kind]
-        label = _KIND_LABEL[kind] if number == 1 else f"{_KIND_LABEL[kind]}{number}"
+        base = kind_of(kind).label
+        label = base if number == 1 else f"{base}{number}"
         out.append(SourceEntry(kind, path, origin, label))
     return tuple(out)
 
@@ -131,7 +145,7 @@ def select_sources(args: argparse.Namespace, config: Config) -> Selection:
         SessionQueryError: ``INVALID_CONFIG`` for a broken config file (only read when no
             source option is given or no ``--index`` is).
     """
-    kinds = ("root", "claude", "codex")
+    kinds = SOURCE_OPTION_KINDS
     chosen = [(kind, path) for kind in kinds for path in _option_paths(args, kind)]
     postgres: str | None = getattr(args, "postgres", None) or getattr(args, "pre_postgres", None)
     raw_index = getattr(args, "index", None) or getattr(args, "pre_index", None)
@@ -156,13 +170,13 @@ def select_sources(args: argparse.Namespace, config: Config) -> Selection:
         pairs = [(kind, path) for kind in kinds for path in settings.sources.get(kind, ())]
         entries = _entries(pairs, "config")
         return Selection(entries, index, index_origin, (), config_file, settings.postgres)
+    located = config.default_sources or (
+        ("store", config.store_root),
+        ("claude", config.claude_projects),
+        ("codex", config.codex_sessions),
+    )
     defaults = _entries(
-        [
-            ("root", config.store_root),
-            ("claude", config.claude_projects),
-            ("codex", config.codex_sessions),
-        ],
-        "default",
+        [("root" if kind == "store" else kind, path) for kind, path in located], "default"
     )
     present = tuple(entry for entry in defaults if entry.exists)
     absent = tuple(entry for entry in defaults if not entry.exists)
@@ -170,29 +184,27 @@ def select_sources(args: argparse.Namespace, config: Config) -> Selection:
 
 
 def _advice(entry: SourceEntry) -> str:
-    where = {"option": f"--{entry.kind}", "config": "the config file", "default": "default"}
-    lead = f"no {_KIND_NAME[entry.kind]} at {entry.path} (from {where[entry.origin]})"
+    option = f"--{entry.kind}" if entry.kind in ("root", "claude", "codex") else "--source"
+    where = {"option": option, "config": "the config file", "default": "default"}
+    lead = f"no {_kind_name(entry.kind)} at {entry.path} (from {where[entry.origin]})"
     if entry.kind == "root":
         return (
             f"{lead}; a store is created when sessions are recorded into it, or try "
             "'sessionquery quickstart' for a sample"
         )
-    if entry.kind == "claude":
-        return (
-            f"{lead}; Claude Code keeps its transcripts in ~/.claude/projects (or "
-            "$CLAUDE_CONFIG_DIR/projects)"
-        )
-    return f"{lead}; Codex keeps its transcripts in ~/.codex/sessions (or $CODEX_HOME/sessions)"
+    kind = kind_of(entry.kind)
+    return f"{lead}; {kind.name} keeps its transcripts in {kind.where}"
 
 
 def _nothing_found(selection: Selection) -> SessionQueryError:
     looked = ", ".join(
-        f"{entry.path} ({_KIND_NAME[entry.kind]})" for entry in selection.absent_defaults
+        f"{entry.path} ({_kind_name(entry.kind)})" for entry in selection.absent_defaults
     )
     return SessionQueryError(
         ErrorCode.INVALID_CONFIG,
         f"no session sources found; looked for {looked or 'nothing'}. Choose sources with "
-        "--root, --claude or --codex (or a config file), or try 'sessionquery quickstart'",
+        "--root, --claude, --codex or --source KIND=PATH (or a config file), or try "
+        "'sessionquery quickstart'",
     )
 
 
@@ -222,12 +234,8 @@ def open_sources(selection: Selection, config: Config) -> SessionPersistence:
 def _open_one(entry: SourceEntry, config: Config) -> SessionPersistence:
     if entry.kind == "root":
         return JsonlPersistence(entry.path)
-    from sessionquery.sources import ClaudeCodeSource, CodexSource
-
-    # One derived cache for every importer source: rows are keyed by each file's identity.
-    if entry.kind == "claude":
-        return ClaudeCodeSource(entry.path, metadata_cache=config.importer_cache)
-    return CodexSource(entry.path, metadata_cache=config.importer_cache)
+    # One derived cache for every importer source: rows are keyed by each unit's location.
+    return kind_of(entry.kind).open(entry.path, metadata_cache=config.importer_cache)
 
 
 def _postgres_store(dsn: str) -> SessionPersistence:

@@ -15,6 +15,7 @@ from sessionquery.cli._services import (
     Invocation,
     SourceEntry,
     emit,
+    kind_of,
     open_sources,
     problems_of,
 )
@@ -25,7 +26,9 @@ __all__ = ["PROBLEMS_SHOWN", "cmd_sources"]
 PROBLEMS_SHOWN = 20
 """Problems per source listed in the text output."""
 
-_KIND_TEXT = {"root": "store", "claude": "Claude Code", "codex": "Codex"}
+
+def _kind_text(kind: str) -> str:
+    return "store" if kind == "root" else kind_of(kind).name
 
 
 def _inspect(entry: SourceEntry, inv: Invocation) -> dict[str, Any]:
@@ -75,7 +78,7 @@ def _text(document: dict[str, Any], style: render.Style) -> list[str]:
         state = "" if item["exists"] else " (not found)"
         rows.append(
             [
-                _KIND_TEXT[item["kind"]],
+                _kind_text(item["kind"]),
                 item["from"],
                 _count(item["sessions"]),
                 "-" if item["sessions"] is None else str(len(item["problems"])),
@@ -91,7 +94,7 @@ def _text(document: dict[str, Any], style: render.Style) -> list[str]:
         lines.append(f"Config file: {term.safe(config)} ({used})")
     for item in document["sources"]:
         if item["error"]:
-            lines += ["", f"{_KIND_TEXT[item['kind']]} {item['label']}: {item['error']}"]
+            lines += ["", f"{_kind_text(item['kind'])} {item['label']}: {item['error']}"]
         problems = item["problems"]
         if not problems:
             continue

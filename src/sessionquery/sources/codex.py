@@ -30,7 +30,7 @@ from typing import Any
 from sessionquery.model import SessionHeader
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._catalog import FileCatalog, ParsedFile, ParsedSession
+from sessionquery.sources._catalog import Catalog
 from sessionquery.sources._common import (
     Problem,
     as_dict,
@@ -43,6 +43,8 @@ from sessionquery.sources._common import (
 )
 from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import Line, parse_lines
+from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
+from sessionquery.sources.units import FileTree, Role
 
 __all__ = ["CodexSource"]
 
@@ -71,12 +73,26 @@ _CALL_TYPES = frozenset(
     {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"}
 )
 _OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
+_NAME_DATE = re.compile(r"rollout-(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})-(\d{2})")
 _UUID_TAIL = re.compile(
     r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
 )
 
 
-class CodexSource(FileCatalog):
+def select_codex(rel: str, is_dir: bool) -> Role | None:
+    """``rollout-*.jsonl`` files at any depth are transcripts."""
+    if is_dir:
+        return "transcript"
+    name = rel.rsplit("/", 1)[-1]
+    return "transcript" if name.startswith("rollout-") and name.endswith(".jsonl") else None
+
+
+def codex_units(root: Path, *, follow_outside_links: bool = False) -> FileTree:
+    """The transcript files under ``root``, as raw units."""
+    return FileTree(Path(root), select_codex, follow_outside_links=follow_outside_links)
+
+
+class CodexSource(Catalog):
     """A read-only ``SessionPersistence`` over a Codex ``sessions`` directory.
 
     Args:
@@ -93,6 +109,13 @@ class CodexSource(FileCatalog):
         ValueError: ``max_file_bytes`` is not a positive integer.
     """
 
+    kind = "codex"
+
+    @classmethod
+    def unit_parser(cls) -> Parser:
+        """The parser of this kind's units."""
+        return parse_codex_file
+
     def __init__(
         self,
         sessions_dir: str | os.PathLike[str],
@@ -101,22 +124,19 @@ class CodexSource(FileCatalog):
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         follow_outside_links: bool = False,
     ) -> None:
+        tree = codex_units(Path(sessions_dir), follow_outside_links=follow_outside_links)
         super().__init__(
-            sessions_dir,
-            parse_codex_file,
-            lambda name: name.startswith("rollout-"),
-            metadata_cache=metadata_cache,
-            max_file_bytes=max_file_bytes,
-            follow_outside_links=follow_outside_links,
+            tree, parse_codex_file, metadata_cache=metadata_cache, max_file_bytes=max_file_bytes
         )
 
 
-def parse_codex_file(path: Path, rel: str, data: bytes, mtime_ms: int) -> ParsedFile:
+def parse_codex_file(unit: UnitInput) -> ParsedFile:
     """Parse one rollout's bytes into its session and problems (never raises for bad lines)."""
-    lines, problems = parse_lines(path, data, "empty rollout; no session imported")
+    path, rel = Path(unit.where), unit.key
+    lines, problems = parse_lines(path, unit.data, "empty rollout; no session imported")
     if not lines:
         return ParsedFile((), tuple(problems))
-    header = _header(path, lines, problems, mtime_ms)
+    header = _header(path, lines, problems)
     builder = LogBuilder(file=rel, last_time=header.created_at)
     meta_seen = False
     tick = read_check()
@@ -138,7 +158,7 @@ def parse_codex_file(path: Path, rel: str, data: bytes, mtime_ms: int) -> Parsed
     return ParsedFile((session,), tuple(problems))
 
 
-def _header(path: Path, lines: list[Line], problems: list[Problem], mtime_ms: int) -> SessionHeader:
+def _header(path: Path, lines: list[Line], problems: list[Problem]) -> SessionHeader:
     meta: dict[str, Any] | None = None
     for line in lines:
         assert line.record is not None
@@ -157,8 +177,10 @@ def _header(path: Path, lines: list[Line], problems: list[Problem], mtime_ms: in
     if created is None:
         created = next(
             (t for t in (iso_to_ms(_dict(ln.record).get("timestamp")) for ln in lines) if t),
-            mtime_ms,
+            None,
         )
+    if created is None:
+        created = _name_date(stem)
     cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
     if cwd is not None and usable_cwd(cwd) is None:
         message = f"cwd {cwd!r} is not absolute, or not valid text; cwd is None"
@@ -234,7 +256,7 @@ def _response_item(builder: LogBuilder, line: Line, item: dict[str, Any], time: 
             if not (builder.turn_open and builder.turn_explicit):
                 builder.open_turn(number, time, explicit=False)
             seq = builder.user_message(message_id, blocks, "user", number, time)
-            builder.derive_title(seq, blocks, number, time)
+            builder.derive_title(seq, _request_blocks(blocks), number, time)
         return True
     if kind == "reasoning":
         parts = [_dict(p).get("text") for p in _list(item.get("summary"))]
@@ -290,6 +312,15 @@ def _event_msg(builder: LogBuilder, line: Line, event: dict[str, Any], time: int
 _dict, _list = as_dict, as_list
 
 
+def _name_date(stem: str) -> int:
+    """The start time a rollout's file name records (UTC), else 0 (listed last)."""
+    match = _NAME_DATE.match(stem)
+    if match is None:
+        return 0
+    day, hour, minute, second = match.groups()
+    return iso_to_ms(f"{day}T{hour}:{minute}:{second}Z") or 0
+
+
 def _message_blocks(content: object) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
@@ -302,6 +333,23 @@ def _message_blocks(content: object) -> list[dict[str, Any]]:
         elif block:
             out.append({"type": str(block.get("type") or "unknown")})
     return out
+
+
+_IDE_CONTEXT = "# context from my ide setup:"
+_IDE_REQUEST = re.compile(r"^#+ my request for codex:?[ \t]*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _request_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The blocks a title is derived from: for a prompt that starts with the IDE's context
+    preamble (``# Context from my IDE setup:`` ... ``## My request for Codex:``), only the
+    request after it; a preamble without a request gives no title text."""
+    texts = [b for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
+    if not texts or not texts[0]["text"].lstrip().lower().startswith(_IDE_CONTEXT):
+        return blocks
+    text = texts[0]["text"]
+    match = _IDE_REQUEST.search(text)
+    request = text[match.end() :] if match is not None else ""
+    return [{"type": "text", "text": request}, *texts[1:]]
 
 
 def _is_injected(blocks: list[dict[str, Any]]) -> bool:
