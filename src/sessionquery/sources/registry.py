@@ -180,6 +180,60 @@ def _codex_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
     return CodexSource.from_units(units, metadata_cache=cache)
 
 
+def _gemini(path: Path, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.gemini import GeminiSource
+
+    return GeminiSource(path, metadata_cache=cache)
+
+
+def _gemini_units(path: Path) -> UnitStore:
+    from sessionquery.sources.gemini import gemini_units
+
+    return gemini_units(path)
+
+
+def _gemini_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.gemini import GeminiSource
+
+    return GeminiSource.from_units(units, metadata_cache=cache)
+
+
+def _qwen(path: Path, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.qwen import QwenSource
+
+    return QwenSource(path, metadata_cache=cache)
+
+
+def _qwen_units(path: Path) -> UnitStore:
+    from sessionquery.sources.qwen import qwen_units
+
+    return qwen_units(path)
+
+
+def _qwen_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.qwen import QwenSource
+
+    return QwenSource.from_units(units, metadata_cache=cache)
+
+
+def _copilot(path: Path, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.copilot import CopilotCliSource
+
+    return CopilotCliSource(path, metadata_cache=cache)
+
+
+def _copilot_units(path: Path) -> UnitStore:
+    from sessionquery.sources.copilot import copilot_units
+
+    return copilot_units(path)
+
+
+def _copilot_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.copilot import CopilotCliSource
+
+    return CopilotCliSource.from_units(units, metadata_cache=cache)
+
+
 def _home_var(env: SourceEnvironment, name: str, default: str) -> Path:
     return env.var(name) or env.user_home / default
 
@@ -218,6 +272,44 @@ KINDS: tuple[SourceKind, ...] = (
         opener=_codex,
         unit_store=_codex_units,
         from_units=_codex_from,
+    ),
+    SourceKind(
+        kind="gemini",
+        name="Gemini CLI",
+        label="gemini",
+        env_vars=("GEMINI_CLI_HOME",),
+        where="~/.gemini (or $GEMINI_CLI_HOME/.gemini)",
+        noun="Gemini CLI home",
+        locate=lambda env: ((env.var("GEMINI_CLI_HOME") or env.user_home) / ".gemini",),
+        opener=_gemini,
+        unit_store=_gemini_units,
+        from_units=_gemini_from,
+    ),
+    SourceKind(
+        kind="qwen",
+        name="Qwen Code",
+        label="qwen",
+        env_vars=("QWEN_RUNTIME_DIR", "QWEN_HOME"),
+        where="~/.qwen (or $QWEN_RUNTIME_DIR, else $QWEN_HOME)",
+        noun="Qwen Code home",
+        locate=lambda env: (
+            env.var("QWEN_RUNTIME_DIR") or env.var("QWEN_HOME") or env.user_home / ".qwen",
+        ),
+        opener=_qwen,
+        unit_store=_qwen_units,
+        from_units=_qwen_from,
+    ),
+    SourceKind(
+        kind="copilot",
+        name="GitHub Copilot CLI",
+        label="copilot",
+        env_vars=("COPILOT_HOME",),
+        where="~/.copilot/session-state (or $COPILOT_HOME/session-state)",
+        noun="Copilot CLI home",
+        locate=lambda env: (_home_var(env, "COPILOT_HOME", ".copilot"),),
+        opener=_copilot,
+        unit_store=_copilot_units,
+        from_units=_copilot_from,
     ),
 )
 """Every kind, in the order sources are listed and combined."""
