@@ -234,6 +234,34 @@ def _copilot_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
     return CopilotCliSource.from_units(units, metadata_cache=cache)
 
 
+def _vscode(path: Path, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.vscode import VscodeCopilotSource
+
+    return VscodeCopilotSource(path, metadata_cache=cache)
+
+
+def _vscode_units(path: Path) -> UnitStore:
+    from sessionquery.sources.vscode import vscode_units
+
+    return vscode_units(path)
+
+
+def _vscode_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.vscode import VscodeCopilotSource
+
+    return VscodeCopilotSource.from_units(units, metadata_cache=cache)
+
+
+_VSCODE_FLAVOURS = ("Code", "Code - Insiders", "VSCodium")
+
+
+def _vscode_homes(env: SourceEnvironment) -> tuple[Path, ...]:
+    portable = env.var("VSCODE_PORTABLE")
+    if portable is not None:
+        return (portable / "user-data" / "User",)
+    return tuple(env.config_home() / name / "User" for name in _VSCODE_FLAVOURS)
+
+
 def _home_var(env: SourceEnvironment, name: str, default: str) -> Path:
     return env.var(name) or env.user_home / default
 
@@ -310,6 +338,18 @@ KINDS: tuple[SourceKind, ...] = (
         opener=_copilot,
         unit_store=_copilot_units,
         from_units=_copilot_from,
+    ),
+    SourceKind(
+        kind="vscode",
+        name="VS Code Copilot Chat",
+        label="vscode",
+        env_vars=("VSCODE_PORTABLE",),
+        where="<VS Code user folder>/User (~/.config/Code/User on Linux)",
+        noun="VS Code user folder",
+        locate=_vscode_homes,
+        opener=_vscode,
+        unit_store=_vscode_units,
+        from_units=_vscode_from,
     ),
 )
 """Every kind, in the order sources are listed and combined."""
