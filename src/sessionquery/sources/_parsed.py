@@ -79,8 +79,9 @@ class Sides:
     def find(self, suffix: str) -> str | None:
         """The first key (in key order) ending with ``suffix``, else ``None`` (recorded, so the
         parse is redone when such a unit appears)."""
-        for key in self._units:
+        for key, unit in self._units.items():
             if key.endswith(suffix):
+                self.used[key] = unit.stamp
                 return key
         self.used[MISSING_PREFIX + suffix] = None
         return None

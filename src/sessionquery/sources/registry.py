@@ -262,6 +262,42 @@ def _vscode_homes(env: SourceEnvironment) -> tuple[Path, ...]:
     return tuple(env.config_home() / name / "User" for name in _VSCODE_FLAVOURS)
 
 
+def _cursor(path: Path, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.cursor import CursorSource
+
+    return CursorSource(path, metadata_cache=cache)
+
+
+def _cursor_units(path: Path) -> UnitStore:
+    from sessionquery.sources.cursor import cursor_units
+
+    return cursor_units(path)
+
+
+def _cursor_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.cursor import CursorSource
+
+    return CursorSource.from_units(units, metadata_cache=cache)
+
+
+def _opencode(path: Path, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.opencode import OpenCodeSource
+
+    return OpenCodeSource(path, metadata_cache=cache)
+
+
+def _opencode_units(path: Path) -> UnitStore:
+    from sessionquery.sources.opencode import OpenCodeUnits
+
+    return OpenCodeUnits(path)
+
+
+def _opencode_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.opencode import OpenCodeSource
+
+    return OpenCodeSource.from_units(units, metadata_cache=cache)
+
+
 def _home_var(env: SourceEnvironment, name: str, default: str) -> Path:
     return env.var(name) or env.user_home / default
 
@@ -338,6 +374,30 @@ KINDS: tuple[SourceKind, ...] = (
         opener=_copilot,
         unit_store=_copilot_units,
         from_units=_copilot_from,
+    ),
+    SourceKind(
+        kind="opencode",
+        name="OpenCode",
+        label="opencode",
+        env_vars=("XDG_DATA_HOME",),
+        where="~/.local/share/opencode (or $XDG_DATA_HOME/opencode): opencode.db, storage/",
+        noun="OpenCode data folder",
+        locate=lambda env: (env.data_dir() / "opencode",),
+        opener=_opencode,
+        unit_store=_opencode_units,
+        from_units=_opencode_from,
+    ),
+    SourceKind(
+        kind="cursor",
+        name="Cursor",
+        label="cursor",
+        env_vars=(),
+        where="~/.cursor/projects (agent transcripts)",
+        noun="Cursor projects directory",
+        locate=lambda env: (env.user_home / ".cursor" / "projects",),
+        opener=_cursor,
+        unit_store=_cursor_units,
+        from_units=_cursor_from,
     ),
     SourceKind(
         kind="vscode",
