@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from sessionquery.sources._common import (
 from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import Line, parse_lines
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
+from sessionquery.sources._sqlite import DatabaseUnavailable, database_stamp, read_database
 from sessionquery.sources.units import FileTree, Role
 
 __all__ = ["CodexSource"]
@@ -92,6 +94,84 @@ def codex_units(root: Path, *, follow_outside_links: bool = False) -> FileTree:
     return FileTree(Path(root), select_codex, follow_outside_links=follow_outside_links)
 
 
+class _Default:
+    """The type of :data:`_DEFAULT` (a sentinel: ``None`` means "no state folder")."""
+
+
+_DEFAULT = _Default()
+
+
+class ThreadNames:
+    """Thread names Codex keeps in its state database, beside the rollouts.
+
+    Current Codex releases keep thread metadata in ``state_<N>.sqlite`` (and the thread
+    history in ``thread_history_<N>.sqlite``) in ``$CODEX_HOME``, the sessions folder's parent;
+    a thread's ``name`` (set by the user, else its ``title``) is its title. The databases are
+    opened read-only (:mod:`._sqlite`) and read again only when they (or their ``-wal``) change.
+    """
+
+    _PATTERNS = ("state_*.sqlite", "thread_history_*.sqlite")
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._stamp: str | None = None
+        self._names: dict[str, str] = {}
+        self._label = "state.sqlite"
+
+    @property
+    def label(self) -> str:
+        """The database file the names come from."""
+        return self._label
+
+    def _databases(self) -> list[Path]:
+        found: list[Path] = []
+        for pattern in self._PATTERNS:
+            found += sorted(self._folder.glob(pattern), key=_db_number, reverse=True)
+        return found
+
+    def titles(self) -> dict[str, str]:
+        """The current names by thread id (empty when there is no readable database)."""
+        databases = self._databases()
+        stamp = "|".join(f"{db.name}={database_stamp(db)}" for db in databases)
+        if stamp == self._stamp:
+            return self._names
+        names: dict[str, str] = {}
+        for db in reversed(databases):  # the newest database is read last and wins
+            try:
+                names.update(read_database(db, _thread_names))
+                self._label = db.name
+            except (DatabaseUnavailable, sqlite3.Error):
+                continue
+        self._stamp, self._names = stamp, names
+        return names
+
+
+def _db_number(path: Path) -> int:
+    digits = path.stem.rsplit("_", 1)[-1]
+    return int(digits) if digits.isdigit() else -1
+
+
+_NAME_QUERIES = {
+    (True, True): "SELECT id, name, title FROM threads",
+    (True, False): "SELECT id, name, NULL FROM threads",
+    (False, True): "SELECT id, NULL, title FROM threads",
+}
+"""The thread-name query for the columns the schema has (``name``?, ``title``?)."""
+
+
+def _thread_names(conn: sqlite3.Connection) -> dict[str, str]:
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(threads)")}
+    query = _NAME_QUERIES.get(("name" in columns, "title" in columns))
+    if "id" not in columns or query is None:
+        return {}
+    out: dict[str, str] = {}
+    for thread, named, titled in conn.execute(query):
+        value = named if isinstance(named, str) and named.strip() else titled
+        if isinstance(thread, str) and isinstance(value, str) and value.strip():
+            out[thread] = value
+    return out
+
+
 class CodexSource(Catalog):
     """A read-only ``SessionPersistence`` over a Codex ``sessions`` directory.
 
@@ -102,6 +182,8 @@ class CodexSource(Catalog):
             (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
         max_file_bytes: rollouts larger than this are reported and not read (256 MiB).
         follow_outside_links: follow symbolic links that lead outside ``sessions_dir``.
+        state_dir: where Codex's state databases (thread names) are; the sessions folder's
+            parent (``$CODEX_HOME``) by default. ``None`` there reads no thread names.
 
     Raises:
         SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
@@ -123,10 +205,17 @@ class CodexSource(Catalog):
         metadata_cache: str | os.PathLike[str] | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         follow_outside_links: bool = False,
+        state_dir: str | os.PathLike[str] | _Default | None = _DEFAULT,
     ) -> None:
-        tree = codex_units(Path(sessions_dir), follow_outside_links=follow_outside_links)
+        folder = Path(sessions_dir).absolute()
+        tree = codex_units(folder, follow_outside_links=follow_outside_links)
+        state = folder.parent if isinstance(state_dir, _Default) else state_dir
         super().__init__(
-            tree, parse_codex_file, metadata_cache=metadata_cache, max_file_bytes=max_file_bytes
+            tree,
+            parse_codex_file,
+            metadata_cache=metadata_cache,
+            max_file_bytes=max_file_bytes,
+            titles=None if state is None else ThreadNames(Path(state)),
         )
 
 
@@ -138,12 +227,22 @@ def parse_codex_file(unit: UnitInput) -> ParsedFile:
         return ParsedFile((), tuple(problems))
     header = _header(path, lines, problems)
     builder = LogBuilder(file=rel, last_time=header.created_at)
+    copied = _copied_prefix(unit, lines, header)
     meta_seen = False
     tick = read_check()
     for line in lines:
         tick(len(line.raw))
         record = line.record
         assert record is not None
+        if line.number in copied:
+            if line.number == min(copied):
+                data = {
+                    "parent": header.parent_session,
+                    "lines": [min(copied), max(copied)],
+                    "count": len(copied),
+                }
+                builder.emit("codex/inherited", data, line.number, None, ignorable=True)
+            continue
         kind = record.get("type")
         if kind == "session_meta" and not meta_seen:
             meta_seen = True
@@ -156,6 +255,58 @@ def parse_codex_file(unit: UnitInput) -> ParsedFile:
     builder.finish(lines[-1].number)
     session = ParsedSession(header, tuple(builder.events), tuple(builder.surface), True)
     return ParsedFile((session,), tuple(problems))
+
+
+def _turn_ids(data: bytes) -> frozenset[str]:
+    """The ``turn_context`` turn ids of a rollout (read without parsing the other lines)."""
+    out: set[str] = set()
+    for chunk in data.split(b"\n"):
+        if b'"turn_context"' not in chunk:
+            continue
+        try:
+            record = json.loads(chunk)
+        except ValueError:
+            continue
+        turn = _dict(_dict(record).get("payload")).get("turn_id")
+        if _dict(record).get("type") == "turn_context" and isinstance(turn, str):
+            out.add(turn)
+    return frozenset(out)
+
+
+def _copied_prefix(unit: UnitInput, lines: list[Line], header: SessionHeader) -> set[int]:
+    """The line numbers of a fork's or subagent's re-stamped copy of its parent's rollout.
+
+    Codex starts a fork (and a subagent that inherits the conversation) with the parent's
+    lines, re-stamped: the parent's ``session_meta``, then its turns. They are the child's
+    leading lines after its own ``session_meta`` (a fork) or from the copied parent
+    ``session_meta`` on (a subagent), up to the first ``turn_context`` whose ``turn_id`` the
+    parent does not have. Without the parent's rollout nothing is taken as copied.
+    """
+    parent, origin = header.parent_session, header.origin
+    if parent is None:
+        return set()
+    key = unit.sides.find(f"{parent}.jsonl")
+    if key is None:
+        return set()
+    none: frozenset[str] = frozenset()
+    turns = unit.sides.memo(key, "turn-ids", _turn_ids, none)
+    copied: set[int] = set()
+    active, own_meta = origin == "fork", False
+    for line in lines:
+        record = _dict(line.record)
+        kind, payload = record.get("type"), _dict(record.get("payload"))
+        if kind == "session_meta" and not own_meta:
+            own_meta = True
+            continue
+        if not active:
+            if kind == "session_meta" and payload.get("id") == parent:
+                active = True
+            else:
+                continue
+        if kind == "turn_context" and payload.get("turn_id") not in turns:
+            break
+        copied.add(line.number)
+    return copied
 
 
 def _header(path: Path, lines: list[Line], problems: list[Problem]) -> SessionHeader:
