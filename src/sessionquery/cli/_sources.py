@@ -9,26 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from sessionquery.app import SourceEntry, kind_of, open_sources, problems_of
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
-from sessionquery.cli._services import (
-    Invocation,
-    SourceEntry,
-    emit,
-    kind_of,
-    open_sources,
-    problems_of,
-)
-from sessionquery.cli._services import Selection as _Selection
+from sessionquery.cli._services import Invocation, emit
+from sessionquery.errors import SessionQueryError
 
 __all__ = ["PROBLEMS_SHOWN", "cmd_sources"]
 
 PROBLEMS_SHOWN = 20
 """Problems per source listed in the text output."""
-
-
-def _kind_text(kind: str) -> str:
-    return "store" if kind == "root" else kind_of(kind).name
 
 
 def _inspect(entry: SourceEntry, inv: Invocation) -> dict[str, Any]:
@@ -44,15 +34,16 @@ def _inspect(entry: SourceEntry, inv: Invocation) -> dict[str, Any]:
     }
     if not entry.exists and entry.origin == "default":
         return item
-    one = _Selection((entry,), inv.selection.index, inv.selection.index_origin)
     try:
-        source = open_sources(one, inv.config)
+        source = open_sources(inv.selection.only(entry), inv.config)
         item["sessions"] = len(source.list())
         item["problems"] = [
             {"path": p.path, "line": p.line, "message": p.message} for p in problems_of(source)
         ]
+    except SessionQueryError as error:
+        item["error"] = error.message
     except Exception as error:  # a diagnostic command: show every source's failure, go on
-        item["error"] = str(getattr(error, "message", None) or error)
+        item["error"] = str(error)
     return item
 
 
@@ -66,6 +57,10 @@ def _document(inv: Invocation) -> dict[str, Any]:
         "index": {"path": str(selection.index), "from": selection.index_origin},
         "sources": [_inspect(entry, inv) for entry in entries],
     }
+
+
+def _kind_text(kind: str) -> str:
+    return "store" if kind == "root" else kind_of(kind).name
 
 
 def _count(value: object) -> str:

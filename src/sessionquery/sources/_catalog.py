@@ -39,6 +39,7 @@ from sessionquery.errors import PersistenceCorrupt, PersistenceNotFound, Session
 from sessionquery.model import SessionEvent, SessionHeader, extract_event_text
 from sessionquery.model.repair import interrupted_turn_closers
 from sessionquery.model.surface import SurfaceClass
+from sessionquery.model.title import TITLE_TYPE, title_text
 from sessionquery.persistence.base import DocumentLog, PersistedSession, TextDocument
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import Draft
@@ -483,12 +484,15 @@ class Catalog:
         extra: list[SurfaceClass] = ["log-only"] * (len(drafts) - len(session.surface))
         surfaces = (*session.surface, *extra)
         documents: list[TextDocument] = []
+        titles: list[TextDocument] = []
         tick = read_check()
         for draft, surface in zip(drafts, surfaces, strict=True):
             text = extract_event_text(cast(SessionEvent, draft))
             tick(len(text))
             if text:
                 documents.append(TextDocument(draft.seq, draft.type, draft.time, surface, text))
+            elif draft.type == TITLE_TYPE and (title := title_text(draft.type, draft.data)):
+                titles.append(TextDocument(draft.seq, draft.type, draft.time, "log-only", title))
         try:
             closers = _closers(drafts)
         except (ValueError, RecursionError) as exc:
@@ -498,7 +502,7 @@ class Catalog:
             if text:
                 closer: SurfaceClass = "current" if event.surface_op is not None else "log-only"
                 documents.append(TextDocument(event.seq, event.type, event.time, closer, text))
-        return DocumentLog(header, revision, len(drafts) + len(closers), documents)
+        return DocumentLog(header, revision, len(drafts) + len(closers), documents, titles)
 
     def problems(self) -> builtins.list[Problem]:
         """Problems of the source and of the current revision of every unit, in key order."""
