@@ -10,8 +10,8 @@ from __future__ import annotations
 import html.parser
 import io
 import json
-import re
 import os
+import re
 import sqlite3
 import subprocess
 import sys
