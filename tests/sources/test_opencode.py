@@ -108,3 +108,8 @@ def test_a_copy_of_the_database_lists_the_same_sessions(home: FixtureHome, tmp_p
     assert {e.header for e in OpenCodeSource(copy).list()} == {
         e.header for e in OpenCodeSource(_root(home)).list()
     }
+
+
+def test_the_database_file_itself_can_be_the_source(home: FixtureHome) -> None:
+    by_folder = {e.header for e in OpenCodeSource(_root(home)).list()}
+    assert {e.header for e in OpenCodeSource(_root(home) / "opencode.db").list()} == by_folder

@@ -151,3 +151,20 @@ def test_a_catalog_names_the_unit_of_each_session(tmp_path: Path) -> None:
 def test_importers_are_labelled_by_their_kind_in_a_multi_source(tmp_path: Path) -> None:
     combined = MultiSource([ClaudeCodeSource(tmp_path / "a"), CodexSource(tmp_path / "b")])
     assert combined.labels == ["claude", "codex"]
+
+
+def test_every_importer_of_the_spec_is_a_name_of_the_package() -> None:
+    from sessionquery import sources
+
+    for name in (
+        "GeminiSource",
+        "QwenSource",
+        "CopilotCliSource",
+        "OpenCodeSource",
+        "CursorSource",
+        "VscodeCopilotSource",
+    ):
+        assert name in sources.__all__ and getattr(sources, name).__name__ == name
+    assert {k.kind for k in KINDS} == {
+        "store", "claude", "codex", "gemini", "qwen", "copilot", "opencode", "cursor", "vscode"
+    }  # fmt: skip

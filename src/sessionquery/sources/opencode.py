@@ -92,8 +92,10 @@ class OpenCodeUnits:
     """The sessions of an OpenCode data folder as raw units (see the module docstring)."""
 
     def __init__(self, root: Path) -> None:
-        self._root = Path(root).absolute()
-        self._db = self._root / DATABASE
+        given = Path(root).absolute()
+        # The data folder, or the database file itself (its folder then holds the legacy tree).
+        self._root = given.parent if given.is_file() else given
+        self._db = given if given.is_file() else given / DATABASE
         self._legacy: dict[str, tuple[Path, list[Path]]] = {}
 
     @property
@@ -256,7 +258,7 @@ class OpenCodeSource(Catalog):
 
     Args:
         root: ``~/.local/share/opencode`` (``$XDG_DATA_HOME/opencode`` when set), holding
-            ``opencode.db`` and/or the legacy ``storage/`` tree.
+            ``opencode.db`` and/or the legacy ``storage/`` tree; or the database file itself.
         metadata_cache: a SQLite file that keeps what each session yields between runs
             (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
         max_file_bytes: sessions whose rows exceed this are reported and not read (256 MiB).
