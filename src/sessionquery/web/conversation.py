@@ -22,7 +22,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sessionquery.model import Replace, SessionEvent, SurfaceClass, SurfaceFold, thaw
+from sessionquery.model import (
+    Replace,
+    SessionEvent,
+    SurfaceClass,
+    SurfaceFold,
+    interrupted_turn_closers,
+    thaw,
+)
 
 __all__ = [
     "STRUCTURAL_TYPES",
@@ -31,6 +38,7 @@ __all__ = [
     "SessionView",
     "ToolCall",
     "View",
+    "added_on_read",
 ]
 
 View = Literal["log", "surface"]
@@ -89,6 +97,9 @@ class Item:
         sources: the event's ``source_event_seqs``.
         compaction: a replace event that is not a tool-result rewrite (a summary).
         source_kind: ``data.source.kind`` of a user message (``compaction``, ``user``...).
+        todos: a todo list's ``(status, content)`` pairs.
+        synthetic: not in the stored log: a closer the read added because the log ends
+            inside a turn (SPEC §3.6).
     """
 
     kind: Kind
@@ -107,6 +118,7 @@ class Item:
     compaction: bool = False
     source_kind: str = ""
     todos: tuple[tuple[str, str], ...] = field(default=())
+    synthetic: bool = False
 
 
 def _dict(value: object) -> Mapping[str, Any]:
@@ -134,6 +146,26 @@ def _arguments(value: object) -> str:
     return json.dumps(thaw(value), ensure_ascii=False, sort_keys=True, indent=1)
 
 
+def added_on_read(events: Sequence[SessionEvent]) -> int:
+    """How many events at the end of ``events`` are crash-tail closers added by the read
+    (0 when the log does not end with an interrupted turn)."""
+    if not events or events[-1].type != "turn/end":
+        return 0
+    if _dict(_dict(events[-1].data).get("reason")).get("kind") != "interrupted":
+        return 0
+    last = events[-1].time
+    start = len(events) - 1
+    while start > 0 and events[start - 1].time == last and events[start - 1].type in (
+        "tool/result",
+        "step/end",
+    ):
+        start -= 1
+    for first in range(start, len(events)):
+        if interrupted_turn_closers(events[:first]) == list(events[first:]):
+            return len(events) - first
+    return 0
+
+
 def _block_calls(content: object) -> list[ToolCall]:
     calls = []
     for block in map(_dict, _list(content)):
@@ -147,13 +179,15 @@ class SessionView:
     """One session's events, fold and call index, ready to be shown in windows.
 
     Args:
-        events: the whole log in seq order.
+        events: the whole log in seq order (as read: crash-tail closers included).
         fold: its surface fold.
     """
 
     def __init__(self, events: Sequence[SessionEvent], fold: SurfaceFold) -> None:
         self.events = events
         self.fold = fold
+        self.stored = len(events) - added_on_read(events)
+        """Events that are in the stored log (the rest were added by the read)."""
         self._logged_calls: set[str] = set()
         self._names: dict[str, str] = {}
         for event in events:
@@ -198,6 +232,7 @@ class SessionView:
             "replaced_by": fold.replaced_by.get(seq),
             "replaces": fold.replaced.get(seq, ()),
             "sources": tuple(event.source_event_seqs or ()),
+            "synthetic": seq >= self.stored,
         }
         op = event.surface_op
         base["compaction"] = isinstance(op, Replace) and event.type != "tool/result"

@@ -165,6 +165,15 @@ def _event_link(seq: int, links: Links, text: str) -> Markup:
 
 def _badges(item: Item, links: Links) -> list[Markup]:
     out: list[Markup] = []
+    if item.synthetic:
+        out.append(
+            el(
+                "span",
+                {"class": "badge synthetic", "title": "The log ends inside a turn: the read adds "
+                 "this event to close it; it is not stored."},
+                "added on read",
+            )
+        )
     if item.surface == "shadowed":
         out.append(el("span", {"class": "badge shadowed"}, "shadowed"))
         if item.replaced_by is not None:
@@ -262,14 +271,21 @@ def _body(item: Item, links: Links) -> list[object]:
     return parts
 
 
-def render_item(item: Item, links: Links) -> Markup:
-    """One event as an ``<article>``."""
+def render_item(item: Item, links: Links, *, anchor: bool = True) -> Markup:
+    """One event as an ``<article>`` (``anchor=False``: a copy shown elsewhere, without the
+    ``seq-N`` id that belongs to the event's own place)."""
     classes = [f"ev kind-{item.kind}", f"surface-{item.surface}"]
     if item.compaction:
         classes.append("compaction")
+    if item.synthetic:
+        classes.append("synthetic")
     if item.kind in ("user", "assistant", "system") or item.compaction:
         classes.append("msg")
-    attrs = {"id": f"seq-{item.seq}", "class": " ".join(classes), "data-seq": item.seq}
+    attrs = {
+        "id": f"seq-{item.seq}" if anchor else None,
+        "class": " ".join(classes),
+        "data-seq": item.seq,
+    }
     when = el("time", {"datetime": iso_time(item.time)}, iso_time(item.time, short=True))
     if item.kind in ("structural", "raw"):
         detail = (

@@ -304,7 +304,10 @@ class Routes:
         trace = self.catalog.query.trace_event(session_id, seq)
         _log, view = self.catalog.view(session_id)
         links = server_links(session_id, "log")
-        items = [render_item(view.item(s), links) for s in trace.replaced_event_seqs[:WINDOW]]
+        items = [
+            render_item(view.item(s), links, anchor=False)
+            for s in trace.replaced_event_seqs[:WINDOW]
+        ]
         more = len(trace.replaced_event_seqs) - WINDOW
         note = Markup(f'<p class="muted">{more:,} more not shown.</p>') if more > 0 else None
         return join(items, note)

@@ -38,10 +38,13 @@
   }
 
   // Wrap every occurrence of the query's words in <mark class="hl"> (text nodes only).
-  function highlight(root, query) {
-    var list = words(query);
-    if (!root || list.length === 0) { return 0; }
-    var escaped = list.map(function (w) { return w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); });
+  // With `phrase`, the query is found as it is typed (spaces match any whitespace).
+  function highlight(root, query, phrase) {
+    var list = phrase ? [query.trim()] : words(query);
+    if (!root || list.length === 0 || !list[0]) { return 0; }
+    var escaped = list.map(function (w) {
+      return w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/\s+/g, "\\s+");
+    });
     var pattern = new RegExp("(" + escaped.join("|") + ")", "giu");
     var tester = new RegExp(pattern.source, "iu");
     var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
@@ -313,7 +316,6 @@
         box.appendChild(holder);
         var tpl = document.createElement("template");
         tpl.innerHTML = html;
-        $all("article", tpl.content).forEach(function (a) { a.removeAttribute("id"); });
         holder.appendChild(tpl.content);
         button.textContent = "Hide what it replaced";
       });
@@ -329,6 +331,10 @@
       .then(function (state) {
         if (!state) { return; }
         var end = +conv.dataset.end;
+        if (state.events === +conv.dataset.events) { return; }
+        // Closers a read adds to an interrupted turn are not stored: drop them, load again.
+        $all("#conversation > article.synthetic").forEach(function (a) { a.remove(); end--; });
+        conv.dataset.events = state.events;
         if (state.total > end) {
           return fetch(apiPath("/window?view=" + view + "&start=" + end + "&end=" + state.total), { credentials: "same-origin" })
             .then(function (r) { return r.text(); })
@@ -395,7 +401,7 @@
       var q = box.value.trim();
       if (q) {
         $all("#conversation details").forEach(function (d) { d.open = true; });
-        highlight(conv, q);
+        highlight(conv, q, true);
         marks = $all("#conversation mark.hl");
       }
       count.textContent = q ? (marks.length ? marks.length + " found" : "not found") : "";
@@ -410,7 +416,10 @@
       count.textContent = (at + 1) + " of " + marks.length;
     }
     var timer = null;
-    box.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(run, 120); });
+    box.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(function () { timer = null; run(); }, 120);
+    });
     box.addEventListener("keydown", function (e) {
       if (e.key === "Enter") { e.preventDefault(); if (timer) { clearTimeout(timer); timer = null; run(); } else { step(e.shiftKey ? -1 : 1); } }
     });
