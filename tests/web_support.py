@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from locations import ROOT
-
 from sessionquery import JsonlPersistence, Replace, SessionStore
 from sessionquery.examples import build_examples
 from sessionquery.model import messages as m
@@ -41,7 +40,7 @@ __all__ = [
     "served",
 ]
 
-HOSTILE_ID = 'hostile/"<x>&\'id'
+HOSTILE_ID = "hostile/\"<x>&'id"
 """A session id with every character that must be quoted in a URL or escaped in HTML."""
 
 LONG_ID = "long session #1?"
@@ -52,8 +51,8 @@ PWNED = "window.__pwned"
 """What every hostile payload tries to set; a page where it is defined ran session data."""
 
 HOSTILE_TEXT = (
-    "<script>window.__pwned = 1</script> <img src=x onerror=\"window.__pwned = 2\"> "
-    "<a href=\"javascript:window.__pwned = 3\">click</a> </pre></div><svg onload=window.__pwned=4>"
+    '<script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2"> '
+    '<a href="javascript:window.__pwned = 3">click</a> </pre></div><svg onload=window.__pwned=4>'
 )
 
 CHROMIUM_ARGS = (
@@ -108,8 +107,13 @@ def _hostile(store: SessionStore) -> None:
     call = m.tool_call_block("c1", "bash<script>", {"command": "echo '<script>x</script>'"})
     s.append(
         "assistant/message",
-        m.assistant_message(markdown, turn=0, step=0, tool_calls=[call],
-                            reasoning="<script>window.__pwned = 11</script>"),
+        m.assistant_message(
+            markdown,
+            turn=0,
+            step=0,
+            tool_calls=[call],
+            reasoning="<script>window.__pwned = 11</script>",
+        ),
         surface_op="append",
     )
     s.append("tool/call", m.tool_call(call, turn=0, step=0))
@@ -152,8 +156,9 @@ def _long(store: SessionStore) -> None:
     s.append("turn/start", m.turn_start(turn))
     s.append(
         "user/message",
-        m.user_message("Summary: every question was about the parser.", id="sum",
-                       source="compaction"),
+        m.user_message(
+            "Summary: every question was about the parser.", id="sum", source="compaction"
+        ),
         surface_op=Replace(1, 3),
         source_event_seqs=[1, 3],
     )
@@ -175,8 +180,11 @@ def make_history(root: Path) -> Path:
 
 def serve_env(home: Path) -> dict[str, str]:
     """An environment with a private data home and no config file."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SESSIONQUERY_", "CLAUDE_",
-                                                                   "CODEX_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SESSIONQUERY_", "CLAUDE_", "CODEX_"))
+    }
     env["SESSIONQUERY_HOME"] = str(home / "sq")
     env["SESSIONQUERY_CONFIG"] = str(home / "no-config.toml")
     env["HOME"] = str(home)
@@ -205,8 +213,17 @@ def served(root: Path, *extra: str) -> Iterator[Served]:
     """``sessionquery serve --root <root>/sessions --port 0`` until the block ends."""
     home = Path(tempfile.mkdtemp(dir=root))
     command = [
-        sys.executable, "-m", "sessionquery.cli", "serve", "--port", "0",
-        "--root", str(root / "sessions"), "--index", str(home / "index.sqlite3"), *extra,
+        sys.executable,
+        "-m",
+        "sessionquery.cli",
+        "serve",
+        "--port",
+        "0",
+        "--root",
+        str(root / "sessions"),
+        "--index",
+        str(home / "index.sqlite3"),
+        *extra,
     ]
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=serve_env(home)

@@ -11,13 +11,13 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from web_support import HOSTILE_ID, LONG_EVENTS, LONG_ID, make_history
 
 from sessionquery import JsonlPersistence, SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.web import Catalog, Guard, Response, ViewerApp
 from sessionquery.web.export import export_session
 from sessionquery.web.security import CSP, TOKEN_COOKIE
+from web_support import HOSTILE_ID, LONG_EVENTS, LONG_ID, make_history
 
 PORT = 8765
 HOST = {"host": f"127.0.0.1:{PORT}"}
@@ -214,8 +214,12 @@ def test_a_session_page_shows_a_window_around_the_target_and_loads_the_rest(
     assert 900 in seqs and len(seqs) == 150 and seqs == sorted(seqs)
     assert 'class="load earlier"' in body and 'class="load later"' in body
     start, end = seqs[-1] + 1, seqs[-1] + 151
-    fragment = text(get(app, session_path(LONG_ID, f"/window?start={start}&end={end}")
-                        .replace("/s/", "/api/s/", 1)))
+    fragment = text(
+        get(
+            app,
+            session_path(LONG_ID, f"/window?start={start}&end={end}").replace("/s/", "/api/s/", 1),
+        )
+    )
     more = [int(s) for s in re.findall(r'<article id="seq-(\d+)"', fragment)]
     assert more == list(range(start, min(end, LONG_EVENTS)))
 

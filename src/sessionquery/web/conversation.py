@@ -155,9 +155,14 @@ def added_on_read(events: Sequence[SessionEvent]) -> int:
         return 0
     last = events[-1].time
     start = len(events) - 1
-    while start > 0 and events[start - 1].time == last and events[start - 1].type in (
-        "tool/result",
-        "step/end",
+    while (
+        start > 0
+        and events[start - 1].time == last
+        and events[start - 1].type
+        in (
+            "tool/result",
+            "step/end",
+        )
     ):
         start -= 1
     for first in range(start, len(events)):

@@ -169,8 +169,11 @@ def _badges(item: Item, links: Links) -> list[Markup]:
         out.append(
             el(
                 "span",
-                {"class": "badge synthetic", "title": "The log ends inside a turn: the read adds "
-                 "this event to close it; it is not stored."},
+                {
+                    "class": "badge synthetic",
+                    "title": "The log ends inside a turn: the read adds "
+                    "this event to close it; it is not stored.",
+                },
                 "added on read",
             )
         )
