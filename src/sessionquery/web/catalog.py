@@ -20,7 +20,9 @@ read cache it was built with); nothing here writes; errors are the service's
 
 from __future__ import annotations
 
+import builtins
 import hashlib
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -28,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sessionquery.model import fold_surface
-from sessionquery.persistence.base import PersistedSession, SessionPersistence
+from sessionquery.persistence.base import PersistedSession, ReadHandle, SessionPersistence
 from sessionquery.query.service import SessionQuery
 from sessionquery.query.types import SessionLog, SessionRecord
 from sessionquery.resume import resume_command
@@ -49,6 +51,24 @@ TitleReader = Callable[
 a persistent cache (the command line's), or ``None`` for the built-in memory-only one."""
 
 _VIEWS_KEPT = 4
+
+logger = logging.getLogger(__name__)
+
+
+class _Listing:
+    """A persistence that is one listing already taken (the records are built over it)."""
+
+    def __init__(self, entries: Sequence[PersistedSession]) -> None:
+        self._entries = entries
+
+    def list(self) -> builtins.list[PersistedSession]:
+        return list(self._entries)
+
+    def stat(self, session_id: str) -> PersistedSession | None:
+        raise NotImplementedError  # only list() is used
+
+    def open_read(self, session_id: str) -> ReadHandle:
+        raise NotImplementedError  # only list() is used
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +113,8 @@ class Catalog:
         source_label: the label of a single source (when ``persistence`` is not combined).
         titles: a title reader with a persistent cache, or ``None``.
         clock: a monotonic clock.
+        live_store: the live store ``query`` was built with, if any (its sessions are then
+            listed through ``query`` itself).
     """
 
     def __init__(
@@ -103,6 +125,7 @@ class Catalog:
         source_label: str = "store",
         titles: TitleReader | None = None,
         clock: Callable[[], float] = time.monotonic,
+        live_store: object | None = None,
     ) -> None:
         self.query = query
         self._persistence = persistence
@@ -111,6 +134,8 @@ class Catalog:
         self._clock = clock
         self._lock = threading.Lock()
         self._rows: list[Row] | None = None
+        self._refreshing = False
+        self._plain = live_store is None
         self._entries: list[PersistedSession] = []
         self._index: dict[str, int] = {}
         self._stamp = ""
@@ -121,12 +146,46 @@ class Catalog:
     # -- the listing ---------------------------------------------------------------------
 
     def rows(self) -> list[Row]:
-        """Every session, newest first (a listing at most :data:`LISTING_TTL_S` old)."""
+        """Every session, newest first.
+
+        The first call lists the sources; later calls answer from the last listing at once
+        and, when it is older than :data:`LISTING_TTL_S`, list again in a background thread
+        (a failed listing keeps the previous one and is logged), so no page waits for a
+        listing of a large history after the first.
+        """
         with self._lock:
-            if self._rows is not None and self._clock() - self._listed_at < LISTING_TTL_S:
-                return self._rows
-        records = self.query.list_sessions()
+            rows = self._rows
+            stale = rows is None or self._clock() - self._listed_at >= LISTING_TTL_S
+            start = rows is not None and stale and not self._refreshing
+            if start:
+                self._refreshing = True
+        if rows is None:
+            return self._refresh()
+        if start:
+            threading.Thread(
+                target=self._refresh_quietly, name="sessionquery-listing", daemon=True
+            ).start()
+        return rows
+
+    def _refresh_quietly(self) -> None:
+        try:
+            self._refresh()
+        except Exception:  # the thread's top level: keep serving the last listing
+            logger.warning(
+                "listing the session sources failed; keeping the last listing", exc_info=True
+            )
+        finally:
+            with self._lock:
+                self._refreshing = False
+
+    def _refresh(self) -> list[Row]:
         entries = list(self._persistence.list()) if self._persistence is not None else []
+        # One listing serves both the records (ordered and checked by the service, over this
+        # very listing) and the sizes, revisions and sources joined to them.
+        if self._persistence is not None and self._plain:
+            records = SessionQuery(persistence=_Listing(entries)).list_sessions()
+        else:
+            records = self.query.list_sessions()
         by_id = {entry.header.id: entry for entry in entries}
         origin = getattr(self._persistence, "origin_of", None)
         rows = []

@@ -195,15 +195,28 @@ class SessionView:
         """Events that are in the stored log (the rest were added by the read)."""
         self._logged_calls: set[str] = set()
         self._names: dict[str, str] = {}
+        self._block_names: dict[str, str] | None = None
         for event in events:
             if event.type == "tool/call":
                 data = _dict(event.data)
                 call_id = str(data.get("callId"))
                 self._logged_calls.add(call_id)
                 self._names[call_id] = str(data.get("name") or "tool")
-            elif event.type == "assistant/message":
-                for call in _block_calls(_dict(_dict(event.data).get("message")).get("content")):
-                    self._names.setdefault(call.call_id, call.name)
+
+    def _name(self, call_id: str) -> str:
+        """The tool name of a call id: from its ``tool/call`` event, else from the
+        assistant message that made it (that index is built on first need)."""
+        name = self._names.get(call_id)
+        if name is not None:
+            return name
+        if self._block_names is None:
+            self._block_names = {}
+            for event in self.events:
+                if event.type == "assistant/message":
+                    message = _dict(_dict(event.data).get("message"))
+                    for call in _block_calls(message.get("content")):
+                        self._block_names.setdefault(call.call_id, call.name)
+        return self._block_names.get(call_id, "")
 
     def order(self, view: View) -> Sequence[int]:
         """The seqs a view shows, in the order it shows them."""
@@ -294,7 +307,7 @@ class SessionView:
             "tool-result",
             text=text,
             is_error=failed or bool(error),
-            tool_name=self._names.get(call_id, ""),
+            tool_name=self._name(call_id) if call_id else "",
             **base,
         )
 

@@ -23,7 +23,8 @@ __all__ = [
 ]
 
 KEYS: tuple[tuple[str, str], ...] = (
-    ("j / k", "next / previous message"),
+    ("j / k", "next / previous message (or row of a list)"),
+    ("Enter", "open the chosen row"),
     ("n / N", "next / previous search hit in this session"),
     ("/", "search (all sessions; in an exported page, this page)"),
     ("[ / ]", "previous (newer) / next (older) session"),

@@ -42,7 +42,7 @@ DEFAULT_MATCH: SearchMatch = "words"
 
 MATCHES: tuple[str, ...] = get_args(SearchMatch)
 SEARCH_DEADLINE_S = 3.0
-TITLE_BUDGET_S = 0.15
+TITLE_BUDGET_S = 0.05
 SEARCH_PAGE = 20
 _HITS_IN_SESSION = 100
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

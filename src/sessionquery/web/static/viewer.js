@@ -106,6 +106,14 @@
     return list.length - 1;
   }
 
+  // Enter on a focused row of the sessions or search page opens it.
+  function openFocused() {
+    var row = $("tr.kfocus a.title, li.hit.kfocus a.snippet");
+    if (!row) { return false; }
+    window.location.href = row.href;
+    return true;
+  }
+
   function follow(rel) {
     var link = $('a[rel="' + rel + '"]');
     if (link) { window.location.href = link.href; }
@@ -142,6 +150,7 @@
       case "]": follow("next"); break;
       case "s": switchView(); break;
       case "?": toggleHelp(); break;
+      case "Enter": if (!openFocused()) { return; } break;
       case "/":
         var box = $("#find") || $("header.top input[type=search]");
         if (box) { box.focus(); box.select(); }
