@@ -26,8 +26,24 @@ def tags(text: str) -> list[tuple[str, dict[str, str | None]]]:
     return parser.tags
 
 
-ALLOWED = {"p", "br", "code", "pre", "a", "strong", "em", "ul", "ol", "li", "blockquote",
-           "h3", "h4", "h5", "h6", "hr"}
+ALLOWED = {
+    "p",
+    "br",
+    "code",
+    "pre",
+    "a",
+    "strong",
+    "em",
+    "ul",
+    "ol",
+    "li",
+    "blockquote",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+}
 
 
 def test_the_common_subset_renders() -> None:

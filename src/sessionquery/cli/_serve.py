@@ -38,7 +38,10 @@ def _title_reader(inv: Invocation) -> TitleReader:
     def read(
         query: SessionQuery, listing: Sequence[PersistedSession], ids: Sequence[str], budget: float
     ) -> Mapping[str, object]:
-        return titlecache.read_titles(query, listing, ids, cache, budget_s=budget, always=0)
+        # A budget of 0 asks for remembered titles only (read_titles stops before its
+        # first read once the deadline has passed).
+        budget_s = budget if budget > 0 else -1.0
+        return titlecache.read_titles(query, listing, ids, cache, budget_s=budget_s, always=0)
 
     return read
 

@@ -238,7 +238,12 @@ class Catalog:
     # -- titles --------------------------------------------------------------------------
 
     def titles(self, ids: Sequence[str], budget_s: float) -> dict[str, str | object | None]:
-        """The title of each id: text, ``None`` (untitled) or :data:`NOT_READ`."""
+        """The title of each id: text, ``None`` (untitled) or :data:`NOT_READ`.
+
+        Remembered titles are always answered; others are read (a whole-log read each)
+        for at most ``budget_s`` seconds, at least one when the budget is positive, none
+        when it is 0.
+        """
         revisions = {row.id: row.revision for row in self.rows()}
         out: dict[str, str | object | None] = {}
         missing = []
@@ -267,7 +272,7 @@ class Catalog:
         deadline = self._clock() + budget_s
         out: dict[str, str | object | None] = {}
         for index, session_id in enumerate(ids):
-            if index and self._clock() > deadline:
+            if budget_s <= 0 or (index and self._clock() > deadline):
                 out[session_id] = NOT_READ
                 continue
             (result,) = self.query.read_title_snapshots([session_id])

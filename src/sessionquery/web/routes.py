@@ -2,8 +2,8 @@
 
 Invariants: request parameters are checked here and a bad one is ``BAD_REQUEST`` naming it;
 searches carry a deadline (:data:`SEARCH_DEADLINE_S`) so a search during a first index build
-answers "still building" instead of hanging; titles are read within :data:`TITLE_BUDGET_S`
-per page and the page asks for the rest.
+answers "still building" instead of hanging; a page reads no title that is not remembered
+(:data:`TITLE_BUDGET_S`) except the title of the session it shows, and asks for the rest.
 """
 
 from __future__ import annotations
@@ -42,7 +42,10 @@ DEFAULT_MATCH: SearchMatch = "words"
 
 MATCHES: tuple[str, ...] = get_args(SearchMatch)
 SEARCH_DEADLINE_S = 3.0
-TITLE_BUDGET_S = 0.05
+TITLE_BUDGET_S = 0.0
+"""Seconds a page spends reading titles (a title is a whole-log read): none, the page shows
+the remembered ones and asks ``/api/titles`` for the rest once it is on screen."""
+TITLE_API_BUDGET_S = 1.0
 SEARCH_PAGE = 20
 _HITS_IN_SESSION = 100
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -246,7 +249,9 @@ class Routes:
                     raise
         row = self.catalog.row(session_id)
         children = [r for r in self.catalog.rows() if r.record.header.parent_session == session_id]
-        titles = self.catalog.titles([session_id, *(c.id for c in children[:8])], TITLE_BUDGET_S)
+        titles = self.catalog.titles([c.id for c in children[:8]], TITLE_BUDGET_S)
+        # The session's own log was just read, so its title costs no further read.
+        titles.update(self.catalog.titles([session_id], TITLE_API_BUDGET_S))
         return session_page(
             log,
             view,
@@ -270,7 +275,7 @@ class Routes:
             node = stack.pop()
             ids.append(node.record.id)
             stack.extend(node.descendants)
-        return lineage_page(trace, self.catalog.titles(ids, TITLE_BUDGET_S * 2))
+        return lineage_page(trace, self.catalog.titles(ids, TITLE_BUDGET_S))
 
     def export(self, session_id: str) -> tuple[str, str]:
         """The HTML export of a session and a file name for it."""
@@ -326,5 +331,5 @@ class Routes:
     def titles(self, request: Request) -> dict[str, object]:
         """Titles of the ids asked for (``null`` for untitled; missing: not read yet)."""
         ids = request.all("id")[:PAGE_SIZE]
-        found = self.catalog.titles(ids, 1.0)
+        found = self.catalog.titles(ids, TITLE_API_BUDGET_S)
         return {"titles": {k: v for k, v in found.items() if v is not NOT_READ}}

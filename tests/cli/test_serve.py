@@ -1,0 +1,63 @@
+"""``sessionquery serve`` as a command: its first line is the URL, it answers, it refuses what
+it cannot do in one line (the browser tests in tests/web/ exercise the pages)."""
+
+from __future__ import annotations
+
+import http.client
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from web_support import make_history, serve_env, served
+
+
+def test_the_first_line_is_the_url_and_the_server_answers(tmp_path: Path) -> None:
+    make_history(tmp_path)
+    with served(tmp_path) as server:
+        parts = urlsplit(server.url)
+        assert server.url == f"http://127.0.0.1:{parts.port}/"
+        connection = http.client.HTTPConnection("127.0.0.1", parts.port, timeout=30)
+        connection.request("GET", "/s/billing-rounding")
+        answer = connection.getresponse()
+        assert answer.status == 200 and b"Fix flaky invoice rounding test" in answer.read()
+        connection.close()
+
+
+def test_a_port_in_use_is_one_typed_line(tmp_path: Path) -> None:
+    make_history(tmp_path)
+    with served(tmp_path) as server:
+        port = str(urlsplit(server.url).port)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sessionquery.cli",
+                "serve",
+                "--port",
+                port,
+                "--root",
+                str(tmp_path / "sessions"),
+            ],
+            capture_output=True,
+            text=True,
+            env=serve_env(tmp_path),
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1 and done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("SESSION_QUERY_INVALID_CONFIG: cannot listen on 127.0.0.1:")
+
+
+def test_a_bad_port_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "sessionquery.cli", "serve", "--port", "70000"],
+        capture_output=True,
+        text=True,
+        env=serve_env(tmp_path),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("SESSION_QUERY_USAGE: argument --port")
