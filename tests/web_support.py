@@ -11,6 +11,7 @@ finds the browser or fails loudly (``.ci/run`` installs it; tests never skip).
 
 from __future__ import annotations
 
+import html.parser
 import os
 import shutil
 import subprocess
@@ -32,10 +33,13 @@ __all__ = [
     "HOSTILE_TEXT",
     "LONG_EVENTS",
     "LONG_ID",
+    "ORPHAN_ID",
     "PWNED",
     "Served",
     "chromium_path",
     "make_history",
+    "parse_tags",
+    "run_cli",
     "screenshot_dir",
     "served",
 ]
@@ -167,6 +171,24 @@ def _long(store: SessionStore) -> None:
     store.close(LONG_ID)
 
 
+ORPHAN_ID = "orphan-subagent"
+"""A subagent whose parent session is in no source (its lineage is incomplete)."""
+
+
+def _orphan(store: SessionStore) -> None:
+    s = store.create(
+        ORPHAN_ID,
+        cwd="/home/dev/src/long",
+        parent_session="gone-parent",
+        origin="subagent",
+        delegation_depth=1,
+    )
+    s.append("turn/start", m.turn_start(0))
+    s.append("user/message", m.user_message("scan the parser", id="o0"), surface_op="append")
+    s.append("turn/end", m.turn_end(0))
+    store.close(ORPHAN_ID)
+
+
 def make_history(root: Path) -> Path:
     """Write the fixture store under ``root / "sessions"``; returns that directory."""
     sessions = root / "sessions"
@@ -175,6 +197,7 @@ def make_history(root: Path) -> Path:
     store = SessionStore(JsonlPersistence(sessions), clock=lambda: next(ticks))
     _hostile(store)
     _long(store)
+    _orphan(store)
     return sessions
 
 
@@ -244,3 +267,31 @@ def served(root: Path, *extra: str) -> Iterator[Served]:
         for stream in (process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
+
+
+class _Tags(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def parse_tags(page: str) -> list[tuple[str, dict[str, str | None]]]:
+    """Every start tag of ``page`` with its attributes, in order."""
+    parser = _Tags()
+    parser.feed(page)
+    return parser.tags
+
+
+def run_cli(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
+    """``sessionquery ARGS`` in a subprocess with a private home (bounded)."""
+    return subprocess.run(
+        [sys.executable, "-m", "sessionquery.cli", *args],
+        capture_output=True,
+        text=True,
+        env=serve_env(home),
+        timeout=120,
+        check=False,
+    )

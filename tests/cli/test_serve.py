@@ -4,12 +4,10 @@ it cannot do in one line (the browser tests in tests/web/ exercise the pages).""
 from __future__ import annotations
 
 import http.client
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from web_support import make_history, serve_env, served
+from web_support import make_history, run_cli, served
 
 
 def test_the_first_line_is_the_url_and_the_server_answers(tmp_path: Path) -> None:
@@ -28,36 +26,13 @@ def test_a_port_in_use_is_one_typed_line(tmp_path: Path) -> None:
     make_history(tmp_path)
     with served(tmp_path) as server:
         port = str(urlsplit(server.url).port)
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "sessionquery.cli",
-                "serve",
-                "--port",
-                port,
-                "--root",
-                str(tmp_path / "sessions"),
-            ],
-            capture_output=True,
-            text=True,
-            env=serve_env(tmp_path),
-            timeout=60,
-            check=False,
-        )
+        done = run_cli(["serve", "--port", port, "--root", str(tmp_path / "sessions")], tmp_path)
     assert done.returncode == 1 and done.stdout == ""
     (line,) = done.stderr.splitlines()
     assert line.startswith("SESSION_QUERY_INVALID_CONFIG: cannot listen on 127.0.0.1:")
 
 
 def test_a_bad_port_is_a_usage_error(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "sessionquery.cli", "serve", "--port", "70000"],
-        capture_output=True,
-        text=True,
-        env=serve_env(tmp_path),
-        timeout=60,
-        check=False,
-    )
+    done = run_cli(["serve", "--port", "70000"], tmp_path)
     assert done.returncode == 2
     assert done.stderr.startswith("SESSION_QUERY_USAGE: argument --port")

@@ -3,7 +3,6 @@ the security rules and the failure answers."""
 
 from __future__ import annotations
 
-import html.parser
 import json
 import re
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.web import Catalog, Guard, Response, ViewerApp
 from sessionquery.web.export import export_session
 from sessionquery.web.security import CSP, TOKEN_COOKIE
-from web_support import HOSTILE_ID, LONG_EVENTS, LONG_ID, make_history
+from web_support import HOSTILE_ID, LONG_EVENTS, LONG_ID, ORPHAN_ID, make_history, parse_tags
 
 PORT = 8765
 HOST = {"host": f"127.0.0.1:{PORT}"}
@@ -89,19 +88,8 @@ def test_the_policy_allows_no_inline_script_and_no_other_origin() -> None:
     assert "unsafe-inline" not in CSP and "http" not in CSP
 
 
-class _Tags(html.parser.HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-
 def parsed(body: str) -> list[tuple[str, dict[str, str | None]]]:
-    parser = _Tags()
-    parser.feed(body)
-    return parser.tags
+    return parse_tags(body)
 
 
 @pytest.mark.parametrize(
@@ -195,11 +183,11 @@ def test_failures_are_one_typed_line_never_a_traceback(
 
 def test_the_sessions_page_filters_and_pages(app: ViewerApp) -> None:
     everything = text(get(app, "/"))
-    assert "7 sessions" in everything
+    assert "8 sessions" in everything
     roots = text(get(app, "/?lineage=roots"))
     assert "billing-rounding-scan" not in roots and "5 sessions" in roots
     children = text(get(app, "/?lineage=children"))
-    assert "2 sessions" in children and 'data-id="billing-rounding-scan"' in children
+    assert "3 sessions" in children and 'data-id="billing-rounding-scan"' in children
     workspace = text(get(app, "/?cwd=/home/dev/src/web-dashboard"))
     assert "2 sessions" in workspace
     assert "0 sessions" in text(get(app, "/?to=2020-01-01"))
@@ -222,6 +210,11 @@ def test_a_session_page_shows_a_window_around_the_target_and_loads_the_rest(
     )
     more = [int(s) for s in re.findall(r'<article id="seq-(\d+)"', fragment)]
     assert more == list(range(start, min(end, LONG_EVENTS)))
+
+
+def test_an_incomplete_lineage_is_marked(app: ViewerApp) -> None:
+    body = text(get(app, f"/s/{ORPHAN_ID}/lineage"))
+    assert "Lineage incomplete" in body and "gone-parent" in body
 
 
 def test_the_surface_view_shows_only_current_events_in_surface_order(app: ViewerApp) -> None:

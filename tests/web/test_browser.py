@@ -10,8 +10,6 @@ exported file's search from ``file://`` are exercised as a person would.
 from __future__ import annotations
 
 import http.client
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, urlsplit
@@ -30,8 +28,8 @@ from web_support import (
     Served,
     chromium_path,
     make_history,
+    run_cli,
     screenshot_dir,
-    serve_env,
     served,
 )
 
@@ -107,7 +105,7 @@ def no_script_ran(page: Page) -> None:
 def test_the_sessions_page_lists_every_source_and_filters(server: Served, page: Page) -> None:
     page.goto(at(server, "/"))
     rows = page.locator("table.sessions tbody tr")
-    expect(rows).to_have_count(9)
+    expect(rows).to_have_count(10)
     expect(page.locator("[data-title-pending]")).to_have_count(0)
     expect(page.locator(f'tr[data-id="{CLAUDE_ID}"] .src')).to_have_text("claude")
     expect(page.locator(f'tr[data-id="{CODEX_ID}"] .src')).to_have_text("codex")
@@ -327,26 +325,8 @@ def test_the_exported_file_searches_itself_from_disk(
     target = tmp_path / "billing.html"
     hostile = tmp_path / "hostile.html"
     for session_id, path in (("billing-rounding", target), (HOSTILE_ID, hostile)):
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "sessionquery.cli",
-                "export",
-                session_id,
-                "--format",
-                "html",
-                "-o",
-                str(path),
-                "--root",
-                str(history / "sessions"),
-            ],
-            capture_output=True,
-            text=True,
-            env=serve_env(tmp_path),
-            timeout=120,
-            check=False,
-        )
+        args = ["export", session_id, "--format", "html", "-o", str(path)]
+        done = run_cli([*args, "--root", str(history / "sessions")], tmp_path)
         assert done.returncode == 0, done.stderr
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))

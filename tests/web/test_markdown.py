@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import html.parser
 import time
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from sessionquery.web.markdown import INLINE_LINE_MAX, render_markdown
-
-
-class _Tags(html.parser.HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
+from web_support import parse_tags
 
 
 def tags(text: str) -> list[tuple[str, dict[str, str | None]]]:
-    parser = _Tags()
-    parser.feed(render_markdown(text))
-    return parser.tags
+    return parse_tags(render_markdown(text))
 
 
 ALLOWED = {

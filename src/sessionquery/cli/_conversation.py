@@ -25,6 +25,7 @@ from sessionquery.cli import _terminal as term
 from sessionquery.cli._render import Style, header_json, time_text, title_json
 from sessionquery.model import Replace, SessionEvent, SessionHeader, TitleSnapshot, thaw
 from sessionquery.query.types import SessionLog, SessionRecord
+from sessionquery.web.conversation import block_text
 
 __all__ = [
     "Entry",
@@ -83,17 +84,6 @@ def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _texts(blocks: object, kind: str = "text") -> str:
-    parts = []
-    for block in _list(blocks):
-        item = _dict(block)
-        if item.get("type") == kind and isinstance(item.get("text"), str):
-            parts.append(item["text"])
-        elif kind == "text" and item.get("type") == "tool-result":
-            parts.append(_texts(item.get("content")))
-    return "\n".join(part for part in parts if part)
-
-
 def _arguments(value: object) -> str:
     if isinstance(value, str):
         return value
@@ -103,20 +93,20 @@ def _arguments(value: object) -> str:
 def _message_entries(event: SessionEvent, calls: set[str]) -> Iterator[Entry]:
     data = _dict(event.data)
     if event.type == "user/message":
-        text = _texts(data.get("content"))
+        text = block_text(data.get("content"))
         if text:
             yield Entry("user", event.seq, event.time, text)
         return
     message = _dict(data.get("message"))
     content = message.get("content")
     if event.type == "system/message":
-        if _texts(content):
-            yield Entry("system", event.seq, event.time, _texts(content))
+        if block_text(content):
+            yield Entry("system", event.seq, event.time, block_text(content))
     elif event.type == "assistant/message":
-        reasoning = _texts(content, "reasoning")
+        reasoning = block_text(content, "reasoning")
         if reasoning:
             yield Entry("reasoning", event.seq, event.time, reasoning)
-        text = _texts(content)
+        text = block_text(content)
         if text:
             yield Entry("assistant", event.seq, event.time, text)
         for block in map(_dict, _list(content)):
@@ -128,7 +118,7 @@ def _message_entries(event: SessionEvent, calls: set[str]) -> Iterator[Entry]:
             data.get("error")
         )
         yield Entry(
-            "tool-result", event.seq, event.time, _texts(content), "", "error" if failed else ""
+            "tool-result", event.seq, event.time, block_text(content), "", "error" if failed else ""
         )
 
 
@@ -136,7 +126,7 @@ def _event_entries(event: SessionEvent, calls: set[str]) -> Iterator[Entry]:
     op = event.surface_op
     if isinstance(op, Replace) and event.type != "tool/result":
         span = f"replaces seq {op.start_seq} to {op.end_seq}"
-        text = _texts(_dict(_dict(event.data).get("message")).get("content")) or _texts(
+        text = block_text(_dict(_dict(event.data).get("message")).get("content")) or block_text(
             _dict(event.data).get("content")
         )
         yield Entry("compaction", event.seq, event.time, text, "", span)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import webbrowser
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -48,6 +47,8 @@ def _title_reader(inv: Invocation) -> TitleReader:
 
 def cmd_serve(inv: Invocation) -> int:
     """Serve the viewer until interrupted."""
+    import webbrowser
+
     from sessionquery.mcp import IndexBuilder
     from sessionquery.web import Catalog, Guard, ViewerApp, ViewerServer
     from sessionquery.web.export import export_session

@@ -10,10 +10,31 @@ and why it is built on the standard library: ``docs/viewer.md``.
 
 from __future__ import annotations
 
-from sessionquery.web.app import Response, ViewerApp
-from sessionquery.web.catalog import Catalog
-from sessionquery.web.export import export_page
-from sessionquery.web.security import Guard
-from sessionquery.web.server import ViewerServer
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sessionquery.web.app import Response, ViewerApp
+    from sessionquery.web.catalog import Catalog
+    from sessionquery.web.export import export_page
+    from sessionquery.web.security import Guard
+    from sessionquery.web.server import ViewerServer
 
 __all__ = ["Catalog", "Guard", "Response", "ViewerApp", "ViewerServer", "export_page"]
+
+_HOMES = {
+    "Catalog": "catalog",
+    "Guard": "security",
+    "Response": "app",
+    "ViewerApp": "app",
+    "ViewerServer": "server",
+    "export_page": "export",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: the command line imports this package's view model for
+    # `show --conversation` and must not pay for the HTTP server at start-up.
+    if name not in _HOMES:
+        raise AttributeError(f"module 'sessionquery.web' has no attribute {name!r}")
+    return getattr(import_module(f"sessionquery.web.{_HOMES[name]}"), name)

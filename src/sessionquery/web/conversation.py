@@ -39,6 +39,7 @@ __all__ = [
     "ToolCall",
     "View",
     "added_on_read",
+    "block_text",
 ]
 
 View = Literal["log", "surface"]
@@ -129,14 +130,16 @@ def _list(value: object) -> Sequence[Any]:
     return value if isinstance(value, list | tuple) else ()
 
 
-def _texts(blocks: object, kind: str = "text") -> str:
+def block_text(blocks: object, kind: str = "text") -> str:
+    """The text of the content blocks of type ``kind`` (``text`` includes the text inside
+    ``tool-result`` blocks), non-empty parts joined by newlines."""
     parts: list[str] = []
     for block in _list(blocks):
         item = _dict(block)
         if item.get("type") == kind and isinstance(item.get("text"), str):
             parts.append(item["text"])
         elif kind == "text" and item.get("type") == "tool-result":
-            parts.append(_texts(item.get("content")))
+            parts.append(block_text(item.get("content")))
     return "\n".join(part for part in parts if part)
 
 
@@ -261,7 +264,7 @@ class SessionView:
         kind = event.type
         if kind == "user/message":
             source = str(_dict(data.get("source")).get("kind") or "")
-            return Item("user", text=_texts(data.get("content")), source_kind=source, **base)
+            return Item("user", text=block_text(data.get("content")), source_kind=source, **base)
         message = _dict(data.get("message"))
         if kind == "assistant/message":
             content = message.get("content")
@@ -272,13 +275,13 @@ class SessionView:
             ]
             return Item(
                 "assistant",
-                text=_texts(content),
-                reasoning=_texts(content, "reasoning"),
+                text=block_text(content),
+                reasoning=block_text(content, "reasoning"),
                 calls=tuple(calls),
                 **base,
             )
         if kind == "system/message":
-            return Item("system", text=_texts(message.get("content")), **base)
+            return Item("system", text=block_text(message.get("content")), **base)
         if kind == "tool/call":
             call = ToolCall(
                 str(data.get("name") or "tool"),
@@ -296,7 +299,7 @@ class SessionView:
         content = message.get("content")
         failed = any(_dict(b).get("isError") is True for b in _list(content))
         error = _dict(data.get("error"))
-        text = _texts(content)
+        text = block_text(content)
         if error and not text:
             text = " ".join(str(error.get(k)) for k in ("name", "code") if error.get(k))
         call_id = str(_dict(message.get("source")).get("callId") or "")

@@ -70,7 +70,7 @@ def title_cell(session_id: str, titles: Titles, record: SessionRecord | None = N
     origin = record.header.origin if record is not None else None
     prefix = badge(origin, "origin") if origin else None
     if title is NOT_READ:
-        text = el("span", {"class": "pending", "data-title-pending": session_id}, "…")
+        text = el("span", {"class": "pending", "data-title-pending": session_id}, "reading title…")
         return el("a", {"href": href, "class": "title"}, prefix, text)
     shown = title if isinstance(title, str) and title else "untitled"
     css = "title" if isinstance(title, str) and title else "title untitled"

@@ -268,10 +268,27 @@ def _body(item: Item, links: Links) -> list[object]:
                 [el("li", {"class": f"todo-{status}"}, content) for status, content in item.todos],
             )
         )
-    elif item.kind in ("title", "turn-end"):
-        parts.append(el("span", {"class": "text"}, item.text))
     parts.append(_replaces(item, links))
     return parts
+
+
+_THIN = frozenset({"structural", "raw", "title", "turn-end"})
+"""Kinds shown as one thin line rather than a card."""
+
+
+def _thin(item: Item, links: Links) -> Markup:
+    if item.kind == "structural":
+        return el("code", None, item.text)
+    if item.kind == "title":
+        return join(
+            el("code", None, "session/title"), " ", el("span", {"class": "text"}, item.text)
+        )
+    if item.kind == "turn-end":
+        css = "text" if item.text in ("", "completed", "stop", "end-turn") else "text warn"
+        return join(el("code", None, "turn/end"), " ", el("span", {"class": css}, item.text))
+    return el(
+        "details", None, el("summary", None, item.type), _folded(item.text, links, item.seq, "raw")
+    )
 
 
 def render_item(item: Item, links: Links, *, anchor: bool = True) -> Markup:
@@ -290,18 +307,18 @@ def render_item(item: Item, links: Links, *, anchor: bool = True) -> Markup:
         "data-seq": item.seq,
     }
     when = el("time", {"datetime": iso_time(item.time)}, iso_time(item.time, short=True))
-    if item.kind in ("structural", "raw"):
-        detail = (
-            el("code", None, item.text)
-            if item.kind == "structural"
-            else el(
-                "details",
-                None,
-                el("summary", None, item.type),
-                _folded(item.text, links, item.seq, "raw"),
-            )
+    if item.kind in _THIN:
+        return el(
+            "article",
+            attrs,
+            el(
+                "div",
+                {"class": "thin"},
+                _seq_link(item, links),
+                _thin(item, links),
+                _badges(item, links) if item.synthetic else None,
+            ),
         )
-        return el("article", attrs, el("div", {"class": "thin"}, _seq_link(item, links), detail))
     head = el(
         "header",
         None,
