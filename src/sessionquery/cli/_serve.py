@@ -1,4 +1,6 @@
-"""``sessionquery serve``: the web viewer over the command line's sources, index and titles.
+"""``sessionquery serve``: the web viewer over the composition root's sources, index and
+service (:class:`sessionquery.app.App`, so redaction and the archive apply), with the command
+line's title cache.
 
 Invariants: the URL is the first line of stdout (``http://HOST:PORT/``, with ``?token=…``
 when the bind is not loopback), flushed before anything else happens; the search index is
@@ -15,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from sessionquery.cli import _titlecache as titlecache
-from sessionquery.cli._services import EXIT_OK, Invocation, open_index
+from sessionquery.cli._services import EXIT_OK, Invocation
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import PersistedSession
 from sessionquery.query.service import SessionQuery
@@ -27,9 +29,6 @@ __all__ = ["DEFAULT_PORT", "cmd_serve"]
 
 DEFAULT_PORT = 8765
 """The viewer's port unless ``--port`` says otherwise (a fixed port keeps links stable)."""
-
-_CACHED_SESSIONS = 8
-
 
 def _title_reader(inv: Invocation) -> TitleReader:
     cache = inv.config.title_cache
@@ -54,12 +53,11 @@ def cmd_serve(inv: Invocation) -> int:
     from sessionquery.web.export import export_session
 
     args = inv.args
-    persistence = inv.persistence()
-    selection = inv.selection
-    search = open_index(selection.index, selection.postgres)
-    query = SessionQuery(
-        persistence=persistence, search=search, prepared_session_cache_size=_CACHED_SESSIONS
-    )
+    app = inv.app
+    persistence = app.persistence()
+    search = app.open_index()
+    query = app.service(search)
+    selection = app.selection
     label = selection.sources[0].label if len(selection.sources) == 1 else "store"
     catalog = Catalog(query, persistence, source_label=label, titles=_title_reader(inv))
     try:
