@@ -181,6 +181,19 @@ def test_failures_are_one_typed_line_never_a_traceback(
         assert json.loads(body)["error"]["code"] == code
 
 
+def test_a_session_named_by_the_start_of_its_id_is_redirected(app: ViewerApp) -> None:
+    moved = get(app, "/s/billing-rounding-sc/lineage?x=1")
+    assert moved.status == 302
+    assert moved.headers["Location"] == "/s/billing-rounding-scan/lineage?x=1"
+    assert get(app, "/api/s/dashboard-w/state").headers["Location"] == (
+        "/api/s/dashboard-websocket/state"
+    )
+    ambiguous = get(app, "/s/billing-rounding-b")  # -bankers only: unique
+    assert ambiguous.status == 302
+    response = get(app, "/s/dashboard")
+    assert response.status == 400 and "is the start of 2 session ids" in text(response)
+
+
 def test_the_sessions_page_filters_and_pages(app: ViewerApp) -> None:
     everything = text(get(app, "/"))
     assert "8 sessions" in everything

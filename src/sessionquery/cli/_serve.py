@@ -30,6 +30,7 @@ __all__ = ["DEFAULT_PORT", "cmd_serve"]
 DEFAULT_PORT = 8765
 """The viewer's port unless ``--port`` says otherwise (a fixed port keeps links stable)."""
 
+
 def _title_reader(inv: Invocation) -> TitleReader:
     cache = inv.config.title_cache
 

@@ -29,12 +29,20 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from sessionquery.app import AmbiguousId
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import thaw
 from sessionquery.web.catalog import Catalog
-from sessionquery.web.failures import FORBIDDEN, INTERNAL, NO_SUCH_PAGE, READ_ONLY, WebError
+from sessionquery.web.failures import (
+    BAD_REQUEST,
+    FORBIDDEN,
+    INTERNAL,
+    NO_SUCH_PAGE,
+    READ_ONLY,
+    WebError,
+)
 from sessionquery.web.markup import Markup
 from sessionquery.web.pages import error_page
 from sessionquery.web.routes import Request, Routes
@@ -159,7 +167,29 @@ class ViewerApp:
                 },
             )
         segments = [unquote(s) for s in parts.path.split("/")[1:]]
+        if len(segments) >= 2 and segments[0] in ("s", "api") and segments[1]:
+            moved = self._canonical(segments, parts.query)
+            if moved is not None:
+                return Response(302, b"", headers={"Location": moved})
         return self._route(segments, Request(query))
+
+    def _canonical(self, segments: list[str], query: str) -> str | None:
+        """Where a URL naming a session by the start of its id belongs (``None``: here)."""
+        where = 2 if segments[0] == "api" else 1
+        if segments[0] == "api" and (len(segments) < 3 or segments[1] != "s"):
+            return None
+        typed = segments[where]
+        try:
+            full = self._routes.catalog.resolve(typed)
+        except AmbiguousId as error:
+            raise WebError(400, BAD_REQUEST, error.message) from None
+        except SessionQueryError:
+            return None  # not listed (yet): the page reads it, or says it is not found
+        if full == typed:
+            return None
+        moved = [*segments[:where], full, *segments[where + 1 :]]
+        path = "/" + "/".join(quote(s, safe="") for s in moved)
+        return f"{path}?{query}" if query else path
 
     def _route(self, segments: list[str], request: Request) -> Response:
         routes = self._routes

@@ -29,6 +29,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from sessionquery.app import SessionIds
 from sessionquery.model import fold_surface
 from sessionquery.persistence.base import PersistedSession, ReadHandle, SessionPersistence
 from sessionquery.query.service import SessionQuery
@@ -141,6 +142,7 @@ class Catalog:
         self._stamp = ""
         self._listed_at = 0.0
         self._titles: dict[str, tuple[str | None, str | None]] = {}
+        self._ids: tuple[str, SessionIds] | None = None
         self._views: OrderedDict[str, tuple[SessionLog, SessionView]] = OrderedDict()
 
     # -- the listing ---------------------------------------------------------------------
@@ -234,6 +236,22 @@ class Catalog:
         newer = rows[index - 1] if index > 0 else None
         older = rows[index + 1] if index + 1 < len(rows) else None
         return newer, older
+
+    def resolve(self, text: str) -> str:
+        """The listed session id ``text`` names: itself, or the one id it starts.
+
+        Raises:
+            SessionQueryError: ``SESSION_NOT_FOUND``, or ``AmbiguousId`` when it starts
+                several ids.
+        """
+        rows = self.rows()
+        if text in self._index:
+            return text
+        kept = self._ids
+        if kept is None or kept[0] != self._stamp:
+            kept = (self._stamp, SessionIds.of(row.record for row in rows))
+            self._ids = kept
+        return kept[1].resolve(text)
 
     # -- titles --------------------------------------------------------------------------
 
