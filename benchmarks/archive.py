@@ -38,7 +38,16 @@ SECTION = "## Archive"
 
 sys.path.insert(0, str(ROOT / "src"))
 
-from sessionquery.archive import ARCHIVE_FILE, Archive, FileUnits  # noqa: E402
+from sessionquery.archive import ARCHIVE_FILE, Archive, SourceUnits  # noqa: E402
+from sessionquery.sources.registry import source_kind  # noqa: E402
+
+
+def _source_units(kind: str, location: Path) -> SourceUnits:
+    found = source_kind(kind)
+    assert found is not None
+    store = found.units(location)
+    assert store is not None
+    return SourceUnits(kind, store)
 
 
 def _written() -> int:
@@ -53,7 +62,7 @@ def _disk(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.iterdir() if p.name.startswith(ARCHIVE_FILE))
 
 
-def _timed(archive: Archive, units: list[FileUnits]) -> tuple[float, int, Any]:
+def _timed(archive: Archive, units: list[SourceUnits]) -> tuple[float, int, Any]:
     before = _written()
     start = time.perf_counter()
     report = archive.run(units)
@@ -73,8 +82,8 @@ def measure_size(work: Path) -> dict[str, Any]:
     folder = work / "archive-size"
     with Archive(folder) as archive:
         units = [
-            FileUnits("claude", claude),
-            FileUnits("codex", codex, lambda n: n.startswith("rollout-")),
+            _source_units("claude", claude),
+            _source_units("codex", codex),
         ]
         seconds, written, _report = _timed(archive, units)
         status = archive.status()
@@ -137,7 +146,7 @@ def measure_append(work: Path, megabytes: int, appends: int) -> dict[str, Any]:
     path = projects / "bench.jsonl"
     _big_transcript(path, megabytes)
     folder = work / "archive-append"
-    units = [FileUnits("claude", work / "big")]
+    units = [_source_units("claude", work / "big")]
     out: dict[str, Any] = {"bytes": path.stat().st_size}
     with Archive(folder) as archive:
         out["first_s"], out["first_written"], _ = _timed(archive, units)
@@ -159,7 +168,7 @@ def measure_append(work: Path, megabytes: int, appends: int) -> dict[str, Any]:
         out["appends_s"] = time.perf_counter() - start
         out["appends_written"] = total_written
         (unit,) = archive.units()
-        out["segments"] = len(archive._db.segments(unit.id))  # noqa: SLF001
+        out["segments"] = len(archive._db.segments(unit.id))
         assert archive.read("claude", work / "big", "p/bench.jsonl") == path.read_bytes()
     return out
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from archive_support import claude_home, transcripts
+from archive_support import claude_home, through, transcripts, units
 from conftest import raises_code
-from sessionquery.archive import ARCHIVE_FILE, Archive, FileUnits
+from sessionquery.archive import ARCHIVE_FILE, Archive
 from sessionquery.errors import ErrorCode, PersistenceCorrupt
 from sessionquery.query.service import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
@@ -26,9 +26,7 @@ DAY_MS = 86_400_000
 
 
 def _source(projects: Path, archive: Archive) -> ClaudeCodeSource:
-    source = ClaudeCodeSource(projects)
-    source.use_files(archive.files("claude", projects))
-    return source
+    return through(ClaudeCodeSource(projects), archive)
 
 
 def _everything(query: SessionQuery, tools: SessionQueryTools) -> dict[str, object]:
@@ -62,7 +60,7 @@ def test_after_half_the_transcripts_are_deleted_every_session_is_still_found_mar
 ) -> None:
     projects = claude_home(tmp_path)
     archive = Archive(tmp_path / "archive")
-    report = archive.run([FileUnits("claude", projects)])
+    report = archive.run([units("claude", projects)])
     files = transcripts(projects)
     assert report.stored == len(files) and not report.problems
     source = _source(projects, archive)
@@ -75,7 +73,7 @@ def test_after_half_the_transcripts_are_deleted_every_session_is_still_found_mar
         deleted = files[::2]
         for path in deleted:
             path.unlink()
-        assert archive.run([FileUnits("claude", projects)]).gone == len(deleted)
+        assert archive.run([units("claude", projects)]).gone == len(deleted)
         after = _everything(query, tools)
         assert after == before
         listed_after = {entry.header.id: entry for entry in source.list()}
@@ -110,7 +108,7 @@ def test_the_archive_is_within_1_2_times_the_compressed_size_of_the_sources(
 ) -> None:
     projects = claude_home(tmp_path)
     with Archive(tmp_path / "archive") as archive:
-        archive.run([FileUnits("claude", projects)])
+        archive.run([units("claude", projects)])
         status = archive.status()
     # The baseline: every transcript compressed on its own by xz at its default preset.
     compressed = sum(len(lzma.compress(p.read_bytes(), preset=6)) for p in transcripts(projects))
@@ -121,7 +119,7 @@ def test_the_archive_is_within_1_2_times_the_compressed_size_of_the_sources(
 def test_every_archived_file_reads_back_byte_identical(tmp_path: Path) -> None:
     projects = claude_home(tmp_path)
     with Archive(tmp_path / "archive") as archive:
-        archive.run([FileUnits("claude", projects)])
+        archive.run([units("claude", projects)])
         for path in transcripts(projects):
             rel = str(path.relative_to(projects))
             assert archive.read("claude", projects, rel) == path.read_bytes()
@@ -130,7 +128,7 @@ def test_every_archived_file_reads_back_byte_identical(tmp_path: Path) -> None:
 def test_a_renamed_and_a_copied_transcript_are_stored_once(tmp_path: Path) -> None:
     projects = claude_home(tmp_path)
     with Archive(tmp_path / "archive") as archive:
-        archive.run([FileUnits("claude", projects)])
+        archive.run([units("claude", projects)])
         _count, stored, _raw = archive._db.totals()  # pyright: ignore[reportPrivateUsage]
         first = transcripts(projects)[0]
         second = transcripts(projects)[1]
@@ -138,7 +136,7 @@ def test_a_renamed_and_a_copied_transcript_are_stored_once(tmp_path: Path) -> No
         shutil.copyfile(second, second.with_name("copy.jsonl"))
         with second.with_name("copy.jsonl").open("ab") as handle:
             handle.write(b'{"type":"summary","summary":"grown copy"}\n')
-        report = archive.run([FileUnits("claude", projects)])
+        report = archive.run([units("claude", projects)])
         assert report.stored == 2
         assert report.written < 200  # only the copy's appended line
         _count, stored_after, _raw = archive._db.totals()  # pyright: ignore[reportPrivateUsage]
@@ -154,12 +152,12 @@ def test_a_growing_transcript_is_extended_and_an_unchanged_one_is_not_opened(
 ) -> None:
     projects = claude_home(tmp_path)
     with Archive(tmp_path / "archive") as archive:
-        archive.run([FileUnits("claude", projects)])
+        archive.run([units("claude", projects)])
         path = transcripts(projects)[-1]
         line = b'{"type":"summary","summary":"one more line"}\n'
         with path.open("ab") as handle:
             handle.write(line)
-        report = archive.run([FileUnits("claude", projects)])
+        report = archive.run([units("claude", projects)])
         assert (report.stored, report.unchanged) == (1, len(transcripts(projects)) - 1)
         assert 0 < report.written < 2 * len(line)
         rel = str(path.relative_to(projects))
@@ -175,11 +173,10 @@ def test_codex_rollouts_and_a_missing_folder_are_served_from_the_archive(tmp_pat
         shutil.copyfile(path, sessions / path.name)
     root = tmp_path / "sessions"
     archive = Archive(tmp_path / "archive")
-    archive.run([FileUnits("codex", root, lambda name: name.startswith("rollout-"))])
+    archive.run([units("codex", root)])
     before = {e.header.id: e for e in CodexSource(root).list()}
     shutil.rmtree(root)
-    source = CodexSource(root)
-    source.use_files(archive.files("codex", root))
+    source = through(CodexSource(root), archive, "codex")
     combined = MultiSource([source])
     after = {e.header.id: e for e in combined.list()}
     assert after.keys() == before.keys() and all(e.archived for e in after.values())
@@ -194,7 +191,7 @@ def test_a_source_that_exists_is_read_from_its_folder_not_from_the_archive(
 ) -> None:
     projects = claude_home(tmp_path)
     archive = Archive(tmp_path / "archive")
-    archive.run([FileUnits("claude", projects)])
+    archive.run([units("claude", projects)])
     path = transcripts(projects)[-1]
     with path.open("ab") as handle:
         handle.write(b'{"type":"summary","summary":"newer than the archive"}\n')
@@ -214,14 +211,14 @@ def test_retention_prunes_old_units_and_keeps_recent_ones(tmp_path: Path) -> Non
     for path in files[1:]:
         os.utime(path, ns=((now_ms - DAY_MS) * 1_000_000,) * 2)
     with Archive(tmp_path / "archive", clock=lambda: now_ms) as archive:
-        archive.run([FileUnits("claude", projects)])
+        archive.run([units("claude", projects)])
         assert len(archive.units()) == len(files)
         assert archive.prune(30) == 1
         assert {u.rel for u in archive.units()} == {str(p.relative_to(projects)) for p in files[1:]}
         with raises_code(ErrorCode.INVALID_CONFIG):
             archive.prune(0)
     with Archive(tmp_path / "archive", clock=lambda: now_ms, keep_days=30) as keeping:
-        report = keeping.run([FileUnits("claude", projects)])
+        report = keeping.run([units("claude", projects)])
         assert report.stored == 0  # the old one is neither archived again nor kept
         assert len(keeping.units()) == len(files) - 1
     with raises_code(ErrorCode.INVALID_CONFIG):
@@ -231,7 +228,7 @@ def test_retention_prunes_old_units_and_keeps_recent_ones(tmp_path: Path) -> Non
 def test_a_damaged_blob_is_reported_never_served(tmp_path: Path) -> None:
     projects = claude_home(tmp_path)
     archive = Archive(tmp_path / "archive")
-    archive.run([FileUnits("claude", projects)])
+    archive.run([units("claude", projects)])
     import sqlite3
 
     conn = sqlite3.connect(tmp_path / "archive" / ARCHIVE_FILE)
@@ -286,8 +283,8 @@ def test_a_second_run_that_must_not_wait_skips_while_one_holds_the_archive(
     first = Archive(tmp_path / "archive")
     second = Archive(tmp_path / "archive")
     with first._locked(wait=True):  # pyright: ignore[reportPrivateUsage]
-        assert second.run([FileUnits("claude", projects)], wait=False).skipped
-    assert not second.run([FileUnits("claude", projects)], wait=False).skipped
+        assert second.run([units("claude", projects)], wait=False).skipped
+    assert not second.run([units("claude", projects)], wait=False).skipped
 
 
 def test_the_archive_files_are_private(tmp_path: Path) -> None:
@@ -302,7 +299,7 @@ def test_pruning_gives_the_space_back(tmp_path: Path) -> None:
     for path in transcripts(projects):
         os.utime(path, ns=((now_ms - 400 * DAY_MS) * 1_000_000,) * 2)
     with Archive(tmp_path / "archive", clock=lambda: now_ms) as archive:
-        archive.run([FileUnits("claude", projects)])
+        archive.run([units("claude", projects)])
         full = archive.status().file_bytes
         assert archive.prune(365) == len(transcripts(projects))
         status = archive.status()

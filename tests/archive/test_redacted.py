@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sessionquery.archive import ARCHIVE_FILE, Archive, FileUnits, redacted_form
+from archive_support import through, units
+from sessionquery.archive import ARCHIVE_FILE, Archive, redacted_form
 from sessionquery.sources import ClaudeCodeSource
 
 SECRET = "sk-live-0123456789abcdefABCDEF"
@@ -57,7 +58,7 @@ def test_with_redaction_the_archive_never_holds_the_secret(tmp_path: Path) -> No
     clean.write_bytes(_line("u2", "nothing to hide"))
     root = tmp_path / "projects"
     with Archive(tmp_path / "archive", form=redacted_form(ToyRedactor())) as archive:
-        archive.run([FileUnits("claude", root)])
+        archive.run([units("claude", root)])
         stored = archive.read("claude", root, "p/s-1.jsonl")
         assert stored is not None and SECRET.encode() not in stored
         assert b"[REDACTED:toy-key]" in stored
@@ -66,11 +67,10 @@ def test_with_redaction_the_archive_never_holds_the_secret(tmp_path: Path) -> No
         # A partial last line waits: only whole lines are redacted and stored.
         with leaky.open("ab") as handle:
             handle.write(_line("u3", "another " + SECRET)[:-20])
-        archive.run([FileUnits("claude", root)])
+        archive.run([units("claude", root)])
         assert archive.read("claude", root, "p/s-1.jsonl") == stored
         leaky.unlink()
-        source = ClaudeCodeSource(root)
-        source.use_files(archive.files("claude", root))
+        source = through(ClaudeCodeSource(root), archive)
         (entry,) = [e for e in source.list() if e.header.id == "s-1"]
         assert entry.archived
         with source.open_read("s-1") as handle:
@@ -85,9 +85,9 @@ def test_a_new_ruleset_stores_the_units_whose_source_exists_again(tmp_path: Path
     (projects / "s-1.jsonl").write_bytes(_line("u1", "key " + SECRET))
     root = tmp_path / "projects"
     with Archive(tmp_path / "archive", form=redacted_form(ToyRedactor("1"))) as first:
-        assert first.run([FileUnits("claude", root)]).stored == 1
-        assert first.run([FileUnits("claude", root)]).stored == 0
+        assert first.run([units("claude", root)]).stored == 1
+        assert first.run([units("claude", root)]).stored == 0
     with Archive(tmp_path / "archive", form=redacted_form(ToyRedactor("2"))) as second:
-        assert second.run([FileUnits("claude", root)]).stored == 1
+        assert second.run([units("claude", root)]).stored == 1
         (unit,) = second.units()
         assert unit.form == "redacted:toy-2"

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sessionquery.archive import Archive, FileUnits
+from sessionquery.archive import Archive, SourceUnits
+from sessionquery.sources.registry import source_kind
 
 
 def _progress(done: int, total: int) -> None:
@@ -21,7 +22,11 @@ def main() -> None:
     projects, folder = Path(sys.argv[1]), Path(sys.argv[2])
     archive = Archive(folder)
     print("open", flush=True)
-    archive.run([FileUnits("claude", projects)], progress=_progress)
+    claude = source_kind("claude")
+    assert claude is not None
+    store = claude.units(projects)
+    assert store is not None
+    archive.run([SourceUnits("claude", store)], progress=_progress)
     print("done", flush=True)
     sys.stdin.read()
     archive.close()

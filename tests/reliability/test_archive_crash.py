@@ -13,9 +13,10 @@ import json
 import random
 from pathlib import Path
 
+from archive_support import units
 from reliability.child import Child
 from reliability.stats import profile_examples, record
-from sessionquery.archive import Archive, FileUnits
+from sessionquery.archive import Archive
 
 KILLS = max(6, profile_examples() // 8)
 
@@ -89,6 +90,6 @@ def test_a_killed_archive_run_leaves_old_or_new_state_and_the_next_run_completes
         present = {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*.jsonl")}
         for rel, data in present.items():
             assert archived[rel] == data, f"{rel} differs from its source"
-        report = archive.run([FileUnits("claude", root)])
+        report = archive.run([units("claude", root)])
         assert report.stored == 0 and report.unchanged == len(present)
     record("crash-archiver", kills=kills, files_verified=len(present))

@@ -5,7 +5,7 @@ transcript file; a database-backed store's per-session rows as one normalised fi
 once, then extended as the source grows (a transcript that grows by one line costs one line
 written), compressed with standard-library codecs, content-addressed (a renamed or copied
 file is stored once) and written crash-safely (a killed run leaves every unit as it was or
-fully updated). :meth:`Archive.files` gives an importer the view of its folder with the
+fully updated). :meth:`Archive.units_of` gives an importer the view of its units with the
 archive behind it: when a source file is gone, its archived copy is listed, searched and read
 as before, and its sessions are marked ``archived``. See ``docs/archive.md``.
 """
@@ -15,13 +15,12 @@ from sessionquery.archive._archive import (
     Archive,
     ArchiveReport,
     ArchiveStatus,
-    FileUnits,
     RescuedUnit,
-    UnitSource,
+    SourceUnits,
 )
-from sessionquery.archive._files import ArchivedFiles
 from sessionquery.archive._redacted import LineRedactor, redacted_form
 from sessionquery.archive._segments import RAW, SEGMENT_MAX, Form
+from sessionquery.archive._units import ArchivedUnits
 
 __all__ = [
     "ARCHIVE_FILE",
@@ -30,11 +29,10 @@ __all__ = [
     "Archive",
     "ArchiveReport",
     "ArchiveStatus",
-    "ArchivedFiles",
-    "FileUnits",
+    "ArchivedUnits",
     "Form",
     "LineRedactor",
     "RescuedUnit",
-    "UnitSource",
+    "SourceUnits",
     "redacted_form",
 ]

@@ -22,25 +22,25 @@ import stat as stat_module
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from sessionquery.archive._db import ArchiveDb, Unit
-from sessionquery.archive._files import ArchivedFiles
 from sessionquery.archive._segments import RAW, Form, Plan, head_of, plan
+from sessionquery.archive._units import ArchivedUnits
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.sources._common import Problem
-from sessionquery.sources._files import FileStamp, find_files
+from sessionquery.sources._files import FileStamp
+from sessionquery.sources.units import FileTree, SkippedFile, UnitStore
+from sessionquery.sources.units import Unit as SourceUnit
 
 __all__ = [
     "ARCHIVE_FILE",
     "Archive",
     "ArchiveReport",
     "ArchiveStatus",
-    "FileUnits",
     "RescuedUnit",
-    "UnitSource",
+    "SourceUnits",
 ]
 
 ARCHIVE_FILE = "archive.sqlite3"
@@ -49,42 +49,29 @@ _DAY_MS = 86_400_000
 _CHECKPOINT_BYTES = 64 << 10
 
 
-class UnitSource(Protocol):
-    """What the archive needs of one source: its kind and root, its units with their stamps,
-    and a way to read one unit."""
-
-    @property
-    def kind(self) -> str: ...
-
-    @property
-    def root(self) -> Path: ...
-
-    def units(self) -> tuple[list[tuple[str, FileStamp]], list[Problem]]:
-        """Every unit (relative key, stamp) and the problems listing them."""
-        ...
-
-
 @dataclass(frozen=True, slots=True)
-class FileUnits:
-    """The files of a file-based importer (the same files its catalog lists).
+class SourceUnits:
+    """One source to archive: its importer kind and its raw units (the store its catalog
+    reads, :meth:`sessionquery.sources.registry.SourceKind.units`).
 
     Attributes:
-        kind: the importer kind (``claude``, ``codex``).
-        root: the folder.
-        accept: which ``*.jsonl`` names are transcripts.
-        follow_outside: follow links that leave the folder.
+        kind: the importer kind (``claude``, ``codex``, ``opencode``...).
+        store: its units.
     """
 
     kind: str
-    root: Path
-    accept: Callable[[str], bool] = field(default=lambda _name: True)
-    follow_outside: bool = False
+    store: UnitStore
 
-    def units(self) -> tuple[list[tuple[str, FileStamp]], list[Problem]]:
-        """The folder's transcript files (none when the folder is missing)."""
-        if not self.root.is_dir():
+    @property
+    def root(self) -> Path:
+        """The source's folder or database file."""
+        return self.store.location
+
+    def units(self) -> tuple[list[SourceUnit], list[Problem]]:
+        """Every unit with its stamp (none when the location is gone), and the problems."""
+        if not self.store.location.exists():
             return [], []
-        return find_files(self.root, self.accept, follow_outside=self.follow_outside)
+        return self.store.scan()
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,10 +193,14 @@ class Archive:
 
     # -- reading
 
-    def files(self, kind: str, root: Path) -> ArchivedFiles:
-        """The importer view of ``root`` with this archive behind it (for
-        :meth:`~sessionquery.sources._catalog.FileCatalog.use_files`)."""
-        return ArchivedFiles(self._db, kind, root.absolute(), self.read_unit)
+    def units_of(self, kind: str, store: UnitStore) -> ArchivedUnits:
+        """The importer view of ``store`` with this archive behind it (for
+        :meth:`~sessionquery.sources._catalog.Catalog.use_units`)."""
+        return ArchivedUnits(store, self._db, kind, self.read_unit)
+
+    def holds(self, kind: str, location: Path) -> bool:
+        """Whether the archive holds units of the source of ``kind`` at ``location``."""
+        return bool(self._db.units(kind, str(location.absolute())))
 
     def read_unit(self, unit: Unit) -> bytes:
         """All bytes of one archived unit.
@@ -246,7 +237,7 @@ class Archive:
 
     def run(
         self,
-        sources: Sequence[UnitSource],
+        sources: Sequence[SourceUnits],
         *,
         wait: bool = True,
         progress: Callable[[int, int], None] | None = None,
@@ -267,7 +258,7 @@ class Archive:
             return self._run(sources, progress)
 
     def _run(
-        self, sources: Sequence[UnitSource], progress: Callable[[int, int], None] | None
+        self, sources: Sequence[SourceUnits], progress: Callable[[int, int], None] | None
     ) -> ArchiveReport:
         now = self._clock()
         cutoff = None if self._keep_days is None else now - self._keep_days * _DAY_MS
@@ -281,25 +272,27 @@ class Archive:
             root = str(source.root.absolute())
             known = {unit.rel: unit for unit in self._db.units(source.kind, root)}
             back: list[int] = []
-            for rel, stamp in units:
+            for found in units:
                 done += 1
-                unit = known.get(rel)
-                if cutoff is not None and stamp.mtime_ns // 1_000_000 < cutoff:
-                    continue
-                if unit is not None and (unit.stamp, unit.form) == (stamp.revision, form):
+                unit = known.get(found.key)
+                if unit is not None and (unit.stamp, unit.form) == (found.stamp, form):
                     unchanged += 1
                     if unit.gone_at is not None:
                         back.append(unit.id)
                 else:
                     try:
-                        written += self._store(source, rel, unit, now)
-                        stored += 1
-                    except OSError as exc:
-                        path = str(source.root / rel)
-                        problems.append(Problem(path, None, f"cannot archive: {exc.strerror}"))
+                        bytes_written = self._store(source, found, unit, now, cutoff)
+                    except (OSError, SkippedFile) as exc:
+                        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+                        where = source.store.where(found.key)
+                        problems.append(Problem(where, None, f"cannot archive: {reason}"))
+                    else:
+                        if bytes_written is not None:
+                            written += bytes_written
+                            stored += 1
                 if progress is not None:
                     progress(done, total)
-            present = {rel for rel, _ in units}
+            present = {found.key for found in units}
             newly_gone = [
                 u.id for rel, u in known.items() if rel not in present and u.gone_at is None
             ]
@@ -321,30 +314,35 @@ class Archive:
             problems=tuple(problems),
         )
 
-    def _store(self, source: UnitSource, rel: str, unit: Unit | None, now: int) -> int:
-        path = source.root / rel
-        with _opened(path) as (descriptor, info):
-            stamp = FileStamp.of(info)
-            size = info.st_size
-
-            def read(offset: int, length: int) -> bytes:
-                return os.pread(descriptor, length, offset)
-
+    def _store(
+        self,
+        source: SourceUnits,
+        found: SourceUnit,
+        unit: Unit | None,
+        now: int,
+        cutoff: int | None,
+    ) -> int | None:
+        """Store one changed unit; its compressed bytes written, or ``None`` when retention
+        leaves it out (its source last changed before ``cutoff``)."""
+        with _reading(source.store, found.key) as (read, size, stamp, mtime_ns):
+            if cutoff is not None and mtime_ns // 1_000_000 < cutoff:
+                return None
             chosen = self._plan(read, size, unit)
             head = head_of(read) if size else None
         row = Unit(
             id=0 if unit is None else unit.id,
             source=source.kind,
             root=str(source.root.absolute()),
-            rel=rel,
-            stamp=stamp.revision,
+            rel=found.key,
+            stamp=stamp,
             size=chosen.size,
-            mtime_ns=stamp.mtime_ns,
+            mtime_ns=mtime_ns,
             head=head,
             form=self._form.name,
             archived_at=now if unit is None else unit.archived_at,
             updated_at=now,
             gone_at=None,
+            role=found.role,
         )
         self._db.put_unit(row, chosen.segments, chosen.blobs)
         return chosen.written
@@ -400,7 +398,7 @@ class Archive:
         rescued = tuple(
             RescuedUnit(u.source, u.root, u.rel, u.size, u.mtime_ns // 1_000_000, u.gone_at)
             for u in units
-            if not Path(u.root, u.rel).exists()
+            if u.gone_at is not None or _gone(Path(u.root), u.rel)
         )
         return ArchiveStatus(
             path=self._db.path,
@@ -413,14 +411,47 @@ class Archive:
         )
 
 
+def _gone(root: Path, rel: str) -> bool:
+    """Whether a unit's source is gone as far as the file system tells: its location, or
+    its file under a folder (a database's rows are known gone from a run's scan)."""
+    if not root.exists():
+        return True
+    return root.is_dir() and not (root / rel).exists()
+
+
+_MAX_UNIT_BYTES = 1 << 30
+"""A unit read into memory (a database's session document) is refused beyond this."""
+
+_Read = Callable[[int, int], bytes]
+
+
 @contextmanager
-def _opened(path: Path) -> Iterator[tuple[int, os.stat_result]]:
-    """A regular file opened for reading (never a FIFO or a device), with its stat."""
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        info = os.fstat(descriptor)
-        if not stat_module.S_ISREG(info.st_mode):
-            raise OSError(0, "not a regular file")
-        yield descriptor, info
-    finally:
-        os.close(descriptor)
+def _reading(store: UnitStore, key: str) -> Iterator[tuple[_Read, int, str, int]]:
+    """``(read, size, stamp, mtime_ns)`` of one unit. A file is read in place a segment at a
+    time (never a FIFO or a device); other units (a database's session document) are read
+    whole through the store, and their change time is now.
+
+    Raises:
+        OSError, SkippedFile: the unit cannot be read.
+    """
+    if isinstance(store, FileTree):
+        descriptor = os.open(store.where(key), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            info = os.fstat(descriptor)
+            if not stat_module.S_ISREG(info.st_mode):
+                raise OSError(0, "not a regular file")
+
+            def read(offset: int, length: int) -> bytes:
+                return os.pread(descriptor, length, offset)
+
+            yield read, info.st_size, FileStamp.of(info).revision, info.st_mtime_ns
+        finally:
+            os.close(descriptor)
+        return
+    data, unit = store.read(key, _MAX_UNIT_BYTES)
+    yield (
+        (lambda offset, length: data[offset : offset + length]),
+        len(data),
+        unit.stamp,
+        (time.time_ns()),
+    )

@@ -5,7 +5,8 @@ Invariants:
 * a blob's key is the SHA-256 of its raw (uncompressed) bytes, so bytes that several units
   share (a renamed or copied transcript) are stored once; every read checks the bytes against
   the key, so damage is reported, never served;
-* a *unit* is one archived source file (or one session's normalised rows): a row naming its
+* a *unit* is one archived source unit (a transcript file, a side file its parser reads, or
+  one session's rows of an agent's database as the importer's normalised document): a row naming its
   source, root and source-relative key, the stamp and size of the source bytes it holds, and
   an ordered list of *segments*, each a blob plus the range of source bytes it came from and
   their hash (equal to the blob's key unless the archive holds a transformed, e.g. redacted,
@@ -52,7 +53,7 @@ _SCHEMA = (
     " id INTEGER PRIMARY KEY, source TEXT NOT NULL, root TEXT NOT NULL, rel TEXT NOT NULL,"
     " stamp TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, head TEXT,"
     " form TEXT NOT NULL, archived_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
-    " gone_at INTEGER, UNIQUE (source, root, rel))",
+    " gone_at INTEGER, role TEXT NOT NULL, UNIQUE (source, root, rel))",
     "CREATE INDEX IF NOT EXISTS units_head ON units (head)",
     "CREATE TABLE IF NOT EXISTS segments ("
     " unit INTEGER NOT NULL, position INTEGER NOT NULL, blob TEXT NOT NULL,"
@@ -62,7 +63,8 @@ _SCHEMA = (
 )
 
 _UNIT_COLUMNS = (
-    "id, source, root, rel, stamp, size, mtime_ns, head, form, archived_at, updated_at, gone_at"
+    "id, source, root, rel, stamp, size, mtime_ns, head, form, archived_at, updated_at, gone_at,"
+    " role"
 )
 
 
@@ -111,6 +113,7 @@ class Unit:
         archived_at: when the unit was first archived (epoch ms).
         updated_at: when it last changed (epoch ms).
         gone_at: when an archive run found its source gone (epoch ms), else ``None``.
+        role: ``transcript``, or ``side`` for context the importer's parser reads.
     """
 
     id: int
@@ -125,6 +128,7 @@ class Unit:
     archived_at: int
     updated_at: int
     gone_at: int | None
+    role: str = "transcript"
 
 
 def _refuse(path: Path, detail: str) -> SessionQueryError:
@@ -356,11 +360,13 @@ class ArchiveDb:
                 row.form,
                 row.updated_at,
                 row.gone_at,
+                row.role,
             )
             if found is None:
                 cursor = conn.execute(
                     "INSERT INTO units (source, root, rel, stamp, size, mtime_ns, head, form,"
-                    " updated_at, gone_at, archived_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " updated_at, gone_at, role, archived_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (row.source, row.root, row.rel, *values, row.archived_at),
                 )
                 unit_id = cursor.lastrowid
@@ -370,7 +376,7 @@ class ArchiveDb:
                 unit_id = int(found[0])
                 conn.execute(
                     "UPDATE units SET stamp = ?, size = ?, mtime_ns = ?, head = ?, form = ?,"
-                    " updated_at = ?, gone_at = ? WHERE id = ?",
+                    " updated_at = ?, gone_at = ?, role = ? WHERE id = ?",
                     (*values, unit_id),
                 )
                 stored = [

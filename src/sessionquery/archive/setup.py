@@ -6,16 +6,13 @@ arguments and never reads a config file.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from sessionquery.archive._archive import ARCHIVE_FILE, Archive, FileUnits
+from sessionquery.archive._archive import ARCHIVE_FILE, Archive
 from sessionquery.archive._redacted import LineRedactor, redacted_form
 from sessionquery.archive._segments import RAW, Form
 from sessionquery.config import Config, FileSettings
 from sessionquery.errors import SessionQueryError
-from sessionquery.persistence.base import SessionPersistence
 
-__all__ = ["archive_form", "file_units", "open_archive"]
+__all__ = ["archive_form", "open_archive"]
 
 
 def open_archive(
@@ -53,13 +50,3 @@ def archive_form(settings: FileSettings, redactor: LineRedactor | None) -> Form:
     if redactor is None or settings.archive_raw:
         return RAW
     return redacted_form(redactor)
-
-
-def file_units(kind: str, path: Path, opened: SessionPersistence) -> FileUnits:
-    """The files the archive copies for an importer of ``kind`` at ``path``, named by the
-    rules of the opened importer (which is closed: only its naming is needed)."""
-    from sessionquery.sources._catalog import FileCatalog
-
-    assert isinstance(opened, FileCatalog)
-    opened.close()
-    return FileUnits(kind, path, opened.accept, opened.follow_outside_links)
