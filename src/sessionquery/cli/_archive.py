@@ -1,6 +1,6 @@
 """``sessionquery archive``: copy the agents' transcripts into the archive, show it, prune it.
 
-* ``sessionquery archive`` archives every selected importer source (Claude Code, Codex) now,
+* ``sessionquery archive`` archives every selected importer source (every agent) now,
   waiting for a run another process holds, with progress on stderr;
 * ``--status`` shows what the archive holds (files, sessions, sizes, the oldest, what was
   rescued) without changing it;
@@ -54,8 +54,8 @@ def _run(inv: Invocation) -> int:
     if not app.archive_units():
         raise SessionQueryError(
             ErrorCode.INVALID_CONFIG,
-            "no Claude Code or Codex source is selected, so there is nothing to archive "
-            "(the archive keeps the agents' transcripts; choose them with --claude or --codex)",
+            "no agent's source is selected, so there is nothing to archive (the archive keeps "
+            "the agents' transcripts; choose them with --claude, --codex or --source KIND=PATH)",
         )
     progress = Progress(sys.stderr, "Archiving", noun="files")
     progress.start()
