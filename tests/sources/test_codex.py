@@ -335,17 +335,20 @@ def test_without_the_parents_rollout_nothing_is_taken_as_copied_until_it_appears
 def test_thread_names_come_from_the_state_database_and_a_rename_is_seen(codex_home: Path) -> None:
     import sqlite3
 
+    before = {p.name: p.read_bytes() for p in codex_home.iterdir() if p.is_file()}
     source = CodexSource(codex_home / "sessions")
     query = SessionQuery(persistence=source)
     (title,) = query.read_title_snapshots([PARENT])
     assert title.title is not None and title.title.title == "Gecko parser crash"
-    before = source.stat(PARENT)
+    after = {p.name: p.read_bytes() for p in codex_home.iterdir() if p.is_file()}
+    assert after == before  # the state database is read, never written (no -wal, no -shm)
+    listed = source.stat(PARENT)
     conn = sqlite3.connect(codex_home / "state_5.sqlite")
     conn.execute("UPDATE threads SET name = 'Gecko crash on empty input' WHERE id = ?", (PARENT,))
     conn.commit()
     conn.close()
-    after = {e.header.id: e for e in source.list()}[PARENT]
-    assert before is not None and after.revision != before.revision
+    after_rename = {e.header.id: e for e in source.list()}[PARENT]
+    assert listed is not None and after_rename.revision != listed.revision
     (title,) = SessionQuery(persistence=source).read_title_snapshots([PARENT])
     assert title.title is not None and title.title.title == "Gecko crash on empty input"
     assert CodexSource(codex_home / "sessions", state_dir=None).stat(PARENT) is not None
