@@ -359,6 +359,33 @@ def _setup_mcp(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _port(text: str) -> int:
+    value = _non_negative(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number up to 65535, not {text!r}")
+    return value
+
+
+def _setup_serve(p: argparse.ArgumentParser) -> None:
+    from sessionquery.cli._serve import DEFAULT_PORT
+
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="the address to listen on (default: 127.0.0.1, this machine only; any other "
+        "address needs the token printed at start)",
+    )
+    p.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        metavar="PORT",
+        help=f"the port (default: {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    p.add_argument("--open", action="store_true", help="open the viewer in a web browser")
+
+
 def _setup_quickstart(p: argparse.ArgumentParser) -> None:
     del p  # only the shared source options (--root, --index)
 
@@ -376,6 +403,7 @@ SETUP: dict[str, Callable[[argparse.ArgumentParser], None]] = {
     "index": _setup_index,
     "sources": _setup_sources,
     "mcp": _setup_mcp,
+    "serve": _setup_serve,
     "quickstart": _setup_quickstart,
 }
 

@@ -162,6 +162,13 @@ class MultiSource:
             raise PersistenceNotFound(f"session {session_id!r} is in none of {self.labels}")
         return route[0], route[1], owners
 
+    def origin_of(self, session_id: str) -> tuple[str, str] | None:
+        """``(label, id inside that source)`` of a listed session, from the last listing
+        (``None`` when the id was not in it). Reads nothing."""
+        with self._lock:
+            route = self._routes.get(session_id)
+        return None if route is None else (self._sources[route[0]][0], route[1])
+
     def stat(self, session_id: str) -> PersistedSession | None:
         """One session's listing entry, or ``None``.
 
