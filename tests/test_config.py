@@ -118,6 +118,11 @@ def test_config_file_paths_expand_home_and_are_relative_to_the_file(
         'claude = [""]\n',
         "index = []\n",
         'color = "always"\n',
+        'archive = "yes"\n',
+        "archive_raw = 1\n",
+        "archive_keep_days = 0\n",
+        'archive_keep_days = "30"\n',
+        "archive_keep_days = true\n",
         "root = [\n",
         "\xff\n",
     ],
@@ -177,3 +182,16 @@ def test_each_producer_variable_moves_its_default_and_only_that(tmp_path: Path) 
     mac = Config.for_home(tmp_path / "sq", user_home=tmp_path / "me", platform="darwin")
     macs = [path for kind, path in mac.default_sources if kind == "vscode"]
     assert macs[0] == tmp_path / "me" / "Library" / "Application Support" / "Code" / "User"
+
+
+def test_the_archive_settings_are_off_and_forever_unless_the_file_says_otherwise(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "config.toml"
+    empty = read_settings(path)
+    assert (empty.archive, empty.archive_keep_days, empty.archive_raw) == (False, None, False)
+    path.write_text("archive = true\narchive_keep_days = 90\narchive_raw = true\n")
+    settings = read_settings(path)
+    assert (settings.archive, settings.archive_keep_days, settings.archive_raw) == (True, 90, True)
+    assert not settings.names_sources
+    assert Config.for_home(tmp_path / "sq").archive_dir == tmp_path / "sq" / "archive"
