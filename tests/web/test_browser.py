@@ -34,7 +34,7 @@ from web_support import (
     served,
 )
 
-WAIT_MS = 20_000
+WAIT_MS = 30_000
 """Bound on any wait for the page (polling runs every 3-5 s; the machine may be loaded)."""
 
 expect.set_options(timeout=WAIT_MS)
