@@ -51,6 +51,8 @@ from sessionquery.query.service import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition
 from sessionquery.tools.boundary import sanitize
+from sessionquery.tools.specs import PROMPT_SECTION, ToolAnnotations, build_definitions, tool_spec
+from sessionquery.tools.toolkit import DEFAULT_SEARCH_TIMEOUT_MS
 
 if TYPE_CHECKING:
     from sessionquery.search.postgres import PostgresSearch
@@ -69,9 +71,6 @@ logger = logging.getLogger(__name__)
 SERVER_NAME = "sessionquery"
 """The name the server reports to MCP clients."""
 
-_READ_ONLY = types.ToolAnnotations(
-    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
 _FAILED_TEXT = f"{ToolErrorCode.FAILED.value}: session query operation failed"
 
 
@@ -91,9 +90,18 @@ class CallerSpec:
 
 @dataclass(frozen=True, slots=True)
 class _State:
-    query: SessionQuery
-    tools: SessionQueryTools
+    """What the lifespan opened: the service and its tools, or the configuration failure."""
+
+    query: SessionQuery | None
+    tools: SessionQueryTools | None
     failure: SessionQueryError | None = None
+
+    @property
+    def definitions(self) -> list[ToolDefinition]:
+        """The tools' definitions (the default settings' when misconfigured)."""
+        if self.tools is None:
+            return build_definitions(DEFAULT_SEARCH_TIMEOUT_MS)
+        return self.tools.definitions
 
 
 _PROGRESS_EVERY = 5.0
@@ -200,12 +208,23 @@ def _tool_caller(query: SessionQuery, spec: CallerSpec) -> ToolCaller:
     return ToolCaller(session_id=spec.session_id, cwd=spec.cwd, current_step_seq=step)
 
 
+def _annotations(hints: ToolAnnotations) -> types.ToolAnnotations:
+    return types.ToolAnnotations(
+        read_only_hint=hints.read_only,
+        destructive_hint=hints.destructive,
+        idempotent_hint=hints.idempotent,
+        open_world_hint=hints.open_world,
+    )
+
+
 def _tool(definition: ToolDefinition) -> types.Tool:
+    spec = tool_spec(definition.name)
+    assert spec is not None
     return types.Tool(
         name=definition.name,
         description=definition.description,
         input_schema=definition.input_schema,
-        annotations=_READ_ONLY,
+        annotations=_annotations(spec.annotations),
     )
 
 
@@ -216,13 +235,15 @@ def _text_result(text: str, *, is_error: bool) -> types.CallToolResult:
 
 
 def _call(state: _State, spec: CallerSpec, name: str, arguments: Any, token: CancelToken) -> Any:
+    query, tools = state.query, state.tools
+    assert query is not None and tools is not None
     try:
-        caller = _tool_caller(state.query, spec)
+        caller = _tool_caller(query, spec)
     except SessionQueryError as error:
         # Read outside the toolkit, so sanitize here too: the raw message may hold a path.
         logger.warning("reading the acting session failed: %r", error, exc_info=error)
         raise sanitize(error) from None
-    return state.tools.call(name, arguments, caller, cancel=token)
+    return tools.call(name, arguments, caller, cancel=token)
 
 
 def build_server(
@@ -255,8 +276,7 @@ def build_server(
         if query is None:
             assert problem is not None
             logger.error("misconfigured, every tool call will answer: %s", _one_line(problem))
-            with SessionQuery() as empty:
-                yield _State(query=empty, tools=SessionQueryTools(empty), failure=problem)
+            yield _State(query=None, tools=None, failure=problem)
             return
         builder = warm(query) if warm is not None else None
         try:
@@ -269,9 +289,7 @@ def build_server(
     async def list_tools(
         ctx: ServerRequestContext[_State], _params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(
-            tools=[_tool(d) for d in ctx.lifespan_context.tools.definitions]
-        )
+        return types.ListToolsResult(tools=[_tool(d) for d in ctx.lifespan_context.definitions])
 
     async def call_tool(
         ctx: ServerRequestContext[_State], params: types.CallToolRequestParams
@@ -296,7 +314,7 @@ def build_server(
     return Server(
         SERVER_NAME,
         version=_version(),
-        instructions=_prompt_section(),
+        instructions=PROMPT_SECTION,
         lifespan=lifespan,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -314,13 +332,6 @@ def _version() -> str:
         return version("sessionquery")
     except PackageNotFoundError:
         return "0"
-
-
-def _prompt_section() -> str:
-    # A constant of the toolkit (byte-identical across instances): read it from a toolkit over
-    # an empty service, so the server can announce it before the lifespan opens the index.
-    with SessionQuery() as query:
-        return SessionQueryTools(query).prompt_section
 
 
 def _log_problems(persistence: object) -> None:

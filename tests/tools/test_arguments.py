@@ -19,14 +19,12 @@ from sessionquery.query.filters import (
     TimeBetween,
     TypeIn,
 )
-from sessionquery.tools.arguments import (
-    MAX_SAFE_INTEGER,
-    MAX_TIMESTAMP_CHARS,
+from sessionquery.tools.arguments import MAX_SAFE_INTEGER, MAX_TIMESTAMP_CHARS, parse_timestamp
+from sessionquery.tools.specs import (
     parse_event_read,
     parse_event_search,
     parse_event_trace,
     parse_session_search,
-    parse_timestamp,
     parse_trace,
 )
 
@@ -47,7 +45,7 @@ def _error(call: Any, *args: Any) -> SessionQueryError:
         ({"seq": True}, "seq must be an integer, not boolean true"),
         ({"seq": 1.5}, "seq must be an integer, not number 1.5"),
         ({"seq": 1.0}, "seq must be an integer, not number 1.0"),
-        ({"seq": None}, "seq must be an integer; omit it instead of sending null"),
+        ({"seq": None}, "seq must be an integer, not null"),
         ({"seq": 1, "before": "2"}, "before must be an integer, not string"),
         ({"seq": 1, "session_id": 7}, "session_id must be a string, not integer 7"),
         (

@@ -41,7 +41,7 @@ from sessionquery.query.service import SessionQuery
 from sessionquery.search.postgres import PostgresSearch
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition, ToolResult
-from sessionquery.tools.schemas import PROMPT_SECTION, TOOL_NAMES
+from sessionquery.tools.specs import PROMPT_SECTION, TOOL_NAMES
 
 GOLDEN = GOLDEN / "tools"
 ALPHA = "/work/alpha"
@@ -680,6 +680,33 @@ def test_openai_and_anthropic_tool_dicts_carry_the_same_definitions(world: _Worl
         assert o["function"]["parameters"] == a["input_schema"] == d.input_schema
     json.dumps(openai)
     json.dumps(anthropic)
+
+
+def test_strict_openai_tools_say_strict_and_list_every_property_as_required(
+    world: _World,
+) -> None:
+    strict = world.tools.to_openai_tools(strict=True)
+    for entry, d in zip(strict, world.tools.definitions, strict=True):
+        function = entry["function"]
+        assert set(function) == {"name", "description", "parameters", "strict"}
+        assert function["strict"] is True
+        assert function["parameters"]["required"] == list(d.input_schema["properties"])
+    assert "strict" not in world.tools.to_openai_tools()[0]["function"]
+    json.dumps(strict)
+
+
+@pytest.mark.parametrize(
+    ("golden", "tool", "arguments"), GOLDEN_CALLS, ids=[c[0] for c in GOLDEN_CALLS]
+)
+def test_a_strict_model_sending_null_for_every_omitted_argument_gets_the_same_answer(
+    world: _World, golden: str, tool: str, arguments: dict[str, Any]
+) -> None:
+    (entry,) = [
+        e for e in world.tools.to_openai_tools(strict=True) if e["function"]["name"] == tool
+    ]
+    properties = entry["function"]["parameters"]["properties"]
+    everything = {key: arguments.get(key) for key in properties}
+    assert world.call(tool, everything) == world.call(tool, arguments), golden
 
 
 # --- search serialisation and deadlines ------------------------------------------------------

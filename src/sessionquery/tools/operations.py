@@ -51,14 +51,14 @@ from sessionquery.tools.access import (
     project_lineage,
     unauthorized,
 )
-from sessionquery.tools.arguments import (
+from sessionquery.tools.boundary import SANITIZED_MESSAGES, ServiceBoundary, sanitize
+from sessionquery.tools.specs import (
     EventReadArgs,
     EventSearchArgs,
     EventTraceArgs,
     SessionSearchArgs,
     TraceArgs,
 )
-from sessionquery.tools.boundary import SANITIZED_MESSAGES, ServiceBoundary, sanitize
 
 __all__ = ["Operations", "QueryService"]
 
@@ -72,6 +72,11 @@ _GONE_CODES = frozenset({ToolErrorCode.UNAUTHORIZED, ErrorCode.SESSION_NOT_FOUND
 
 class QueryService(Protocol):
     """The part of :class:`sessionquery.query.SessionQuery` the tools use."""
+
+    @property
+    def read_window_max(self) -> int:
+        """The largest ``before``/``after`` :meth:`read_event` accepts."""
+        ...
 
     def filter_sessions(
         self, filters: Sequence[SessionFilter], *, cancel: CancelToken | None = None
