@@ -62,6 +62,7 @@ __all__ = [
     "CallerSpec",
     "IndexBuilder",
     "build_server",
+    "model_reason",
     "resolve_caller",
     "run_stdio",
 ]
@@ -275,7 +276,11 @@ def build_server(
                 problem = error
         if query is None:
             assert problem is not None
-            logger.error("misconfigured, every tool call will answer: %s", _one_line(problem))
+            logger.error(
+                "misconfigured (%s); every tool call will answer: %s",
+                _one_line(problem),
+                model_reason(problem),
+            )
             yield _State(query=None, tools=None, failure=problem)
             return
         builder = warm(query) if warm is not None else None
@@ -296,7 +301,7 @@ def build_server(
     ) -> types.CallToolResult:
         state = ctx.lifespan_context
         if state.failure is not None:
-            return _text_result(_one_line(state.failure), is_error=True)
+            return _text_result(model_reason(state.failure), is_error=True)
         token = CancelToken()
         work = partial(_call, state, caller, params.name, params.arguments, token)
         try:
@@ -323,6 +328,54 @@ def build_server(
 
 def _one_line(error: SessionQueryError) -> str:
     return " ".join(f"{error.code.value}: {error.message}".split())
+
+
+# libpq's reasons for a failed connection, as fixed sentences: the model learns why, never
+# where (host, port, socket path or connection string stay in the server's log).
+_DATABASE_REASONS = (
+    ("connection refused", "the database server refused the connection"),
+    ("no such file or directory", "no database server is listening on the local socket"),
+    ("timeout expired", "the connection to the database server timed out"),
+    ("timed out", "the connection to the database server timed out"),
+    ("could not translate host name", "the database host name could not be resolved"),
+    ("failed to resolve host", "the database host name could not be resolved"),
+    ("name or service not known", "the database host name could not be resolved"),
+    ("authentication failed", "the database refused the credentials"),
+    ("no password supplied", "the database asked for a password and none was configured"),
+    ("does not exist", "the database or role named in the configuration does not exist"),
+    ("permission denied", "the database refused access"),
+)
+
+
+def _database_error(error: BaseException) -> BaseException | None:
+    """The PostgreSQL driver's error in ``error``'s cause chain, if any."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__module__.split(".")[0] == "psycopg":
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def model_reason(problem: SessionQueryError) -> str:
+    """The one line a misconfigured server answers every tool call with: ``CODE: reason``.
+
+    A problem caused by the PostgreSQL driver (a database that cannot be reached or opened)
+    is answered with a fixed sentence naming the reason only; host, port, socket path and
+    connection string never reach the model (the server's log on stderr has them). Any other
+    problem keeps its message.
+    """
+    driver = _database_error(problem)
+    if driver is None:
+        return _one_line(problem)
+    detail = str(driver).lower()
+    reason = next(
+        (sentence for marker, sentence in _DATABASE_REASONS if marker in detail),
+        "the database could not be opened",
+    )
+    return f"{problem.code.value}: {reason}; the server's log on stderr has the details"
 
 
 def _version() -> str:
