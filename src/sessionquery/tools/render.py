@@ -7,6 +7,8 @@ Invariants (SPEC §8, reference contract §6.7):
 * every event reference is written ``seq <n>``; times are UTC ISO 8601 with milliseconds
   (``2025-01-31T09:30:00.000Z``); an em dash (U+2014) separates an id from its title; a
   session without a title is ``untitled``;
+* an answer from an index still being built is headed by one line saying how much is
+  indexed (:func:`partial_index_line`);
 * nothing is truncated; titles and snippets are printed on one line (runs of whitespace,
   including newlines, become one space) so stored text can never forge a line of structure;
 * markers for sessions outside the workspace contain the word ``outside`` and never an id or
@@ -44,6 +46,7 @@ __all__ = [
     "event_cap_sentence",
     "format_time",
     "one_line",
+    "partial_index_line",
     "render_event_read",
     "render_event_search",
     "render_event_trace",
@@ -122,6 +125,15 @@ def event_cap_sentence(cap: int) -> str:
     )
 
 
+def partial_index_line(sessions_indexed: int, sessions_total: int) -> str:
+    """Heads a search answered from an index that is still being built."""
+    return (
+        f"The history index is still being built ({sessions_indexed} of {sessions_total} "
+        "sessions indexed): these results come from the indexed sessions only; search again "
+        "later for complete results."
+    )
+
+
 def _heading(session_id: str, title: str) -> str:
     return f"Session {session_id} {_DASH} {one_line(title)}"
 
@@ -140,6 +152,7 @@ def render_session_search(
     capped: bool,
     cap: int,
     words_fallback: bool = False,
+    partial: tuple[int, int] | None = None,
 ) -> str:
     """Render ``session_search`` results.
 
@@ -150,10 +163,13 @@ def render_session_search(
         cap: the configured result cap.
         words_fallback: the hits contain the query's words, not its exact phrase; the
             results are headed by :data:`WORDS_FALLBACK_LINE`.
+        partial: ``(sessions_indexed, sessions_total)`` when the answer comes from an index
+            still being built; the answer is headed by :func:`partial_index_line`.
     """
+    head = [] if partial is None else [partial_index_line(*partial)]
     if not hits:
-        return NO_SESSION_MATCHES
-    lines = [WORDS_FALLBACK_LINE] if words_fallback else []
+        return "\n".join([*head, NO_SESSION_MATCHES])
+    lines = [*head, WORDS_FALLBACK_LINE] if words_fallback else head
     lines.append(f"Session search results ({len(hits)}):")
     for number, (hit, title, parent) in enumerate(hits, start=1):
         record, best = hit.record, hit.best_match
