@@ -26,6 +26,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from sessionquery.app import AmbiguousId
 from sessionquery.cli._commands import COMMANDS, serve_bad_command_line
 from sessionquery.cli._parser import UsageError, build_parser, command_of
 from sessionquery.cli._services import Invocation
@@ -74,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command_of(parser, arguments, error) == "mcp" and not sys.stdin.isatty():
             return serve_bad_command_line(str(error))
         return _fail(USAGE_ERROR_CODE, str(error), EXIT_USAGE)
+    except AmbiguousId as error:  # an id argument that names no one session: usage
+        return _fail(USAGE_ERROR_CODE, error.message, EXIT_USAGE)
     except SessionQueryError as error:
         return _fail(error.code.value, error.message, EXIT_ERROR)
     except PersistenceError as error:
