@@ -208,9 +208,7 @@ def _measure_one(src: Path | None, setup: _Setup) -> dict[str, Any]:
     return figures
 
 
-def measure(
-    home: Path, work: Path, reps: int, before: Path | None = None
-) -> dict[str, Any]:
+def measure(home: Path, work: Path, reps: int, before: Path | None = None) -> dict[str, Any]:
     """Every figure: ``{"now": ..., "before": ... | None, "cwd", "sessions", ...}``."""
     index = _build_index(home, work)
     cwd, rare = _workspace_and_rare_word(home, index, work)

@@ -49,7 +49,6 @@ from sessionquery.query.service import SessionQuery
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition
 from sessionquery.tools.boundary import sanitize
 from sessionquery.tools.specs import PROMPT_SECTION, ToolAnnotations, build_definitions, tool_spec
-from sessionquery.tools.toolkit import DEFAULT_SEARCH_TIMEOUT_MS
 
 if TYPE_CHECKING:
     from sessionquery.search.postgres import PostgresSearch
@@ -99,7 +98,7 @@ class _State:
     def definitions(self) -> list[ToolDefinition]:
         """The tools' definitions (the default settings' when misconfigured)."""
         if self.tools is None:
-            return build_definitions(DEFAULT_SEARCH_TIMEOUT_MS)
+            return build_definitions()
         return self.tools.definitions
 
 

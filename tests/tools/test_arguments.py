@@ -88,7 +88,7 @@ def test_event_read_rejects_wrong_json_types_without_coercion(
         (
             {"query": "x", "cursor": "abc"},
             "unknown argument 'cursor'; session_search accepts: "
-            "query, session_ids, created_at_from, created_at_to, parent_session_ids, "
+            "query, match, session_ids, created_at_from, created_at_to, parent_session_ids, "
             "include_root_sessions, availability, event_seq_from, event_seq_to, event_time_from, "
             "event_time_to, event_types, event_surfaces",
         ),

@@ -19,6 +19,7 @@ from sessionquery.tools.specs import (
     PROMPT_SECTION,
     TOOL_NAMES,
     TOOLS,
+    ToolSettings,
     build_definitions,
     input_schema,
 )
@@ -28,6 +29,7 @@ GOLDEN = GOLDEN / "tools" / "schemas.json"
 EXPECTED_PROPERTIES = {
     "session_search": [
         ("query", "string"),
+        ("match", "string"),
         ("session_ids", "array"),
         ("created_at_from", "string"),
         ("created_at_to", "string"),
@@ -44,6 +46,7 @@ EXPECTED_PROPERTIES = {
     "session_event_search": [
         ("session_id", "string"),
         ("query", "string"),
+        ("match", "string"),
         ("seq_from", "integer"),
         ("seq_to", "integer"),
         ("time_from", "string"),
@@ -109,14 +112,14 @@ def test_no_schema_exposes_paging_limits_or_workspace_paths(name: str) -> None:
 
 
 def test_every_property_and_tool_has_a_description_for_the_model() -> None:
-    for definition in build_definitions(30_000):
+    for definition in build_definitions():
         assert len(definition.description) > 40
         for key, value in definition.input_schema["properties"].items():
             assert value.get("description"), key
 
 
 def test_search_tools_are_exclusive_with_the_search_timeout_and_others_parallel() -> None:
-    definitions = {d.name: d for d in build_definitions(1234)}
+    definitions = {d.name: d for d in build_definitions(ToolSettings(search_timeout_ms=1234))}
     assert list(definitions) == list(TOOL_NAMES)
     for name in ("session_search", "session_event_search"):
         assert (definitions[name].parallel_safe, definitions[name].timeout_ms) == (False, 1234)
@@ -151,7 +154,7 @@ SEQ_LIKE = {
 def test_every_integer_is_a_non_negative_seq_and_only_the_read_window_has_a_maximum(
     name: str,
 ) -> None:
-    properties = input_schema(name, read_window_max=7)["properties"]
+    properties = input_schema(name, ToolSettings(read_window_max=7))["properties"]
     integers = [key for key, value in properties.items() if value["type"] == "integer"]
     assert integers == SEQ_LIKE[name]
     for key in integers:
@@ -162,8 +165,20 @@ def test_every_integer_is_a_non_negative_seq_and_only_the_read_window_has_a_maxi
 
 
 def test_the_read_window_maximum_follows_the_service_setting() -> None:
-    (read,) = [d for d in build_definitions(1000, 12) if d.name == "session_event_read"]
+    definitions = build_definitions(ToolSettings(read_window_max=12))
+    (read,) = [d for d in definitions if d.name == "session_event_read"]
     assert read.input_schema["properties"]["after"]["maximum"] == 12
+
+
+@pytest.mark.parametrize("name", ["session_search", "session_event_search"])
+@pytest.mark.parametrize("default", ["relevance", "phrase"])
+def test_the_search_tools_take_a_match_mode_and_say_which_one_is_the_default(
+    name: str, default: Any
+) -> None:
+    match = input_schema(name, ToolSettings(match=default))["properties"]["match"]
+    assert match["enum"] == ["relevance", "phrase"]
+    assert match["description"].endswith(f"Omit for {default}.")
+    assert "match" not in input_schema(name).get("required", [])
 
 
 # OpenAI strict mode (Structured Outputs for function calling): the JSON Schema subset it
@@ -222,8 +237,10 @@ def test_strict_schemas_make_exactly_the_optional_properties_nullable(spec: Any)
             assert value == before
             continue
         assert value["type"] == [before["type"], "null"]
-        rest = {k: v for k, v in value.items() if k != "type"}
-        assert rest == {k: v for k, v in before.items() if k != "type"}
+        if "enum" in before:
+            assert value["enum"] == [*before["enum"], None]
+        rest = {k: v for k, v in value.items() if k not in ("type", "enum")}
+        assert rest == {k: v for k, v in before.items() if k not in ("type", "enum")}
 
 
 def test_a_nullable_enum_lists_null_among_its_values() -> None:

@@ -65,11 +65,15 @@ def string(description: str, enum: Sequence[str] | None = None) -> dict[str, Any
     return schema
 
 
-def integer(description: str, *, minimum: int | None = None) -> dict[str, Any]:
-    """An integer property, optionally with a ``minimum``."""
+def integer(
+    description: str, *, minimum: int | None = None, maximum: int | None = None
+) -> dict[str, Any]:
+    """An integer property, optionally with a ``minimum`` and a ``maximum``."""
     schema: dict[str, Any] = {"type": "integer", "description": description}
     if minimum is not None:
         schema["minimum"] = minimum
+    if maximum is not None:
+        schema["maximum"] = maximum
     return schema
 
 

@@ -10,8 +10,10 @@ arguments value) and which workflow answers (``run``, a method of
   their schemas follow §6.2 property by property: no cursor, offset, page size, result limit
   or workspace path is ever a property (identity and scope come from the
   :class:`~sessionquery.tools.access.ToolCaller`, paging is internal);
-* seq-like integers carry ``"minimum": 0``, and ``before``/``after`` a ``maximum`` equal to
-  the service's ``read_window_max`` (the only part of a schema that depends on settings);
+* a schema is a function of the toolkit's :class:`ToolSettings` only where the model must be
+  told a setting: ``before``/``after`` carry a ``maximum`` equal to the service's
+  ``read_window_max`` and ``match`` says which mode is the default; seq-like integers carry
+  ``"minimum": 0``;
 * the definitions and :data:`PROMPT_SECTION` are constants for given settings, so the request
   prefix an agent sends stays byte-identical across calls (prompt caches stay warm);
 * ``exclusive`` tools (the two searches) are not parallel-safe and run under the search
@@ -23,10 +25,9 @@ Adding a tool: a record (with its arguments value and ``parse``) here, its workf
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from sessionquery.query.filters import (
     AVAILABILITY_VALUES,
@@ -63,6 +64,9 @@ if TYPE_CHECKING:
     from sessionquery.tools.operations import Operations
 
 __all__ = [
+    "DEFAULT_READ_WINDOW_MAX",
+    "DEFAULT_SEARCH_TIMEOUT_MS",
+    "DEFAULT_SETTINGS",
     "EVENT_READ",
     "EVENT_SEARCH",
     "EVENT_TRACE",
@@ -70,12 +74,15 @@ __all__ = [
     "SESSION_SEARCH",
     "SESSION_TRACE",
     "TOOLS",
+    "TOOL_MATCHES",
     "TOOL_NAMES",
     "EventReadArgs",
     "EventSearchArgs",
     "EventTraceArgs",
     "SessionSearchArgs",
     "ToolAnnotations",
+    "ToolMatch",
+    "ToolSettings",
     "ToolSpec",
     "TraceArgs",
     "build_definitions",
@@ -104,9 +111,36 @@ PROMPT_SECTION = (
 )
 """The fixed guidance an agent adds to its system prompt while the tools are mounted."""
 
+DEFAULT_SEARCH_TIMEOUT_MS = 30_000
+"""The default deadline of each search call."""
+
 DEFAULT_READ_WINDOW_MAX = 50
 """The ``maximum`` of ``before``/``after`` when the service does not say (SessionQuery's
 default ``read_window_max``)."""
+
+ToolMatch = Literal["relevance", "phrase"]
+"""How the two search tools match a query: ``"relevance"`` (any of its words, best answers
+first) or ``"phrase"`` (the literal phrase)."""
+
+TOOL_MATCHES: tuple[ToolMatch, ...] = ("relevance", "phrase")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSettings:
+    """The toolkit's settings that its definitions tell the model.
+
+    Attributes:
+        search_timeout_ms: the deadline of each search call.
+        read_window_max: the service's largest ``before``/``after``.
+        match: the search tools' mode when the model does not choose one.
+    """
+
+    search_timeout_ms: int = DEFAULT_SEARCH_TIMEOUT_MS
+    read_window_max: int = DEFAULT_READ_WINDOW_MAX
+    match: ToolMatch = "relevance"
+
+
+DEFAULT_SETTINGS = ToolSettings()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,39 +170,34 @@ class ToolSpec(Generic[A]):
     Attributes:
         name: the name the model calls.
         description: what the tool does, written for the model.
-        schema: the JSON Schema of its arguments (never handed out: see :meth:`input_schema`).
-        parse: checks raw arguments against ``schema`` and normalises them into ``A``.
+        schema: builds the JSON Schema of its arguments for given settings (a fresh dict
+            each call).
+        parse: checks raw arguments against the schema and normalises them into ``A``.
         run: answers with the workflow of one tool execution.
         exclusive: runs alone and under the search deadline (the two searches).
         annotations: what the tool promises about its effects.
-        window_bounded: integer properties whose ``maximum`` is the service's
-            ``read_window_max``.
     """
 
     name: str
     description: str
-    schema: Mapping[str, Any]
+    schema: Callable[[ToolSettings], dict[str, Any]]
     parse: Callable[[Mapping[str, Any]], A]
     run: Callable[[Operations, A], str]
     exclusive: bool = False
     annotations: ToolAnnotations = READ_ONLY
-    window_bounded: tuple[str, ...] = ()
 
-    def input_schema(self, read_window_max: int = DEFAULT_READ_WINDOW_MAX) -> dict[str, Any]:
-        """A fresh copy of the schema for a service with ``read_window_max``."""
-        schema = copy.deepcopy(dict(self.schema))
-        for name in self.window_bounded:
-            schema["properties"][name]["maximum"] = read_window_max
-        return schema
+    def input_schema(self, settings: ToolSettings = DEFAULT_SETTINGS) -> dict[str, Any]:
+        """A fresh copy of the schema for ``settings``."""
+        return self.schema(settings)
 
-    def definition(self, search_timeout_ms: int, read_window_max: int) -> ToolDefinition:
+    def definition(self, settings: ToolSettings = DEFAULT_SETTINGS) -> ToolDefinition:
         """The tool's :class:`~sessionquery.tools.schemas.ToolDefinition`."""
         return ToolDefinition(
             name=self.name,
             description=self.description,
-            input_schema=self.input_schema(read_window_max),
+            input_schema=self.schema(settings),
             parallel_safe=not self.exclusive,
-            timeout_ms=search_timeout_ms if self.exclusive else None,
+            timeout_ms=settings.search_timeout_ms if self.exclusive else None,
         )
 
 
@@ -187,6 +216,7 @@ class SessionSearchArgs:
         include_root_sessions: whether parentless sessions join the parent filter.
         event_filters: the event metadata clauses.
         empty: a time range that can match nothing (the search is skipped).
+        match: the mode the model chose, or ``None`` for the toolkit's default.
     """
 
     query: str
@@ -195,6 +225,7 @@ class SessionSearchArgs:
     include_root_sessions: bool
     event_filters: tuple[EventFilter, ...]
     empty: bool
+    match: ToolMatch | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +239,7 @@ class EventSearchArgs:
     seq_to: int | None
     other_filters: tuple[EventFilter, ...]
     empty: bool
+    match: ToolMatch | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,34 +270,54 @@ class EventReadArgs:
 # --- session_search -------------------------------------------------------------------------
 
 _SURFACES = list(SURFACE_VALUES)
-_LITERAL_QUERY = "Literal full-text query; its words must appear adjacent and in this order."
-
-_SESSION_SEARCH_SCHEMA = object_schema(
-    {
-        "query": string(_LITERAL_QUERY),
-        "session_ids": strings("Only search these sessions."),
-        "created_at_from": string(f"Sessions created at or after this {ISO_TIMESTAMP}."),
-        "created_at_to": string(f"Sessions created at or before this {ISO_TIMESTAMP}."),
-        "parent_session_ids": strings("Only sessions whose direct parent is one of these."),
-        "include_root_sessions": boolean(
-            "Also include sessions without a parent in the parent filter."
-        ),
-        "availability": strings(
-            "Only sessions with at least one of these availabilities.", list(AVAILABILITY_VALUES)
-        ),
-        "event_seq_from": integer("Only match events with seq at or above this.", minimum=0),
-        "event_seq_to": integer("Only match events with seq at or below this.", minimum=0),
-        "event_time_from": string(f"Only match events at or after this {ISO_TIMESTAMP}."),
-        "event_time_to": string(f"Only match events at or before this {ISO_TIMESTAMP}."),
-        "event_types": strings("Only match events of these types, e.g. user/message."),
-        "event_surfaces": strings(
-            "Only match events in these surface states: current (in the model history), "
-            "shadowed (replaced, e.g. by compaction) or log-only (never in the history).",
-            _SURFACES,
-        ),
-    },
-    ["query"],
+_QUERY = (
+    "What to look for: a question or some words (match relevance), or an exact phrase whose "
+    "words must appear adjacent and in this order (match phrase)."
 )
+
+
+def _match(settings: ToolSettings, what: str) -> dict[str, Any]:
+    return string(
+        f"How to match the query. relevance: {what} holding any of its words, best answers "
+        f"first; phrase: only {what} holding the exact phrase. Omit for {settings.match}.",
+        TOOL_MATCHES,
+    )
+
+
+def _session_search_schema(settings: ToolSettings) -> dict[str, Any]:
+    return object_schema(
+        {
+            "query": string(_QUERY),
+            "match": _match(settings, "sessions"),
+            "session_ids": strings("Only search these sessions."),
+            "created_at_from": string(f"Sessions created at or after this {ISO_TIMESTAMP}."),
+            "created_at_to": string(f"Sessions created at or before this {ISO_TIMESTAMP}."),
+            "parent_session_ids": strings("Only sessions whose direct parent is one of these."),
+            "include_root_sessions": boolean(
+                "Also include sessions without a parent in the parent filter."
+            ),
+            "availability": strings(
+                "Only sessions with at least one of these availabilities.",
+                list(AVAILABILITY_VALUES),
+            ),
+            "event_seq_from": integer("Only match events with seq at or above this.", minimum=0),
+            "event_seq_to": integer("Only match events with seq at or below this.", minimum=0),
+            "event_time_from": string(f"Only match events at or after this {ISO_TIMESTAMP}."),
+            "event_time_to": string(f"Only match events at or before this {ISO_TIMESTAMP}."),
+            "event_types": strings("Only match events of these types, e.g. user/message."),
+            "event_surfaces": strings(
+                "Only match events in these surface states: current (in the model history), "
+                "shadowed (replaced, e.g. by compaction) or log-only (never in the history).",
+                _SURFACES,
+            ),
+        },
+        ["query"],
+    )
+
+
+def _tool_match(arguments: Mapping[str, Any]) -> ToolMatch | None:
+    value = arguments.get("match")
+    return next((match for match in TOOL_MATCHES if match == value), None)
 
 
 def parse_session_search(arguments: Mapping[str, Any]) -> SessionSearchArgs:
@@ -275,7 +327,7 @@ def parse_session_search(arguments: Mapping[str, Any]) -> SessionSearchArgs:
         SessionQueryError: ``TOOL_INVALID_ARGUMENTS``, ``INVALID_QUERY`` or
             ``INVALID_FILTER`` with a message naming the argument.
     """
-    arguments = check_arguments(SESSION_SEARCH, _SESSION_SEARCH_SCHEMA, arguments)
+    arguments = check_arguments(SESSION_SEARCH, _session_search_schema(DEFAULT_SETTINGS), arguments)
     query = query_text(arguments)
     session_filters: list[SessionFilter] = []
     session_ids = ids("session_ids", arguments)
@@ -303,26 +355,30 @@ def parse_session_search(arguments: Mapping[str, Any]) -> SessionSearchArgs:
         include_root_sessions=bool(arguments.get("include_root_sessions", False)),
         event_filters=tuple(event_filters),
         empty=created_empty or events_empty,
+        match=_tool_match(arguments),
     )
 
 
 # --- session_event_search -------------------------------------------------------------------
 
-_EVENT_SEARCH_SCHEMA = object_schema(
-    {
-        "session_id": string("Session to search; omit to search the current session."),
-        "query": string(_LITERAL_QUERY),
-        "seq_from": integer("Only events with seq at or above this.", minimum=0),
-        "seq_to": integer("Only events with seq at or below this.", minimum=0),
-        "time_from": string(f"Only events at or after this {ISO_TIMESTAMP}."),
-        "time_to": string(f"Only events at or before this {ISO_TIMESTAMP}."),
-        "event_types": strings("Only events of these types, e.g. tool/result."),
-        "surfaces": strings(
-            "Only events in these surface states: current, shadowed or log-only.", _SURFACES
-        ),
-    },
-    ["query"],
-)
+
+def _event_search_schema(settings: ToolSettings) -> dict[str, Any]:
+    return object_schema(
+        {
+            "session_id": string("Session to search; omit to search the current session."),
+            "query": string(_QUERY),
+            "match": _match(settings, "events"),
+            "seq_from": integer("Only events with seq at or above this.", minimum=0),
+            "seq_to": integer("Only events with seq at or below this.", minimum=0),
+            "time_from": string(f"Only events at or after this {ISO_TIMESTAMP}."),
+            "time_to": string(f"Only events at or before this {ISO_TIMESTAMP}."),
+            "event_types": strings("Only events of these types, e.g. tool/result."),
+            "surfaces": strings(
+                "Only events in these surface states: current, shadowed or log-only.", _SURFACES
+            ),
+        },
+        ["query"],
+    )
 
 
 def parse_event_search(arguments: Mapping[str, Any]) -> EventSearchArgs:
@@ -332,7 +388,7 @@ def parse_event_search(arguments: Mapping[str, Any]) -> EventSearchArgs:
         SessionQueryError: ``TOOL_INVALID_ARGUMENTS``, ``INVALID_QUERY`` or
             ``INVALID_FILTER`` with a message naming the argument.
     """
-    arguments = check_arguments(EVENT_SEARCH, _EVENT_SEARCH_SCHEMA, arguments)
+    arguments = check_arguments(EVENT_SEARCH, _event_search_schema(DEFAULT_SETTINGS), arguments)
     session_id = optional_session_id(arguments)
     query = query_text(arguments)
     seq_from, seq_to = seq_range("seq_from", "seq_to", arguments)
@@ -344,30 +400,48 @@ def parse_event_search(arguments: Mapping[str, Any]) -> EventSearchArgs:
         seq_to=seq_to,
         other_filters=tuple(metadata),
         empty=empty,
+        match=_tool_match(arguments),
     )
 
 
 # --- session_trace, session_event_trace, session_event_read ---------------------------------
 
-_TRACE_SCHEMA = object_schema(
-    {"session_id": string("Session to trace; omit to trace the current session.")}
-)
-_EVENT_TRACE_SCHEMA = object_schema(
-    {
-        "session_id": string("Session holding the event; omit for the current session."),
-        "seq": integer("Sequence number of the event.", minimum=0),
-    },
-    ["seq"],
-)
-_EVENT_READ_SCHEMA = object_schema(
-    {
-        "session_id": string("Session holding the event; omit for the current session."),
-        "seq": integer("Sequence number of the event to read.", minimum=0),
-        "before": integer("How many preceding events to summarise; omit for none.", minimum=0),
-        "after": integer("How many following events to summarise; omit for none.", minimum=0),
-    },
-    ["seq"],
-)
+
+def _trace_schema(_settings: ToolSettings) -> dict[str, Any]:
+    return object_schema(
+        {"session_id": string("Session to trace; omit to trace the current session.")}
+    )
+
+
+def _event_trace_schema(_settings: ToolSettings) -> dict[str, Any]:
+    return object_schema(
+        {
+            "session_id": string("Session holding the event; omit for the current session."),
+            "seq": integer("Sequence number of the event.", minimum=0),
+        },
+        ["seq"],
+    )
+
+
+def _event_read_schema(settings: ToolSettings) -> dict[str, Any]:
+    window = settings.read_window_max
+    return object_schema(
+        {
+            "session_id": string("Session holding the event; omit for the current session."),
+            "seq": integer("Sequence number of the event to read.", minimum=0),
+            "before": integer(
+                "How many preceding events to summarise; omit for none.",
+                minimum=0,
+                maximum=window,
+            ),
+            "after": integer(
+                "How many following events to summarise; omit for none.",
+                minimum=0,
+                maximum=window,
+            ),
+        },
+        ["seq"],
+    )
 
 
 def parse_trace(arguments: Mapping[str, Any]) -> TraceArgs:
@@ -376,7 +450,7 @@ def parse_trace(arguments: Mapping[str, Any]) -> TraceArgs:
     Raises:
         SessionQueryError: ``TOOL_INVALID_ARGUMENTS`` naming the argument.
     """
-    arguments = check_arguments(SESSION_TRACE, _TRACE_SCHEMA, arguments)
+    arguments = check_arguments(SESSION_TRACE, _trace_schema(DEFAULT_SETTINGS), arguments)
     return TraceArgs(session_id=optional_session_id(arguments))
 
 
@@ -387,7 +461,7 @@ def parse_event_trace(arguments: Mapping[str, Any]) -> EventTraceArgs:
         SessionQueryError: ``TOOL_INVALID_ARGUMENTS`` or ``INVALID_FILTER`` naming the
             argument.
     """
-    arguments = check_arguments(EVENT_TRACE, _EVENT_TRACE_SCHEMA, arguments)
+    arguments = check_arguments(EVENT_TRACE, _event_trace_schema(DEFAULT_SETTINGS), arguments)
     target = seq("seq", arguments)
     assert target is not None
     return EventTraceArgs(session_id=optional_session_id(arguments), seq=target)
@@ -400,7 +474,7 @@ def parse_event_read(arguments: Mapping[str, Any]) -> EventReadArgs:
         SessionQueryError: ``TOOL_INVALID_ARGUMENTS`` or ``INVALID_FILTER`` naming the
             argument.
     """
-    arguments = check_arguments(EVENT_READ, _EVENT_READ_SCHEMA, arguments)
+    arguments = check_arguments(EVENT_READ, _event_read_schema(DEFAULT_SETTINGS), arguments)
     target = seq("seq", arguments)
     assert target is not None
     return EventReadArgs(
@@ -417,12 +491,12 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
     ToolSpec(
         name=SESSION_SEARCH,
         description=(
-            "Search prior sessions in your workspace for a literal phrase. Returns matching "
-            "sessions, best first, each with its title and strongest matching event (seq and "
-            "snippet). Your own current session is never included. Narrow with the filters "
-            "when the result cap is reached."
+            "Search prior sessions in your workspace for a question, some words or an exact "
+            "phrase (see match). Returns matching sessions, best first, each with its title "
+            "and strongest matching event (seq and snippet). Your own current session is never "
+            "included. Narrow with the filters when the result cap is reached."
         ),
-        schema=_SESSION_SEARCH_SCHEMA,
+        schema=_session_search_schema,
         parse=parse_session_search,
         run=lambda ops, args: ops.session_search(args),
         exclusive=True,
@@ -430,11 +504,12 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
     ToolSpec(
         name=EVENT_SEARCH,
         description=(
-            "Search the events of one session in your workspace for a literal phrase. Returns "
-            "the matching events, best first, with seq and snippet. On your current session "
-            "(the default) the search stops before the step that makes this call."
+            "Search the events of one session in your workspace for a question, some words or "
+            "an exact phrase (see match). Returns the matching events, best first, with seq "
+            "and snippet. On your current session (the default) the search stops before the "
+            "step that makes this call."
         ),
-        schema=_EVENT_SEARCH_SCHEMA,
+        schema=_event_search_schema,
         parse=parse_event_search,
         run=lambda ops, args: ops.session_event_search(args),
         exclusive=True,
@@ -446,7 +521,7 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
             "and its descendants such as forks and subagents, with titles. Sessions outside "
             "your workspace appear only as markers."
         ),
-        schema=_TRACE_SCHEMA,
+        schema=_trace_schema,
         parse=parse_trace,
         run=lambda ops, args: ops.session_trace(args),
     ),
@@ -457,7 +532,7 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
             "compaction), the full replacement chain, the events it replaced, the events it "
             "cites as sources and the later events that cite it."
         ),
-        schema=_EVENT_TRACE_SCHEMA,
+        schema=_event_trace_schema,
         parse=parse_event_trace,
         run=lambda ops, args: ops.session_event_trace(args),
     ),
@@ -467,10 +542,9 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
             "Read one event in full, unabridged, as JSON, optionally with short summaries of "
             "the raw events just before and after it."
         ),
-        schema=_EVENT_READ_SCHEMA,
+        schema=_event_read_schema,
         parse=parse_event_read,
         run=lambda ops, args: ops.session_event_read(args),
-        window_bounded=("before", "after"),
     ),
 )
 """Every tool, in the order the model sees them."""
@@ -485,13 +559,11 @@ def tool_spec(name: str) -> ToolSpec[Any] | None:
     return _BY_NAME.get(name)
 
 
-def input_schema(name: str, read_window_max: int = DEFAULT_READ_WINDOW_MAX) -> dict[str, Any]:
+def input_schema(name: str, settings: ToolSettings = DEFAULT_SETTINGS) -> dict[str, Any]:
     """A fresh copy of the JSON Schema of tool ``name`` (``KeyError`` if unknown)."""
-    return _BY_NAME[name].input_schema(read_window_max)
+    return _BY_NAME[name].input_schema(settings)
 
 
-def build_definitions(
-    search_timeout_ms: int, read_window_max: int = DEFAULT_READ_WINDOW_MAX
-) -> list[ToolDefinition]:
+def build_definitions(settings: ToolSettings = DEFAULT_SETTINGS) -> list[ToolDefinition]:
     """The definitions of :data:`TOOLS`, in order, with fresh schema copies."""
-    return [spec.definition(search_timeout_ms, read_window_max) for spec in TOOLS]
+    return [spec.definition(settings) for spec in TOOLS]

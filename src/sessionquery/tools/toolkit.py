@@ -35,8 +35,12 @@ from sessionquery.tools.operations import Operations, QueryService
 from sessionquery.tools.schemas import ToolDefinition, strict_schema
 from sessionquery.tools.specs import (
     DEFAULT_READ_WINDOW_MAX,
+    DEFAULT_SEARCH_TIMEOUT_MS,
     PROMPT_SECTION,
+    TOOL_MATCHES,
     TOOL_NAMES,
+    ToolMatch,
+    ToolSettings,
     ToolSpec,
     build_definitions,
     tool_spec,
@@ -49,9 +53,6 @@ logger = logging.getLogger(__name__)
 
 MAX_SEARCH_TIMEOUT_MS = 2_147_483_647
 """The largest ``search_timeout_ms`` accepted (a signed 32-bit millisecond count)."""
-
-DEFAULT_SEARCH_TIMEOUT_MS = 30_000
-"""The default deadline of each search call."""
 
 _LOCK_POLL_SECONDS = 0.05
 
@@ -89,10 +90,14 @@ class SessionQueryTools:
         max_search_results: the most hits one search call returns; when more exist the
             output ends with a sentence asking the model to narrow the query.
         search_timeout_ms: the deadline of each search call, in milliseconds.
+        match: how the two search tools match a query when the model does not say:
+            ``"relevance"`` (any of its words, best answers first) or ``"phrase"`` (the
+            literal phrase; a phrase of several words that finds nothing is answered with
+            the sessions holding all of its words).
 
     Raises:
         SessionQueryError: ``SESSION_QUERY_INVALID_CONFIG`` for a non-integer or
-            out-of-range setting.
+            out-of-range setting, or another ``match``.
     """
 
     def __init__(
@@ -101,19 +106,20 @@ class SessionQueryTools:
         *,
         max_search_results: int = 100,
         search_timeout_ms: int = DEFAULT_SEARCH_TIMEOUT_MS,
+        match: ToolMatch = "relevance",
     ) -> None:
         self._max = _positive_int(max_search_results, "max_search_results", 2**53 - 1)
         self._timeout_ms = _positive_int(
             search_timeout_ms, "search_timeout_ms", MAX_SEARCH_TIMEOUT_MS
         )
+        self._settings = ToolSettings(self._timeout_ms, _window_max(query), _tool_match(match))
         self._query = query
-        self._window_max = _window_max(query)
         self._search_lock = threading.Lock()
 
     @property
     def definitions(self) -> list[ToolDefinition]:
         """The five tool definitions (a fresh list with fresh schema copies each time)."""
-        return build_definitions(self._timeout_ms, self._window_max)
+        return build_definitions(self._settings)
 
     @property
     def prompt_section(self) -> str:
@@ -185,7 +191,7 @@ class SessionQueryTools:
             if spec.exclusive:
                 text = self._run_search(spec, parsed, caller, cancel)
             else:
-                ops = Operations(self._query, caller, ServiceBoundary(cancel, cancel), self._max)
+                ops = self._operations(caller, ServiceBoundary(cancel, cancel))
                 text = spec.run(ops, parsed)
         except SessionQueryError as exc:
             if is_caller_cancellation(exc, cancel):
@@ -204,9 +210,12 @@ class SessionQueryTools:
         cancel: CancelToken | None,
     ) -> str:
         token = DeadlineToken(self._timeout_ms, cancel)
-        ops = Operations(self._query, caller, ServiceBoundary(cancel, token), self._max)
+        ops = self._operations(caller, ServiceBoundary(cancel, token))
         with self._search_slot(token, cancel):
             return spec.run(ops, parsed)
+
+    def _operations(self, caller: ToolCaller, boundary: ServiceBoundary) -> Operations:
+        return Operations(self._query, caller, boundary, self._max, match=self._settings.match)
 
     @contextmanager
     def _search_slot(self, token: CancelToken, cancel: CancelToken | None) -> Iterator[None]:
@@ -220,6 +229,16 @@ class SessionQueryTools:
             yield
         finally:
             self._search_lock.release()
+
+
+def _tool_match(value: object) -> ToolMatch:
+    for match in TOOL_MATCHES:
+        if value == match and type(value) is str:
+            return match
+    raise SessionQueryError(
+        ErrorCode.INVALID_CONFIG,
+        f"match must be one of {', '.join(TOOL_MATCHES)}, not {value!r}",
+    )
 
 
 def _window_max(query: QueryService) -> int:
