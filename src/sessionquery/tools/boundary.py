@@ -14,8 +14,8 @@ Every service call a tool makes goes through :meth:`ServiceBoundary.run`. Invari
   ever crosses, and only as two non-negative integers taken from the error's ``context``;
 * the full diagnostic (message, cause chain, stack) goes to this module's logger only, at
   WARNING; an expected outcome (a retryable code, a missing session or event, a refused
-  window, a disabled search, the tools' own search deadline) is one INFO line without a
-  stack, so a server's log shows damage and bugs, not every "try again";
+  window, a disabled search, a stale page, the tools' own search deadline) is one INFO line
+  without a stack, so a server's log shows damage and bugs, not every "try again";
 * a search deadline set by the tools (not by the caller) that expires is reported as a
   timeout the model can act on (code ``SESSION_QUERY_ABORTED``).
 """
@@ -143,10 +143,12 @@ _EXPECTED_CODES = frozenset(
         ErrorCode.EVENT_NOT_FOUND,
         ErrorCode.INVALID_WINDOW,
         ErrorCode.SEARCH_DISABLED,
+        ErrorCode.STALE_CURSOR,
     }
 )
-"""Outcomes of a sound deployment (a retry, a missing target, a refused request): logged as
-one INFO line, without the stack that a damaged store or a bug gets."""
+"""Outcomes of a sound deployment (a retry, a missing target, a refused request, a page gone
+stale under a writer, which the tools' collection restarts): logged as one INFO line, without
+the stack that a damaged store or a bug gets."""
 
 
 def _is_expected(exc: Exception) -> bool:
