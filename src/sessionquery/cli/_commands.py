@@ -388,6 +388,23 @@ def _cmd_index(inv: Invocation) -> int:
     return emit(inv, summary, text)
 
 
+EXIT_USAGE_SERVED = 2
+"""The exit status of ``mcp`` served with a bad command line (the usage-error status)."""
+
+
+def serve_bad_command_line(message: str) -> int:
+    """``sessionquery mcp`` with options it cannot run with: an MCP client that started it
+    sees only a closed connection when the process exits, so serve instead, answering every
+    tool call with the reason (and logging it on stderr)."""
+    from sessionquery.mcp import run_stdio
+
+    problem = SessionQueryError(
+        ErrorCode.INVALID_CONFIG, f"the server's command line is wrong: {message}"
+    )
+    run_stdio(None, cwd=None, session_id=None, problem=problem)
+    return EXIT_USAGE_SERVED
+
+
 def _cmd_mcp(inv: Invocation) -> int:
     from sessionquery.mcp import run_stdio
 

@@ -30,6 +30,7 @@ __all__ = [
     "Parser",
     "UsageError",
     "build_parser",
+    "command_of",
     "source_options",
     "version_text",
 ]
@@ -38,14 +39,40 @@ SURFACES = SURFACE_CLASSES
 
 
 class UsageError(Exception):
-    """A command line that cannot be run as given (exit status 2)."""
+    """A command line that cannot be run as given (exit status 2).
+
+    Attributes:
+        command: the subcommand whose own options were wrong, when the error is its.
+    """
+
+    def __init__(self, message: str, command: str | None = None) -> None:
+        super().__init__(message)
+        self.command = command
 
 
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one ``CODE: message`` line and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        # A subcommand's parser is called "sessionquery <command>".
+        _, _, command = self.prog.partition(" ")
+        raise UsageError(f"{message} (see '{self.prog} --help')", command or None)
+
+
+def command_of(
+    parser: argparse.ArgumentParser, argv: Sequence[str], error: UsageError
+) -> str | None:
+    """The subcommand a command line that failed to parse names, if it names one: the one
+    whose options were wrong, or (for arguments no parser knows, such as ``mcp --frobnicate``)
+    the one the rest of the line selects."""
+    if error.command is not None:
+        return error.command
+    try:
+        known, _ = parser.parse_known_args(argv)
+    except UsageError:
+        return None
+    command = getattr(known, "command", None)
+    return command if isinstance(command, str) else None
 
 
 # -- argument types -------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from sessionquery.query.filters import (
     validate_session_filters,
 )
 from sessionquery.query.lineage import trace_lineage
-from sessionquery.query.titles import read_titles
+from sessionquery.query.titles import TitleMemo, read_titles
 from sessionquery.query.tracing import require_event, trace_event
 from sessionquery.query.types import (
     EventDocument,
@@ -127,6 +127,7 @@ class SessionQuery:
         self._cache = PreparedCache(cache_size)
         self._persistence = persistence
         self._corpus = ServiceCorpus(store, persistence, self._cache)
+        self._titles = TitleMemo()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -213,7 +214,9 @@ class SessionQuery:
             SessionQueryError: ``ABORTED`` only (the whole call is cancelled).
             TypeError: when ``ids`` is not an iterable of strings.
         """
-        return read_titles(self._corpus, ids, concurrency=self._concurrency, cancel=cancel)
+        return read_titles(
+            self._corpus, ids, concurrency=self._concurrency, cancel=cancel, memo=self._titles
+        )
 
     def trace_session(self, session_id: str, *, cancel: CancelToken | None = None) -> LineageTrace:
         """The ancestors (nearest first) and descendants of one session.

@@ -50,6 +50,7 @@ from sessionquery.sources._handle import ReadHandleImpl
 from sessionquery.sources._ids import Summary, resolve_ids
 from sessionquery.sources._parsed import (
     MISSING_PREFIX,
+    PRESENT,
     ParsedFile,
     ParsedSession,
     Parser,
@@ -322,7 +323,10 @@ class Catalog:
                     return False
             else:
                 current = self._units.get(key)
-                if (None if current is None else current.stamp) != stamp:
+                if stamp == PRESENT:
+                    if current is None:
+                        return False
+                elif (None if current is None else current.stamp) != stamp:
                     return False
         return True
 
