@@ -230,6 +230,7 @@ class SearchBase(ABC, Generic[ConnT]):
             default_limit=self._default_limit,
             max_limit=self._max_limit,
         )
+        check_cancel(cancel)  # normalising a long query took a while
         compiled = self._FILTERS.compile(
             request.session_filters,
             request.event_filters,
@@ -273,6 +274,7 @@ class SearchBase(ABC, Generic[ConnT]):
             default_limit=self._default_limit,
             max_limit=self._max_limit,
         )
+        check_cancel(cancel)  # normalising a long query took a while
         compiled = self._FILTERS.compile(
             (), request.event_filters, predicate_limit=EVENT_PREDICATE_LIMIT
         )

@@ -35,14 +35,15 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.model import SessionHeader
+from sessionquery.model import SessionHeader, SurfaceClass
 from sessionquery.query.backend import Corpus, SearchMatch
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.types import EventSearchHit, SessionRecord, SessionSearchHit
 from sessionquery.search.base import OpenAt, SearchBase, Window
+from sessionquery.search.bounded import is_long, phrases_of
 from sessionquery.search.cursor import CursorPosition, page_offset
 from sessionquery.search.relevance import TITLE_WEIGHT, RelevancePlan, plan_relevance
 from sessionquery.search.request import SearchRequest
@@ -51,7 +52,7 @@ from sessionquery.search.snippet import (
     snippet_around,
     snippet_from_highlight,
 )
-from sessionquery.search.sqlite import db, relevance, schema, spans
+from sessionquery.search.sqlite import bounded, db, relevance, schema, spans
 from sessionquery.search.sqlite.query import (
     SEQ_BITS,
     SEQ_MASK,
@@ -66,6 +67,7 @@ from sessionquery.search.sqlite.query import (
     words_expression,
 )
 from sessionquery.search.sqlite.reconcile import IndexState, reconcile
+from sessionquery.search.sqlite.rows import key_range
 from sessionquery.search.update import IndexUpdate, ProgressCallback
 
 __all__ = ["OpenAt", "SqliteSearch"]
@@ -312,7 +314,13 @@ class SqliteSearch(SearchBase[db.Connection]):
                     generation=generation,
                     cancel=cancel,
                 )
-            matcher = self._matcher(conn, text, mode, cancel)
+            tokens = query_tokens(conn, text)
+            check_cancel(cancel)  # a long query's tokens took a while
+            if is_long(tokens, mode):
+                return self._long_sessions(
+                    conn, tokens, request, compiled, persisted, offset, generation, cancel
+                )
+            matcher = self._matcher(text, tokens, mode, cancel)
             sql = session_search_sql(compiled, include_persisted=persisted)
             params = {
                 **compiled.params,
@@ -352,7 +360,20 @@ class SqliteSearch(SearchBase[db.Connection]):
                     cancel=cancel,
                 )
                 return header, window
-            matcher = self._matcher(conn, text, mode, cancel)
+            tokens = query_tokens(conn, text)
+            check_cancel(cancel)  # a long query's tokens took a while
+            if is_long(tokens, mode):
+                phrases = phrases_of(tokens, mode)
+                found: list[bounded.Candidate] = []
+                if bounded.all_present(conn, tokens, include_persisted=not live):
+                    matching = bounded.candidates(
+                        conn, tokens, compiled, branches=[live], bounds=key_range(key)
+                    )
+                    found = bounded.rank_events(conn, matching, phrases, cancel)
+                page = found[offset : offset + page_size + 1]
+                hits = [self._long_hit(c) for c in page[:page_size]]
+                return header, Window(hits, len(page) > page_size, generation, offset)
+            matcher = self._matcher(text, tokens, mode, cancel)
             params = {
                 **compiled.params,
                 "q": matcher.expression,
@@ -368,6 +389,44 @@ class SqliteSearch(SearchBase[db.Connection]):
                 for row in rows[:page_size]
             ]
         return header, Window(hits, len(rows) > page_size, generation, offset)
+
+    # -- over-long phrase and words queries (search.bounded) ----------------------------
+
+    def _long_sessions(  # noqa: PLR0917
+        self,
+        conn: db.Connection,
+        tokens: Sequence[str],
+        request: SearchRequest,
+        compiled: CompiledFilters,
+        persisted: bool,
+        offset: int,
+        generation: str,
+        cancel: CancelToken | None,
+    ) -> Window[SessionSearchHit]:
+        page_size = request.page_size
+        found: list[bounded.Candidate] = []
+        if bounded.all_present(conn, tokens, include_persisted=persisted):
+            branches = [True, False] if persisted else [True]
+            rows = bounded.candidates(conn, tokens, compiled, branches=branches)
+            found = bounded.rank_sessions(conn, rows, phrases_of(tokens, request.mode), cancel)
+        window = found[offset : offset + page_size + 1]
+        hits = [
+            SessionSearchHit(
+                record=self._record(conn, c.live, c.session_id, c.rid), best_match=self._long_hit(c)
+            )
+            for c in window[:page_size]
+        ]
+        return Window(hits, len(window) > page_size, generation, offset)
+
+    def _long_hit(self, candidate: bounded.Candidate) -> EventSearchHit:
+        return EventSearchHit(
+            session_id=candidate.session_id,
+            seq=candidate.seq,
+            type=candidate.type,
+            time=candidate.time,
+            surface=cast(SurfaceClass, candidate.surface),
+            snippet=bounded.snippet(candidate, self._snippet_chars),
+        )
 
     # -- relevance -------------------------------------------------------------------
 
@@ -520,11 +579,10 @@ class SqliteSearch(SearchBase[db.Connection]):
 
     @staticmethod
     def _matcher(
-        conn: db.Connection, text: str, match: SearchMatch, cancel: CancelToken | None
+        text: str, tokens: Sequence[str], match: SearchMatch, cancel: CancelToken | None
     ) -> spans.Matcher:
-        """The MATCH expression of the normalised query in the given mode and its phrases;
-        registers the long-document span counter for this search."""
-        tokens = query_tokens(conn, text)
+        """The MATCH expression of the normalised query (of these tokens) in the given mode
+        and its phrases; registers the long-document span counter for this search."""
         if match == "phrase":
             return spans.Matcher(quote_phrase(text), (tuple(tokens),), cancel)
         distinct = tuple(dict.fromkeys(tokens))
