@@ -21,7 +21,8 @@ Invariants:
   away (a character added, removed, replaced, or two neighbours swapped) that the most
   documents hold (ties: the word first in code-point order), and the answer's
   ``corrections`` say so; with no such word it is dropped. Numbers and words of fewer than
-  :data:`MIN_CORRECTED` characters are never corrected.
+  :data:`MIN_CORRECTED` characters are never corrected, and at most :data:`MAX_CORRECTIONS`
+  words of one question are.
 * **Statistics.** ``N`` documents holding ``T`` tokens in all, and for each word the number
   of documents holding it: over every indexed document (events with text and titles, stored
   and live). ``idf = max(ln((N - n + 0.5) / (n + 0.5)), 1e-6)`` as FTS5's ``bm25()`` has it.
@@ -53,6 +54,7 @@ __all__ = [
     "COVERAGE_BOOST",
     "IDF_FLOOR",
     "K1",
+    "MAX_CORRECTIONS",
     "MAX_LOOKUP",
     "MAX_PHRASE",
     "MAX_TERMS",
@@ -84,6 +86,9 @@ MAX_TERMS: Final = 16
 """Words of one question that are searched: the most selective of those the index holds."""
 MIN_CORRECTED: Final = 4
 """Words shorter than this are never corrected (too many one-edit neighbours)."""
+MAX_CORRECTIONS: Final = 8
+"""Absent words of one question that are looked up for a correction (each costs a few
+hundred lookups); later absent words are dropped."""
 TITLE_WEIGHT: Final = 1.0
 """How much a session's best-matching title adds, relative to its best event."""
 PHRASE_FACTOR: Final = 2.0
@@ -248,12 +253,14 @@ def plan_relevance(
     corrections: dict[str, str] = {}
     found: list[tuple[int, int, str]] = []  # (documents, position, word)
     seen: set[str] = set()
+    attempts = 0
     for position, word in enumerate(words):
         documents = held.get(word, 0)
         chosen = word
         if documents <= 0:
-            if not _correctable(word):
+            if not _correctable(word) or attempts >= MAX_CORRECTIONS:
                 continue
+            attempts += 1
             near = counts(sorted(edits(word)))
             fixed = best_correction(near)
             if fixed is None:

@@ -3,6 +3,7 @@ lifecycle, sync, cursor and deadline behaviour."""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -661,5 +662,54 @@ def test_relevance_statistics_follow_deletes_and_rewrites(
                     assert all_pages(pg, corpus, query, match="relevance") == all_pages(
                         lite, corpus, query, match="relevance"
                     ), (step, query)
+    finally:
+        postgres_server.drop_schema(dsn)
+
+
+# --- over-long phrase and words queries ------------------------------------------------------
+
+
+def test_long_phrase_and_words_queries_answer_exactly_as_sqlite(
+    postgres_server: PostgresServer,
+) -> None:
+    rng = random.Random(11)
+    vocabulary = [f"word{i}" for i in range(300)]
+    persisted = {
+        f"s{i}": [" ".join(rng.choices(vocabulary, k=rng.randint(200, 260))) for _ in range(2)]
+        for i in range(12)
+    }
+    live = {"L": [" ".join(rng.choices(vocabulary, k=220))]}
+    corpus = build_corpus(persisted, live)
+    queries = []
+    for docs in [*persisted.values(), *live.values()]:
+        words = docs[0].split()
+        queries.append(("phrase", " ".join(words[10:130])))
+        queries.append(("words", " ".join(sorted(set(words[:150])))))
+    queries.append(("words", " ".join(vocabulary)))
+    queries.append(("phrase", " ".join([*vocabulary[:70], "absentword"])))
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
+            found = 0
+            for match, query in queries:
+                pages = all_pages(pg, corpus, query, match=match)
+                assert pages == all_pages(lite, corpus, query, match=match), match
+                found += len(pages)
+                for sid in ("s0", "L"):
+                    pg_events = pg.search_events(corpus, sid, query, match=match)  # type: ignore[arg-type]
+                    lite_events = lite.search_events(corpus, sid, query, match=match)  # type: ignore[arg-type]
+                    assert shape_events(pg_events) == shape_events(lite_events)
+            assert found >= len(persisted)
+            started = time.monotonic()
+            try:
+                pg.search_sessions(
+                    corpus,
+                    " ".join(f"zq{i}" for i in range(100_000)),
+                    match="words",
+                    cancel=CancelToken.after(0.5),
+                )
+            except SessionQueryError as exc:
+                assert exc.code is ErrorCode.ABORTED
+            assert time.monotonic() - started < 0.5 + 4.0
     finally:
         postgres_server.drop_schema(dsn)

@@ -31,14 +31,16 @@ from sessionquery.errors import (
     ErrorCode,
     SessionQueryError,
 )
-from sessionquery.model import SessionHeader
-from sessionquery.query.backend import Corpus
+from sessionquery.model import SessionHeader, SurfaceClass
+from sessionquery.query.backend import Corpus, SearchMatch
 from sessionquery.query.cancel import CancelToken, check_cancel
+from sessionquery.query.filters import SessionFilter, event_matches, session_matches
 from sessionquery.query.types import EventSearchHit, SessionRecord, SessionSearchHit
 from sessionquery.search.base import OpenAt, SearchBase, Window
+from sessionquery.search.bounded import is_long, phrases_of
 from sessionquery.search.cursor import CursorPosition, page_offset
-from sessionquery.search.postgres import relevance, schema
-from sessionquery.search.postgres.overlay import LiveHit, LiveOverlay, RelevantHit
+from sessionquery.search.postgres import bounded, relevance, schema
+from sessionquery.search.postgres.overlay import LiveHit, LiveOverlay, LiveSession, RelevantHit
 from sessionquery.search.postgres.sql import (
     POSTGRES_FILTERS,
     CompiledFilters,
@@ -254,6 +256,10 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             return self._relevance_sessions(
                 corpus, request, compiled, position=position, cancel=cancel
             )
+        words = tokens(request.text)
+        check_cancel(cancel)  # a long query's tokens took a while
+        if is_long(words, request.mode):
+            return self._long_sessions(corpus, words, request, compiled, position, cancel)
         plan = match_plan(request.text, request.mode)
         with self._connection(cancel) as conn:
             self._reconcile(conn, corpus, cancel)
@@ -296,6 +302,10 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             return self._relevance_events(
                 corpus, session_id, request, compiled, position=position, cancel=cancel
             )
+        words = tokens(request.text)
+        check_cancel(cancel)  # a long query's tokens took a while
+        if is_long(words, request.mode):
+            return self._long_events(corpus, session_id, words, request, compiled, position, cancel)
         plan = match_plan(request.text, request.mode)
         with self._connection(cancel) as conn:
             self._reconcile(conn, corpus, cancel)
@@ -331,6 +341,133 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
                     for seq, kind, time, surface, _length, _mc, text in window[:page_size]
                 ]
         return header, Window(hits[:page_size], len(window) > page_size, generation, offset)
+
+    # -- over-long phrase and words queries (search.bounded) ----------------------------
+
+    def _long_found(  # noqa: PLR0917
+        self,
+        conn: psycopg.Connection[Any],
+        words: Sequence[str],
+        mode: SearchMatch,
+        compiled: CompiledFilters,
+        request: SearchRequest,
+        persisted: bool,
+        session_id: str | None,
+        cancel: CancelToken | None,
+    ) -> list[bounded.Found]:
+        phrases = phrases_of(words, mode)
+        overlay = self._overlay
+        if not bounded.all_present(conn, overlay, words, include_persisted=persisted):
+            return []
+        events = request.event_filters
+
+        def keep(doc: Any, surface: SurfaceClass) -> bool:
+            return not events or event_matches(
+                events, seq=doc.seq, time=doc.time, type=doc.type, surface=surface, text=""
+            )
+
+        found: list[bounded.Found] = []
+        for live in overlay.sessions.values():
+            if session_id is not None and live.header.id != session_id:
+                continue
+            if (
+                session_id is None
+                and request.session_filters
+                and not _live_passes(live, request.session_filters)
+            ):
+                continue
+            found += bounded.live_found(live, phrases, keep, cancel)
+        if persisted and (session_id is None or session_id not in overlay.sessions):
+            plan = bounded.selective_plan(words)
+            sql = bounded.candidates_sql(plan, compiled, one_session=session_id is not None)
+            params = bounded.params(plan, compiled)
+            if session_id is None:
+                params["live"] = sorted(overlay.sessions)
+            else:
+                params["sid"] = session_id
+            rows = conn.execute(sql, params).fetchall()
+            found += bounded.stored_found(rows, phrases, cancel)
+        return found
+
+    def _long_sessions(  # noqa: PLR0917
+        self,
+        corpus: Corpus,
+        words: Sequence[str],
+        request: SearchRequest,
+        compiled: CompiledFilters,
+        position: CursorPosition | None,
+        cancel: CancelToken | None,
+    ) -> Window[SessionSearchHit]:
+        page_size = request.page_size
+        with self._connection(cancel) as conn:
+            self._reconcile(conn, corpus, cancel)
+            generation = f"{self._generation}:{self._overlay.generation}"
+            offset = page_offset(position, generation)
+            found = self._long_found(
+                conn,
+                words,
+                request.mode,
+                compiled,
+                request,
+                corpus.persistence is not None,
+                None,
+                cancel,
+            )
+        ranked = bounded.rank(found, sessions=True)
+        window = ranked[offset : offset + page_size + 1]
+        hits = []
+        for hit in window[:page_size]:
+            if hit.live is not None:
+                session = hit.live
+                record = SessionRecord(session.header, live=True, persisted=session.persisted)
+            else:
+                assert hit.header_json is not None
+                record = SessionRecord(self._header(hit.header_json), live=False, persisted=True)
+            hits.append(SessionSearchHit(record=record, best_match=self._long_hit(hit)))
+        return Window(hits, len(window) > page_size, generation, offset)
+
+    def _long_events(  # noqa: PLR0917
+        self,
+        corpus: Corpus,
+        session_id: str,
+        words: Sequence[str],
+        request: SearchRequest,
+        compiled: CompiledFilters,
+        position: CursorPosition | None,
+        cancel: CancelToken | None,
+    ) -> tuple[SessionHeader, Window[EventSearchHit]]:
+        page_size = request.page_size
+        with self._connection(cancel) as conn:
+            self._reconcile(conn, corpus, cancel)
+            live = self._overlay.sessions.get(session_id)
+            if live is not None:
+                header, generation = live.header, f"live:{live.generation}"
+            else:
+                header, generation = self._persisted_target(conn, corpus, session_id)
+            offset = page_offset(position, generation)
+            found = self._long_found(
+                conn,
+                words,
+                request.mode,
+                compiled,
+                request,
+                corpus.persistence is not None,
+                session_id,
+                cancel,
+            )
+        window = bounded.rank(found, sessions=False)[offset : offset + page_size + 1]
+        hits = [self._long_hit(hit) for hit in window[:page_size]]
+        return header, Window(hits, len(window) > page_size, generation, offset)
+
+    def _long_hit(self, hit: bounded.Found) -> EventSearchHit:
+        return EventSearchHit(
+            session_id=hit.session_id,
+            seq=hit.seq,
+            type=hit.type,
+            time=hit.time,
+            surface=hit.surface,  # type: ignore[arg-type]  # stored SurfaceClass values
+            snippet=hit.snippet(self._snippet_chars),
+        )
 
     # -- relevance -------------------------------------------------------------------
 
@@ -516,6 +653,19 @@ def _live_event_hit(hit: LiveHit, snippet: str) -> EventSearchHit:
         time=doc.time,
         surface=hit.surface,
         snippet=snippet,
+    )
+
+
+def _live_passes(live: LiveSession, session_filters: Sequence[SessionFilter]) -> bool:
+    header = live.header
+    return session_matches(
+        session_filters,
+        id=header.id,
+        cwd=header.cwd,
+        created_at=header.created_at,
+        parent=header.parent_session,
+        live=True,
+        persisted=live.persisted,
     )
 
 
