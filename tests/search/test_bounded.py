@@ -58,7 +58,7 @@ def test_span_counts_equal_fts5_highlight_on_any_text(doc: list[str], query: lis
         conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
         conn.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", (" ".join(doc),))
         for mode in ("phrase", "words"):
-            phrases = phrases_of(query, mode)  # type: ignore[arg-type]
+            phrases = phrases_of(query, mode)
             expression = " AND ".join('"' + " ".join(p) + '"' for p in phrases)
             row = conn.execute(
                 "SELECT highlight(t, 0, char(1), '') FROM t WHERE t MATCH ?", (expression,)

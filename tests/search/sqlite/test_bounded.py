@@ -93,7 +93,7 @@ def test_a_long_query_with_a_word_no_document_holds_matches_nothing(index: Sqlit
     corpus, texts = _corpus(random.Random(4))
     words = [*sorted(set(texts["s01"][0].split()))[: EXPRESSION_TERMS + 5], "nowhere"]
     for mode in ("phrase", "words"):
-        assert index.search_sessions(corpus, " ".join(words), match=mode).items == []  # type: ignore[arg-type]
+        assert index.search_sessions(corpus, " ".join(words), match=mode).items == []
 
 
 def test_filters_apply_on_the_bounded_path(index: SqliteSearch) -> None:
