@@ -107,8 +107,13 @@ class SearchBackend(Protocol):
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> SessionSearchPage:
-        """Sessions matching ``query``, each with its best event (SPEC §7, §13.3)."""
+        """Sessions matching ``query``, each with its best event (SPEC §7, §13.3).
+
+        ``allow_partial``: when the deadline would pass during an unfinished index build,
+        answer from the indexed part (``page.partial`` says how much) instead of raising
+        ``INDEX_BUILDING``."""
         ...
 
     def search_events(
@@ -122,8 +127,10 @@ class SearchBackend(Protocol):
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> EventSearchPage:
-        """Events of one session matching ``query`` (SPEC §7, §13.3)."""
+        """Events of one session matching ``query`` (SPEC §7, §13.3; ``allow_partial`` as
+        in :meth:`search_sessions`)."""
         ...
 
     def close(self) -> None:

@@ -354,11 +354,16 @@ class SessionQuery:
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> SessionSearchPage:
         """Sessions matching ``query``, each with its best event (delegated to the backend).
 
         ``match="phrase"`` (default) finds the query as one literal phrase; ``match="words"``
-        finds events containing every word of the query in any order (SPEC §13.3).
+        finds events containing every word of the query in any order (SPEC §13.3);
+        ``match="relevance"`` finds events holding any of its words, best answers first
+        (SPEC §14.1). ``allow_partial=True`` answers from the indexed part when the
+        deadline comes during a first index build (``page.partial``) instead of raising
+        ``INDEX_BUILDING``.
 
         Raises:
             SessionQueryError: ``SEARCH_DISABLED`` without a backend; otherwise whatever the
@@ -376,6 +381,7 @@ class SessionQuery:
             cursor=cursor,
             cancel=cancel,
             match=match,
+            allow_partial=allow_partial,
         )
 
     def search_events(
@@ -388,9 +394,10 @@ class SessionQuery:
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> EventSearchPage:
-        """Events of one session matching ``query`` (delegated to the backend; ``match`` as
-        in :meth:`search_sessions`).
+        """Events of one session matching ``query`` (delegated to the backend; ``match`` and
+        ``allow_partial`` as in :meth:`search_sessions`).
 
         Raises:
             SessionQueryError: as :meth:`search_sessions`, plus ``SESSION_NOT_FOUND``.
@@ -406,6 +413,7 @@ class SessionQuery:
             cursor=cursor,
             cancel=cancel,
             match=match,
+            allow_partial=allow_partial,
         )
 
     # -- helpers -------------------------------------------------------------------------

@@ -713,3 +713,40 @@ def test_long_phrase_and_words_queries_answer_exactly_as_sqlite(
             assert time.monotonic() - started < 0.5 + 4.0
     finally:
         postgres_server.drop_schema(dsn)
+
+
+def test_a_partial_search_during_a_build_answers_from_the_indexed_part(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sessionquery.search.postgres import sync as sync_module
+
+    monkeypatch.setattr(sync_module, "BATCH_SESSIONS", 1)
+    store = FakePersistence()
+    for number in range(6):
+        store.put(header(f"s{number}", number + 1), log(f"entry {number} words"))
+    corpus = FakeCorpus(store)
+    original = corpus.read_persisted
+
+    def read(session_id: str, cancel: CancelToken | None = None) -> object:
+        if len(corpus.reads) >= 2:
+            assert cancel is not None
+            while not cancel.expired:  # a big transcript: the reconciliation runs out of time
+                time.sleep(0.005)
+            cancel.check()
+        return original(session_id, cancel)
+
+    corpus.read_persisted = read  # type: ignore[assignment]
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg:
+            page = pg.search_sessions(
+                corpus, "words", cancel=CancelToken.after(1.5), allow_partial=True
+            )
+            assert page.partial is not None
+            assert 0 < page.partial.sessions_indexed < 6
+            assert len(page.items) == page.partial.sessions_indexed
+            corpus.read_persisted = original  # type: ignore[method-assign]
+            whole = pg.search_sessions(corpus, "words", allow_partial=True)
+            assert whole.partial is None and len(whole.items) == 6
+    finally:
+        postgres_server.drop_schema(dsn)

@@ -21,6 +21,7 @@ interrupted update is rolled back (committed batches stay).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
@@ -35,7 +36,12 @@ from sessionquery.model import SessionHeader, SurfaceClass
 from sessionquery.query.backend import Corpus, SearchMatch
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.filters import SessionFilter, event_matches, session_matches
-from sessionquery.query.types import EventSearchHit, SessionRecord, SessionSearchHit
+from sessionquery.query.types import (
+    EventSearchHit,
+    PartialIndex,
+    SessionRecord,
+    SessionSearchHit,
+)
 from sessionquery.search.base import OpenAt, SearchBase, Window
 from sessionquery.search.bounded import is_long, phrases_of
 from sessionquery.search.cursor import CursorPosition, page_offset
@@ -63,6 +69,9 @@ from sessionquery.search.update import IndexUpdate, ProgressCallback
 __all__ = ["PostgresSearch"]
 
 _LOCK_POLL_SECONDS: Final = 0.005
+_PARTIAL_RESERVE_SECONDS: Final = 0.5
+"""At most this much of a partial search's time is kept for answering (a third of what is
+left when that is less)."""
 _WATCH_SECONDS: Final = 0.01
 
 
@@ -239,6 +248,34 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             persisted_indexed=indexed, persisted_removed=removed, documents_written=docs
         )
 
+    def _search_sync(
+        self,
+        conn: psycopg.Connection[Any],
+        corpus: Corpus,
+        cancel: CancelToken | None,
+        allow_partial: bool,
+    ) -> PartialIndex | None:
+        """Reconcile before a search; with ``allow_partial``, stop early enough to answer
+        from what is indexed when the store is still being indexed (how much: returned)."""
+        if not allow_partial or cancel is None or cancel.deadline is None:
+            self._reconcile(conn, corpus, cancel)
+            return None
+        left = cancel.deadline - time.monotonic()
+        token = cancel.sooner(min(_PARTIAL_RESERVE_SECONDS, max(left, 0.0) / 3))
+        try:
+            with _watch(conn, token):
+                self._reconcile(conn, corpus, token)
+        except SessionQueryError as exc:
+            if exc.code is not ErrorCode.ABORTED or cancel.expired:
+                raise
+        except psycopg.errors.QueryCanceled:
+            if cancel.expired or not token.expired:
+                raise
+        else:
+            return None
+        row = conn.execute("SELECT count(*) FROM sqi_sessions").fetchone()
+        return PartialIndex(int(row[0]) if row else 0, None)
+
     # -- one page of a search (the steps around it are SearchBase's) ---------------------
 
     def _sessions(
@@ -262,7 +299,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             return self._long_sessions(corpus, words, request, compiled, position, cancel)
         plan = match_plan(request.text, request.mode)
         with self._connection(cancel) as conn:
-            self._reconcile(conn, corpus, cancel)
+            partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             generation = f"{self._generation}:{self._overlay.generation}"
             offset = page_offset(position, generation)
             ranked: list[tuple[tuple[Any, ...], object]] = []
@@ -285,7 +322,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             else:
                 window = []
             hits = self._session_hits(conn, plan, [item for _key, item in window[:page_size]])
-        return Window(hits, len(window) > page_size, generation, offset)
+        return Window(hits, len(window) > page_size, generation, offset, partial=partial)
 
     def _events(
         self,
@@ -308,7 +345,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             return self._long_events(corpus, session_id, words, request, compiled, position, cancel)
         plan = match_plan(request.text, request.mode)
         with self._connection(cancel) as conn:
-            self._reconcile(conn, corpus, cancel)
+            partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             live = self._overlay.sessions.get(session_id)
             if live is not None:
                 header, generation = live.header, f"live:{live.generation}"
@@ -340,7 +377,9 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
                     )
                     for seq, kind, time, surface, _length, _mc, text in window[:page_size]
                 ]
-        return header, Window(hits[:page_size], len(window) > page_size, generation, offset)
+        return header, Window(
+            hits[:page_size], len(window) > page_size, generation, offset, partial=partial
+        )
 
     # -- over-long phrase and words queries (search.bounded) ----------------------------
 
@@ -400,7 +439,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
     ) -> Window[SessionSearchHit]:
         page_size = request.page_size
         with self._connection(cancel) as conn:
-            self._reconcile(conn, corpus, cancel)
+            partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             generation = f"{self._generation}:{self._overlay.generation}"
             offset = page_offset(position, generation)
             found = self._long_found(
@@ -424,7 +463,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
                 assert hit.header_json is not None
                 record = SessionRecord(self._header(hit.header_json), live=False, persisted=True)
             hits.append(SessionSearchHit(record=record, best_match=self._long_hit(hit)))
-        return Window(hits, len(window) > page_size, generation, offset)
+        return Window(hits, len(window) > page_size, generation, offset, partial=partial)
 
     def _long_events(  # noqa: PLR0917
         self,
@@ -438,7 +477,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
     ) -> tuple[SessionHeader, Window[EventSearchHit]]:
         page_size = request.page_size
         with self._connection(cancel) as conn:
-            self._reconcile(conn, corpus, cancel)
+            partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             live = self._overlay.sessions.get(session_id)
             if live is not None:
                 header, generation = live.header, f"live:{live.generation}"
@@ -457,7 +496,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             )
         window = bounded.rank(found, sessions=False)[offset : offset + page_size + 1]
         hits = [self._long_hit(hit) for hit in window[:page_size]]
-        return header, Window(hits, len(window) > page_size, generation, offset)
+        return header, Window(hits, len(window) > page_size, generation, offset, partial=partial)
 
     def _long_hit(self, hit: bounded.Found) -> EventSearchHit:
         return EventSearchHit(
@@ -495,12 +534,12 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
         page_size = request.page_size
         persisted = corpus.persistence is not None
         with self._connection(cancel) as conn:
-            self._reconcile(conn, corpus, cancel)
+            partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             generation = f"{self._generation}:{self._overlay.generation}"
             offset = page_offset(position, generation)
             plan = self._plan(conn, request.text, persisted)
             if plan is None:
-                return Window([], False, generation, offset)
+                return Window([], False, generation, offset, partial=partial)
             live = self._overlay.best_relevant(plan, request.session_filters, request.event_filters)
             ranked: list[tuple[tuple[Any, ...], object]] = [(h.session_key(), h) for h in live]
             start = offset if not live else 0
@@ -518,7 +557,9 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             ranked.sort(key=lambda item: item[0])
             window = ranked[offset - start :]
             hits = [self._relevant_session_hit(plan, item) for _key, item in window[:page_size]]
-        return Window(hits, len(window) > page_size, generation, offset, plan.corrections)
+        return Window(
+            hits, len(window) > page_size, generation, offset, plan.corrections, partial=partial
+        )
 
     def _relevance_events(
         self,
@@ -533,7 +574,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
         page_size = request.page_size
         persisted = corpus.persistence is not None
         with self._connection(cancel) as conn:
-            self._reconcile(conn, corpus, cancel)
+            partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             live = self._overlay.sessions.get(session_id)
             if live is not None:
                 header, generation = live.header, f"live:{live.generation}"
@@ -542,7 +583,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             offset = page_offset(position, generation)
             plan = self._plan(conn, request.text, persisted)
             if plan is None:
-                return header, Window([], False, generation, offset)
+                return header, Window([], False, generation, offset, partial=partial)
             if live is not None:
                 found = self._overlay.relevant(plan, live, request.event_filters)
                 window = found[offset : offset + page_size + 1]
@@ -553,7 +594,12 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
                     for hit in window[:page_size]
                 ]
                 return header, Window(
-                    hits, len(window) > page_size, generation, offset, plan.corrections
+                    hits,
+                    len(window) > page_size,
+                    generation,
+                    offset,
+                    plan.corrections,
+                    partial=partial,
                 )
             params = {
                 **compiled.params,
@@ -574,7 +620,9 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
                 )
                 for row in rows[:page_size]
             ]
-        return header, Window(hits, len(rows) > page_size, generation, offset, plan.corrections)
+        return header, Window(
+            hits, len(rows) > page_size, generation, offset, plan.corrections, partial=partial
+        )
 
     def _relevant_snippet(self, plan: RelevancePlan, frequencies: Sequence[Any], text: str) -> str:
         """The snippet around the first occurrence of the most selective searched word the

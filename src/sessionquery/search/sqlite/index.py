@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import Final, Literal, cast
 
@@ -41,7 +42,12 @@ from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionHeader, SurfaceClass
 from sessionquery.query.backend import Corpus, SearchMatch
 from sessionquery.query.cancel import CancelToken, check_cancel
-from sessionquery.query.types import EventSearchHit, SessionRecord, SessionSearchHit
+from sessionquery.query.types import (
+    EventSearchHit,
+    PartialIndex,
+    SessionRecord,
+    SessionSearchHit,
+)
 from sessionquery.search.base import OpenAt, SearchBase, Window
 from sessionquery.search.bounded import is_long, phrases_of
 from sessionquery.search.cursor import CursorPosition, page_offset
@@ -223,23 +229,55 @@ class SqliteSearch(SearchBase[db.Connection]):
             lock.release()
 
     @contextmanager
-    def _reconciled(self, corpus: Corpus, cancel: CancelToken | None) -> Iterator[None]:
+    def _reconciled(
+        self, corpus: Corpus, cancel: CancelToken | None, *, partial: bool = False
+    ) -> Iterator[PartialIndex | None]:
         """Take this instance's turn and reconcile; the turn is held inside the block.
 
-        A deadline that passes while a build is unfinished becomes ``INDEX_BUILDING``.
+        A deadline that passes while a build is unfinished becomes ``INDEX_BUILDING``; with
+        ``partial`` the reconciliation stops early enough to leave the search time to answer
+        from the committed part instead, and the block receives how far the build is.
         """
+        token = _reconcile_token(cancel) if partial else cancel
         try:
-            _acquire(self._turn, cancel)
+            _acquire(self._turn, token)
         except SessionQueryError as exc:
-            raise self._building_or(exc, cancel, corpus) from None
-        try:
-            try:
-                reconcile(self._access, self._state, corpus, cancel)
-            except SessionQueryError as exc:
+            progress = self._partial(exc, cancel, corpus) if partial else None
+            if progress is None:
                 raise self._building_or(exc, cancel, corpus) from None
-            yield
+            yield progress  # another thread is building: read what it committed
+            return
+        try:
+            progress = None
+            try:
+                reconcile(self._access, self._state, corpus, token)
+            except SessionQueryError as exc:
+                progress = self._partial(exc, cancel, corpus) if partial else None
+                if progress is None:
+                    raise self._building_or(exc, cancel, corpus) from None
+            yield progress
         finally:
             self._turn.release()
+
+    def _partial(
+        self, error: SessionQueryError, cancel: CancelToken | None, corpus: Corpus
+    ) -> PartialIndex | None:
+        """How far the unfinished build is, when ``error`` is the early stop of a partial
+        search's reconciliation (its own deadline has not passed); else ``None``."""
+        if error.code is not ErrorCode.ABORTED or cancel is None or cancel.expired:
+            return None
+        building = self._building_or(error, cancel, corpus)
+        if not isinstance(building, SessionQueryError) or building.code is not (
+            ErrorCode.INDEX_BUILDING
+        ):
+            return None
+        context = building.context or {}
+        done = context.get("sessions_indexed")
+        total = context.get("sessions_total")
+        return PartialIndex(
+            int(done) if isinstance(done, int) else 0,
+            int(total) if isinstance(total, int) else None,
+        )
 
     def _building_or(
         self, error: SessionQueryError, cancel: CancelToken | None, corpus: Corpus
@@ -297,40 +335,59 @@ class SqliteSearch(SearchBase[db.Connection]):
         position: CursorPosition | None,
         cancel: CancelToken | None,
     ) -> Window[SessionSearchHit]:
-        text, mode, page_size = request.text, request.mode, request.page_size
-        with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
+        with (
+            self._reconciled(corpus, cancel, partial=request.allow_partial) as partial,
+            self._hold(cancel) as conn,
+            _snapshot(conn),
+        ):
             (durable,) = db.one(conn, "SELECT global_generation FROM main.search_state")
             state = self._state
             generation = f"{state.epoch}:{durable}:{state.live_generation}"
             offset = page_offset(position, generation)
             persisted = corpus.persistence is not None
-            if mode == "relevance":
-                return self._relevance_sessions(
-                    conn,
-                    request,
-                    compiled,
-                    persisted=persisted,
-                    offset=offset,
-                    generation=generation,
-                    cancel=cancel,
-                )
-            tokens = query_tokens(conn, text)
-            check_cancel(cancel)  # a long query's tokens took a while
-            if is_long(tokens, mode):
-                return self._long_sessions(
-                    conn, tokens, request, compiled, persisted, offset, generation, cancel
-                )
-            matcher = self._matcher(text, tokens, mode, cancel)
-            sql = session_search_sql(compiled, include_persisted=persisted)
-            params = {
-                **compiled.params,
-                "q": matcher.expression,
-                "overlap": db.overlapping(matcher.phrases),
-                "lim": page_size + 1,
-                "off": offset,
-            }
-            rows = conn.execute(sql, params).fetchall()
-            hits = [self._session_hit(conn, matcher, row) for row in rows[:page_size]]
+            window = self._session_page(
+                conn, request, compiled, persisted, offset, generation, cancel
+            )
+        return replace(window, partial=partial)
+
+    def _session_page(  # noqa: PLR0917
+        self,
+        conn: db.Connection,
+        request: SearchRequest,
+        compiled: CompiledFilters,
+        persisted: bool,
+        offset: int,
+        generation: str,
+        cancel: CancelToken | None,
+    ) -> Window[SessionSearchHit]:
+        text, mode, page_size = request.text, request.mode, request.page_size
+        if mode == "relevance":
+            return self._relevance_sessions(
+                conn,
+                request,
+                compiled,
+                persisted=persisted,
+                offset=offset,
+                generation=generation,
+                cancel=cancel,
+            )
+        tokens = query_tokens(conn, text)
+        check_cancel(cancel)  # a long query's tokens took a while
+        if is_long(tokens, mode):
+            return self._long_sessions(
+                conn, tokens, request, compiled, persisted, offset, generation, cancel
+            )
+        matcher = self._matcher(text, tokens, mode, cancel)
+        sql = session_search_sql(compiled, include_persisted=persisted)
+        params = {
+            **compiled.params,
+            "q": matcher.expression,
+            "overlap": db.overlapping(matcher.phrases),
+            "lim": page_size + 1,
+            "off": offset,
+        }
+        rows = conn.execute(sql, params).fetchall()
+        hits = [self._session_hit(conn, matcher, row) for row in rows[:page_size]]
         return Window(hits, len(rows) > page_size, generation, offset)
 
     def _events(
@@ -343,52 +400,70 @@ class SqliteSearch(SearchBase[db.Connection]):
         position: CursorPosition | None,
         cancel: CancelToken | None,
     ) -> tuple[SessionHeader, Window[EventSearchHit]]:
-        text, mode, page_size = request.text, request.mode, request.page_size
-        with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
+        with (
+            self._reconciled(corpus, cancel, partial=request.allow_partial) as partial,
+            self._hold(cancel) as conn,
+            _snapshot(conn),
+        ):
             live, key, header, generation = self._target(conn, corpus, session_id)
             offset = page_offset(position, generation)
-            if mode == "relevance":
-                window = self._relevance_events(
-                    conn,
-                    request,
-                    compiled,
-                    live=live,
-                    key=key,
-                    session_id=session_id,
-                    offset=offset,
-                    generation=generation,
-                    cancel=cancel,
+            window = self._event_page(
+                conn, request, compiled, live, key, session_id, offset, generation, cancel
+            )
+        return header, replace(window, partial=partial)
+
+    def _event_page(  # noqa: PLR0917
+        self,
+        conn: db.Connection,
+        request: SearchRequest,
+        compiled: CompiledFilters,
+        live: bool,
+        key: int,
+        session_id: str,
+        offset: int,
+        generation: str,
+        cancel: CancelToken | None,
+    ) -> Window[EventSearchHit]:
+        text, mode, page_size = request.text, request.mode, request.page_size
+        if mode == "relevance":
+            return self._relevance_events(
+                conn,
+                request,
+                compiled,
+                live=live,
+                key=key,
+                session_id=session_id,
+                offset=offset,
+                generation=generation,
+                cancel=cancel,
+            )
+        tokens = query_tokens(conn, text)
+        check_cancel(cancel)  # a long query's tokens took a while
+        if is_long(tokens, mode):
+            found: list[bounded.Candidate] = []
+            if bounded.all_present(conn, tokens, include_persisted=not live):
+                matching = bounded.candidates(
+                    conn, tokens, compiled, branches=[live], bounds=key_range(key)
                 )
-                return header, window
-            tokens = query_tokens(conn, text)
-            check_cancel(cancel)  # a long query's tokens took a while
-            if is_long(tokens, mode):
-                phrases = phrases_of(tokens, mode)
-                found: list[bounded.Candidate] = []
-                if bounded.all_present(conn, tokens, include_persisted=not live):
-                    matching = bounded.candidates(
-                        conn, tokens, compiled, branches=[live], bounds=key_range(key)
-                    )
-                    found = bounded.rank_events(conn, matching, phrases, cancel)
-                page = found[offset : offset + page_size + 1]
-                hits = [self._long_hit(c) for c in page[:page_size]]
-                return header, Window(hits, len(page) > page_size, generation, offset)
-            matcher = self._matcher(text, tokens, mode, cancel)
-            params = {
-                **compiled.params,
-                "q": matcher.expression,
-                "overlap": db.overlapping(matcher.phrases),
-                "lo": key << SEQ_BITS,
-                "hi": (key << SEQ_BITS) | SEQ_MASK,
-                "lim": page_size + 1,
-                "off": offset,
-            }
-            rows = conn.execute(event_search_sql(compiled, live=live), params).fetchall()
-            hits = [
-                self._event_hit(conn, matcher, live, session_id, row[:5])
-                for row in rows[:page_size]
-            ]
-        return header, Window(hits, len(rows) > page_size, generation, offset)
+                found = bounded.rank_events(conn, matching, phrases_of(tokens, mode), cancel)
+            page = found[offset : offset + page_size + 1]
+            hits = [self._long_hit(c) for c in page[:page_size]]
+            return Window(hits, len(page) > page_size, generation, offset)
+        matcher = self._matcher(text, tokens, mode, cancel)
+        params = {
+            **compiled.params,
+            "q": matcher.expression,
+            "overlap": db.overlapping(matcher.phrases),
+            "lo": key << SEQ_BITS,
+            "hi": (key << SEQ_BITS) | SEQ_MASK,
+            "lim": page_size + 1,
+            "off": offset,
+        }
+        rows = conn.execute(event_search_sql(compiled, live=live), params).fetchall()
+        hits = [
+            self._event_hit(conn, matcher, live, session_id, row[:5]) for row in rows[:page_size]
+        ]
+        return Window(hits, len(rows) > page_size, generation, offset)
 
     # -- over-long phrase and words queries (search.bounded) ----------------------------
 
@@ -660,6 +735,20 @@ class _Access:
 
     def writing(self, cancel: CancelToken | None) -> AbstractContextManager[None]:
         return self._search._writing(cancel)  # pyright: ignore[reportPrivateUsage]
+
+
+_PARTIAL_RESERVE_SECONDS: Final = 0.5
+"""At most this much of a partial search's time is kept for answering (less when the whole
+deadline is short: a third of what is left)."""
+
+
+def _reconcile_token(cancel: CancelToken | None) -> CancelToken | None:
+    """The token a partial search reconciles under: its own, minus the time it keeps to
+    answer from the committed part."""
+    if cancel is None or cancel.deadline is None:
+        return cancel
+    left = cancel.deadline - time.monotonic()
+    return cancel.sooner(min(_PARTIAL_RESERVE_SECONDS, max(left, 0.0) / 3))
 
 
 def _acquire(lock: threading.Lock, cancel: CancelToken | None) -> None:
