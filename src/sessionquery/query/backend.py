@@ -13,7 +13,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionEvent, SessionHeader
-from sessionquery.persistence.base import PersistedSession, SessionPersistence
+from sessionquery.persistence.base import DocumentLog, PersistedSession, SessionPersistence
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import EventFilter, SessionFilter
 from sessionquery.query.types import EventSearchPage, SessionLog, SessionSearchPage
@@ -21,9 +21,14 @@ from sessionquery.query.types import EventSearchPage, SessionLog, SessionSearchP
 __all__ = [
     "SEARCH_MATCHES",
     "Corpus",
+    "DocumentCorpus",
+    "IdentifiedStore",
+    "JournalCorpus",
     "LiveSnapshot",
+    "RootedStore",
     "SearchBackend",
     "SearchMatch",
+    "StatCorpus",
     "validate_match",
 ]
 
@@ -89,6 +94,56 @@ class Corpus(Protocol):
 
     def change_token(self) -> str | None:
         """The persistence's O(1) store-wide change token, or ``None`` if it offers none."""
+        ...
+
+
+@runtime_checkable
+class DocumentCorpus(Protocol):
+    """A corpus that hands a backend one stored log's searchable text without building
+    events (``SessionQuery.corpus`` is one)."""
+
+    def read_documents(self, session_id: str, cancel: CancelToken | None = None) -> DocumentLog:
+        """The documents and titles of one stored log, crash-tail closers included."""
+        ...
+
+
+@runtime_checkable
+class StatCorpus(Protocol):
+    """A corpus that looks one stored session up without listing the store."""
+
+    def stat_persisted(
+        self, session_id: str, cancel: CancelToken | None = None
+    ) -> PersistedSession | None:
+        """The stored entry of ``session_id``, or ``None``."""
+        ...
+
+
+@runtime_checkable
+class JournalCorpus(Protocol):
+    """A corpus whose store keeps a change journal (which sessions changed since a token)."""
+
+    def changed_since(self, token: str) -> frozenset[str] | None:
+        """The ids changed since ``token``, or ``None`` when the journal cannot tell."""
+        ...
+
+
+@runtime_checkable
+class RootedStore(Protocol):
+    """A store kept under one root folder (its identity for an index that mirrors it)."""
+
+    @property
+    def root(self) -> str:
+        """The store's root, as configured."""
+        ...
+
+
+@runtime_checkable
+class IdentifiedStore(Protocol):
+    """A store that names itself (a shared database: an index that mirrors it keys on it)."""
+
+    @property
+    def store_id(self) -> str:
+        """A stable identifier of the store."""
         ...
 
 
