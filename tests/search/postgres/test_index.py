@@ -750,3 +750,27 @@ def test_a_partial_search_during_a_build_answers_from_the_indexed_part(
             assert whole.partial is None and len(whole.items) == 6
     finally:
         postgres_server.drop_schema(dsn)
+
+
+def test_a_correction_never_names_a_word_only_another_workspace_holds(
+    postgres_server: PostgresServer,
+) -> None:
+    store = FakePersistence()
+    store.put(header("a1", 1, cwd="/a"), log("the migration of the billing tables"))
+    store.put(header("b1", 2, cwd="/b"), log("project nightingale launch plan"))
+    corpus = FakeCorpus(store)
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
+            for search in (pg, lite):
+                scoped = {"session_filters": [CwdIn(["/a"])], "match": "relevance"}
+                page = search.search_sessions(corpus, "nightingaIe", **scoped)  # type: ignore[arg-type]
+                assert page.corrections == {} and page.items == []
+                page = search.search_sessions(corpus, "migraton", **scoped)  # type: ignore[arg-type]
+                assert page.corrections == {"migraton": "migration"}
+                anywhere = search.search_sessions(corpus, "nightingaIe", match="relevance")
+                assert anywhere.corrections == {"nightingaie": "nightingale"}
+                one = search.search_events(corpus, "a1", "nightingaIe", match="relevance")
+                assert one.corrections == {} and one.items == []
+    finally:
+        postgres_server.drop_schema(dsn)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -511,15 +511,43 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
     # -- relevance -------------------------------------------------------------------
 
     def _plan(
-        self, conn: psycopg.Connection[Any], text: str, include_persisted: bool
+        self,
+        conn: psycopg.Connection[Any],
+        request: SearchRequest,
+        compiled: CompiledFilters,
+        include_persisted: bool,
+        session_id: str | None = None,
     ) -> RelevancePlan | None:
+        """The relevance plan; corrections limited to the search's scope (one session, or
+        the sessions the filters keep)."""
         overlay = self._overlay
+        scope: Callable[[str], bool] | None = None
+        if session_id is not None or compiled.session_predicates:
+            if session_id is not None:
+                live = [s for s in overlay.sessions.values() if s.header.id == session_id]
+            else:
+                live = [
+                    s for s in overlay.sessions.values() if _live_passes(s, request.session_filters)
+                ]
+
+            def scope(word: str) -> bool:
+                return relevance.in_scope(
+                    conn,
+                    overlay,
+                    compiled,
+                    word,
+                    live=live,
+                    session_id=session_id,
+                    include_persisted=include_persisted,
+                )
+
         return plan_relevance(
-            tokens(text),
+            tokens(request.text),
             relevance.corpus_stats(conn, overlay, include_persisted=include_persisted),
             lambda words: relevance.document_counts(
                 conn, overlay, words, include_persisted=include_persisted
             ),
+            scope,
         )
 
     def _relevance_sessions(
@@ -537,7 +565,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             generation = f"{self._generation}:{self._overlay.generation}"
             offset = page_offset(position, generation)
-            plan = self._plan(conn, request.text, persisted)
+            plan = self._plan(conn, request, compiled, persisted)
             if plan is None:
                 return Window([], False, generation, offset, partial=partial)
             live = self._overlay.best_relevant(plan, request.session_filters, request.event_filters)
@@ -581,7 +609,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             else:
                 header, generation = self._persisted_target(conn, corpus, session_id)
             offset = page_offset(position, generation)
-            plan = self._plan(conn, request.text, persisted)
+            plan = self._plan(conn, request, compiled, persisted, session_id)
             if plan is None:
                 return header, Window([], False, generation, offset, partial=partial)
             if live is not None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -506,11 +506,32 @@ class SqliteSearch(SearchBase[db.Connection]):
     # -- relevance -------------------------------------------------------------------
 
     @staticmethod
-    def _plan(conn: db.Connection, text: str) -> RelevancePlan | None:
+    def _plan(
+        conn: db.Connection,
+        text: str,
+        compiled: CompiledFilters,
+        persisted: bool,
+        session: tuple[bool, int] | None = None,
+    ) -> RelevancePlan | None:
+        """The relevance plan; corrections limited to the search's scope (one session, or
+        the sessions the filters keep)."""
+        scope: Callable[[str], bool] | None = None
+        if session is not None:
+            live, key = session
+
+            def scope(word: str) -> bool:
+                return relevance.in_session(conn, word, live=live, key=key)
+
+        elif compiled.session_predicates:
+
+            def scope(word: str) -> bool:
+                return relevance.in_scope(conn, compiled, word, include_persisted=persisted)
+
         return plan_relevance(
             query_tokens(conn, text),
             relevance.corpus_stats(conn),
             lambda words: relevance.document_counts(conn, words),
+            scope,
         )
 
     def _relevance_sessions(
@@ -525,7 +546,7 @@ class SqliteSearch(SearchBase[db.Connection]):
         cancel: CancelToken | None,
     ) -> Window[SessionSearchHit]:
         page_size = request.page_size
-        plan = self._plan(conn, request.text)
+        plan = self._plan(conn, request.text, compiled, persisted)
         if plan is None:
             return Window([], False, generation, offset)
         relevance.collect_sessions(
@@ -564,7 +585,7 @@ class SqliteSearch(SearchBase[db.Connection]):
         cancel: CancelToken | None,
     ) -> Window[EventSearchHit]:
         page_size = request.page_size
-        plan = self._plan(conn, request.text)
+        plan = self._plan(conn, request.text, compiled, not live, (live, key))
         if plan is None:
             return Window([], False, generation, offset)
         with relevance.installed_plan(plan) as installed:

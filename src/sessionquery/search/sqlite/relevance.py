@@ -50,6 +50,8 @@ __all__ = [
     "document_counts",
     "event_relevance_sql",
     "holds_term_sql",
+    "in_scope",
+    "in_session",
     "install",
     "installed_plan",
     "or_expression",
@@ -243,6 +245,51 @@ def document_counts(conn: db.Connection, words: Sequence[str]) -> Mapping[str, i
             assert isinstance(documents, int)
             counts[str(term)] = counts.get(str(term), 0) + documents
     return counts
+
+
+def in_scope(
+    conn: db.Connection,
+    filters: CompiledFilters,
+    word: str,
+    *,
+    include_persisted: bool,
+) -> bool:
+    """Whether a document (event or title, stored or live) of a session the session filters
+    keep holds ``word``."""
+    for live in [True, False] if include_persisted else [True]:
+        for title in (False, True):
+            branch = _Branch(live, title)
+            fts = branch.fts
+            key = f"{fts}.rowid >> {SEQ_BITS}"
+            where = f" AND {key} IN keep" if filters.session_predicates else ""
+            keeps = (
+                f"WITH keep(key) AS ({_keep(live, filters)}) " if filters.session_predicates else ""
+            )
+            if not live:
+                where += f" AND {key} NOT IN ({_SHADOWED})"
+            found = conn.execute(
+                f"{keeps}SELECT 1 FROM {branch.schema}.{fts} WHERE {fts} MATCH :q{where} LIMIT 1",
+                {**filters.params, "q": _quote([word])},
+            ).fetchone()
+            if found is not None:
+                return True
+    return False
+
+
+def in_session(conn: db.Connection, word: str, *, live: bool, key: int) -> bool:
+    """Whether a document (event or title) of the session with this key holds ``word``."""
+    low, high = key << SEQ_BITS, (key << SEQ_BITS) | SEQ_MASK
+    for title in (False, True):
+        branch = _Branch(live, title)
+        fts = branch.fts
+        found = conn.execute(
+            f"SELECT 1 FROM {branch.schema}.{fts} WHERE {fts} MATCH :q "
+            f"AND {fts}.rowid BETWEEN :lo AND :hi LIMIT 1",
+            {"q": _quote([word]), "lo": low, "hi": high},
+        ).fetchone()
+        if found is not None:
+            return True
+    return False
 
 
 # -- the ranked statements --------------------------------------------------------------------
