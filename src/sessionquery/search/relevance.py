@@ -213,13 +213,16 @@ def question_words(tokens: Sequence[str]) -> list[str]:
     return (meaningful or distinct)[:MAX_LOOKUP]
 
 
-_EDIT_ALPHABET: Final = "abcdefghijklmnopqrstuvwxyz0123456789"
+_EDIT_ALPHABET: Final = "abcdefghijklmnopqrstuvwxyz"
 
 
 def edits(word: str) -> set[str]:
     """Every string one edit from ``word``: a character removed, two neighbours swapped, a
-    character replaced or inserted (letters, digits and the word's own characters)."""
+    character replaced or inserted (ASCII letters, digits when the word has any, and the
+    word's own characters)."""
     alphabet = set(_EDIT_ALPHABET) | set(word)
+    if any(c.isdigit() for c in word):
+        alphabet |= set("0123456789")
     splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
     out = {left + right[1:] for left, right in splits if right}
     out |= {left + right[1] + right[0] + right[2:] for left, right in splits if len(right) > 1}

@@ -235,7 +235,9 @@ def document_counts(conn: db.Connection, words: Sequence[str]) -> Mapping[str, i
     if not words:
         return counts
     wanted = json.dumps(list(words))
-    for vocabulary in _VOCABULARIES:
+    for (schema, fts), vocabulary in zip(_FTS_TABLES, _VOCABULARIES, strict=True):
+        if not _totals(conn, schema, fts)[0]:
+            continue  # an empty index (no live sessions, no titles) holds no word
         rows = conn.execute(
             f"SELECT term, doc FROM temp.{vocabulary} "
             "WHERE term IN (SELECT value FROM json_each(?))",
