@@ -654,7 +654,9 @@ class SqliteSearch(SearchBase[db.Connection]):
             "SELECT header_json FROM main.persisted_sessions WHERE key = ?",
             (rid >> SEQ_BITS,),
         )
-        return SessionRecord(self._header(str(header_json)), live=False, persisted=True)
+        if not isinstance(header_json, str):
+            raise db.Damaged("main.persisted_sessions holds a damaged header")
+        return SessionRecord(self._header(header_json), live=False, persisted=True)
 
     def _target(
         self, conn: db.Connection, corpus: Corpus, session_id: str
@@ -669,8 +671,10 @@ class SqliteSearch(SearchBase[db.Connection]):
             ).fetchone()
             if row is not None:
                 key, header_json, generation = row
-                header = self._header(str(header_json))
-                return False, int(key), header, f"persisted:{self._state.epoch}:{generation}"
+                if type(key) is not int or not isinstance(header_json, str):
+                    raise db.Damaged("main.persisted_sessions holds a damaged row")
+                header = self._header(header_json)
+                return False, key, header, f"persisted:{self._state.epoch}:{generation}"
         raise SessionQueryError(ErrorCode.SESSION_NOT_FOUND, f"session {session_id!r} not found")
 
     @staticmethod
