@@ -76,6 +76,12 @@ def _require_methods(value: object, name: str, methods: Sequence[str]) -> None:
         )
 
 
+def _partial(allow_partial: bool) -> dict[str, bool]:
+    """``allow_partial`` for the backend only when asked for, so a backend written before it
+    existed keeps working for every other search."""
+    return {"allow_partial": True} if allow_partial else {}
+
+
 def _session_id(value: object) -> str:
     """``value`` as a session id; anything that cannot be an id names no session."""
     try:
@@ -386,7 +392,7 @@ class SessionQuery:
             cursor=cursor,
             cancel=cancel,
             match=match,
-            allow_partial=allow_partial,
+            **_partial(allow_partial),
         )
         return self._archived_marked(page)
 
@@ -435,7 +441,7 @@ class SessionQuery:
             cursor=cursor,
             cancel=cancel,
             match=match,
-            allow_partial=allow_partial,
+            **_partial(allow_partial),
         )
 
     # -- helpers -------------------------------------------------------------------------
