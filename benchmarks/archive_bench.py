@@ -1,8 +1,8 @@
 """The archive: its size against compressed sources, and what one appended line costs.
 
-    python benchmarks/archive.py                       # prints a Markdown section
-    python benchmarks/archive.py --quick               # a 10 MB transcript instead of 100 MB
-    python benchmarks/archive.py --output RESULTS.md   # and replace its section there
+    python benchmarks/archive_bench.py                       # prints a Markdown section
+    python benchmarks/archive_bench.py --quick               # a 10 MB transcript instead of 100 MB
+    python benchmarks/archive_bench.py --output RESULTS.md   # and replace its section there
 
 Rows:
 
@@ -186,7 +186,7 @@ def render(size: dict[str, Any], append: dict[str, Any], load: str) -> str:
     rows = [
         SECTION,
         "",
-        f"One run, load average {load} (2 cores). `python benchmarks/archive.py`.",
+        f"One run, load average {load} (2 cores). `python benchmarks/archive_bench.py`.",
         "",
         "| size | transcripts | raw | xz -6 (each file) | gzip -6 | archive codec | archive on disk"
         " | on disk / xz -6 | archiving time |",
