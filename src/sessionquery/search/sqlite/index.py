@@ -32,17 +32,24 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.model import SessionHeader
+from sessionquery.model import SessionHeader, SurfaceClass
 from sessionquery.query.backend import Corpus, SearchMatch
 from sessionquery.query.cancel import CancelToken, check_cancel
-from sessionquery.query.types import EventSearchHit, SessionRecord, SessionSearchHit
+from sessionquery.query.types import (
+    EventSearchHit,
+    PartialIndex,
+    SessionRecord,
+    SessionSearchHit,
+)
 from sessionquery.search.base import OpenAt, SearchBase, Window
+from sessionquery.search.bounded import is_long, phrases_of
 from sessionquery.search.cursor import CursorPosition, page_offset
 from sessionquery.search.relevance import TITLE_WEIGHT, RelevancePlan, plan_relevance
 from sessionquery.search.request import SearchRequest
@@ -51,7 +58,7 @@ from sessionquery.search.snippet import (
     snippet_around,
     snippet_from_highlight,
 )
-from sessionquery.search.sqlite import db, relevance, schema, spans
+from sessionquery.search.sqlite import bounded, db, relevance, schema, spans
 from sessionquery.search.sqlite.query import (
     SEQ_BITS,
     SEQ_MASK,
@@ -66,6 +73,7 @@ from sessionquery.search.sqlite.query import (
     words_expression,
 )
 from sessionquery.search.sqlite.reconcile import IndexState, reconcile
+from sessionquery.search.sqlite.rows import key_range
 from sessionquery.search.update import IndexUpdate, ProgressCallback
 
 __all__ = ["OpenAt", "SqliteSearch"]
@@ -221,23 +229,55 @@ class SqliteSearch(SearchBase[db.Connection]):
             lock.release()
 
     @contextmanager
-    def _reconciled(self, corpus: Corpus, cancel: CancelToken | None) -> Iterator[None]:
+    def _reconciled(
+        self, corpus: Corpus, cancel: CancelToken | None, *, partial: bool = False
+    ) -> Iterator[PartialIndex | None]:
         """Take this instance's turn and reconcile; the turn is held inside the block.
 
-        A deadline that passes while a build is unfinished becomes ``INDEX_BUILDING``.
+        A deadline that passes while a build is unfinished becomes ``INDEX_BUILDING``; with
+        ``partial`` the reconciliation stops early enough to leave the search time to answer
+        from the committed part instead, and the block receives how far the build is.
         """
+        token = _reconcile_token(cancel) if partial else cancel
         try:
-            _acquire(self._turn, cancel)
+            _acquire(self._turn, token)
         except SessionQueryError as exc:
-            raise self._building_or(exc, cancel, corpus) from None
-        try:
-            try:
-                reconcile(self._access, self._state, corpus, cancel)
-            except SessionQueryError as exc:
+            progress = self._partial(exc, cancel, corpus) if partial else None
+            if progress is None:
                 raise self._building_or(exc, cancel, corpus) from None
-            yield
+            yield progress  # another thread is building: read what it committed
+            return
+        try:
+            progress = None
+            try:
+                reconcile(self._access, self._state, corpus, token)
+            except SessionQueryError as exc:
+                progress = self._partial(exc, cancel, corpus) if partial else None
+                if progress is None:
+                    raise self._building_or(exc, cancel, corpus) from None
+            yield progress
         finally:
             self._turn.release()
+
+    def _partial(
+        self, error: SessionQueryError, cancel: CancelToken | None, corpus: Corpus
+    ) -> PartialIndex | None:
+        """How far the unfinished build is, when ``error`` is the early stop of a partial
+        search's reconciliation (its own deadline has not passed); else ``None``."""
+        if error.code is not ErrorCode.ABORTED or cancel is None or cancel.expired:
+            return None
+        building = self._building_or(error, cancel, corpus)
+        if not isinstance(building, SessionQueryError) or building.code is not (
+            ErrorCode.INDEX_BUILDING
+        ):
+            return None
+        context = building.context or {}
+        done = context.get("sessions_indexed")
+        total = context.get("sessions_total")
+        return PartialIndex(
+            int(done) if isinstance(done, int) else 0,
+            int(total) if isinstance(total, int) else None,
+        )
 
     def _building_or(
         self, error: SessionQueryError, cancel: CancelToken | None, corpus: Corpus
@@ -295,34 +335,59 @@ class SqliteSearch(SearchBase[db.Connection]):
         position: CursorPosition | None,
         cancel: CancelToken | None,
     ) -> Window[SessionSearchHit]:
-        text, mode, page_size = request.text, request.mode, request.page_size
-        with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
+        with (
+            self._reconciled(corpus, cancel, partial=request.allow_partial) as partial,
+            self._hold(cancel) as conn,
+            _snapshot(conn),
+        ):
             (durable,) = db.one(conn, "SELECT global_generation FROM main.search_state")
             state = self._state
             generation = f"{state.epoch}:{durable}:{state.live_generation}"
             offset = page_offset(position, generation)
             persisted = corpus.persistence is not None
-            if mode == "relevance":
-                return self._relevance_sessions(
-                    conn,
-                    request,
-                    compiled,
-                    persisted=persisted,
-                    offset=offset,
-                    generation=generation,
-                    cancel=cancel,
-                )
-            matcher = self._matcher(conn, text, mode, cancel)
-            sql = session_search_sql(compiled, include_persisted=persisted)
-            params = {
-                **compiled.params,
-                "q": matcher.expression,
-                "overlap": db.overlapping(matcher.phrases),
-                "lim": page_size + 1,
-                "off": offset,
-            }
-            rows = conn.execute(sql, params).fetchall()
-            hits = [self._session_hit(conn, matcher, row) for row in rows[:page_size]]
+            window = self._session_page(
+                conn, request, compiled, persisted, offset, generation, cancel
+            )
+        return replace(window, partial=partial)
+
+    def _session_page(  # noqa: PLR0917
+        self,
+        conn: db.Connection,
+        request: SearchRequest,
+        compiled: CompiledFilters,
+        persisted: bool,
+        offset: int,
+        generation: str,
+        cancel: CancelToken | None,
+    ) -> Window[SessionSearchHit]:
+        text, mode, page_size = request.text, request.mode, request.page_size
+        if mode == "relevance":
+            return self._relevance_sessions(
+                conn,
+                request,
+                compiled,
+                persisted=persisted,
+                offset=offset,
+                generation=generation,
+                cancel=cancel,
+            )
+        tokens = query_tokens(conn, text)
+        check_cancel(cancel)  # a long query's tokens took a while
+        if is_long(tokens, mode):
+            return self._long_sessions(
+                conn, tokens, request, compiled, persisted, offset, generation, cancel
+            )
+        matcher = self._matcher(text, tokens, mode, cancel)
+        sql = session_search_sql(compiled, include_persisted=persisted)
+        params = {
+            **compiled.params,
+            "q": matcher.expression,
+            "overlap": db.overlapping(matcher.phrases),
+            "lim": page_size + 1,
+            "off": offset,
+        }
+        rows = conn.execute(sql, params).fetchall()
+        hits = [self._session_hit(conn, matcher, row) for row in rows[:page_size]]
         return Window(hits, len(rows) > page_size, generation, offset)
 
     def _events(
@@ -335,48 +400,138 @@ class SqliteSearch(SearchBase[db.Connection]):
         position: CursorPosition | None,
         cancel: CancelToken | None,
     ) -> tuple[SessionHeader, Window[EventSearchHit]]:
-        text, mode, page_size = request.text, request.mode, request.page_size
-        with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
+        with (
+            self._reconciled(corpus, cancel, partial=request.allow_partial) as partial,
+            self._hold(cancel) as conn,
+            _snapshot(conn),
+        ):
             live, key, header, generation = self._target(conn, corpus, session_id)
             offset = page_offset(position, generation)
-            if mode == "relevance":
-                window = self._relevance_events(
-                    conn,
-                    request,
-                    compiled,
-                    live=live,
-                    key=key,
-                    session_id=session_id,
-                    offset=offset,
-                    generation=generation,
-                    cancel=cancel,
+            window = self._event_page(
+                conn, request, compiled, live, key, session_id, offset, generation, cancel
+            )
+        return header, replace(window, partial=partial)
+
+    def _event_page(  # noqa: PLR0917
+        self,
+        conn: db.Connection,
+        request: SearchRequest,
+        compiled: CompiledFilters,
+        live: bool,
+        key: int,
+        session_id: str,
+        offset: int,
+        generation: str,
+        cancel: CancelToken | None,
+    ) -> Window[EventSearchHit]:
+        text, mode, page_size = request.text, request.mode, request.page_size
+        if mode == "relevance":
+            return self._relevance_events(
+                conn,
+                request,
+                compiled,
+                live=live,
+                key=key,
+                session_id=session_id,
+                offset=offset,
+                generation=generation,
+                cancel=cancel,
+            )
+        tokens = query_tokens(conn, text)
+        check_cancel(cancel)  # a long query's tokens took a while
+        if is_long(tokens, mode):
+            found: list[bounded.Candidate] = []
+            if bounded.all_present(conn, tokens, include_persisted=not live):
+                matching = bounded.candidates(
+                    conn, tokens, compiled, branches=[live], bounds=key_range(key)
                 )
-                return header, window
-            matcher = self._matcher(conn, text, mode, cancel)
-            params = {
-                **compiled.params,
-                "q": matcher.expression,
-                "overlap": db.overlapping(matcher.phrases),
-                "lo": key << SEQ_BITS,
-                "hi": (key << SEQ_BITS) | SEQ_MASK,
-                "lim": page_size + 1,
-                "off": offset,
-            }
-            rows = conn.execute(event_search_sql(compiled, live=live), params).fetchall()
-            hits = [
-                self._event_hit(conn, matcher, live, session_id, row[:5])
-                for row in rows[:page_size]
-            ]
-        return header, Window(hits, len(rows) > page_size, generation, offset)
+                found = bounded.rank_events(conn, matching, phrases_of(tokens, mode), cancel)
+            page = found[offset : offset + page_size + 1]
+            hits = [self._long_hit(c) for c in page[:page_size]]
+            return Window(hits, len(page) > page_size, generation, offset)
+        matcher = self._matcher(text, tokens, mode, cancel)
+        params = {
+            **compiled.params,
+            "q": matcher.expression,
+            "overlap": db.overlapping(matcher.phrases),
+            "lo": key << SEQ_BITS,
+            "hi": (key << SEQ_BITS) | SEQ_MASK,
+            "lim": page_size + 1,
+            "off": offset,
+        }
+        rows = conn.execute(event_search_sql(compiled, live=live), params).fetchall()
+        hits = [
+            self._event_hit(conn, matcher, live, session_id, row[:5]) for row in rows[:page_size]
+        ]
+        return Window(hits, len(rows) > page_size, generation, offset)
+
+    # -- over-long phrase and words queries (search.bounded) ----------------------------
+
+    def _long_sessions(  # noqa: PLR0917
+        self,
+        conn: db.Connection,
+        tokens: Sequence[str],
+        request: SearchRequest,
+        compiled: CompiledFilters,
+        persisted: bool,
+        offset: int,
+        generation: str,
+        cancel: CancelToken | None,
+    ) -> Window[SessionSearchHit]:
+        page_size = request.page_size
+        found: list[bounded.Candidate] = []
+        if bounded.all_present(conn, tokens, include_persisted=persisted):
+            branches = [True, False] if persisted else [True]
+            rows = bounded.candidates(conn, tokens, compiled, branches=branches)
+            found = bounded.rank_sessions(conn, rows, phrases_of(tokens, request.mode), cancel)
+        window = found[offset : offset + page_size + 1]
+        hits = [
+            SessionSearchHit(
+                record=self._record(conn, c.live, c.session_id, c.rid), best_match=self._long_hit(c)
+            )
+            for c in window[:page_size]
+        ]
+        return Window(hits, len(window) > page_size, generation, offset)
+
+    def _long_hit(self, candidate: bounded.Candidate) -> EventSearchHit:
+        return EventSearchHit(
+            session_id=candidate.session_id,
+            seq=candidate.seq,
+            type=candidate.type,
+            time=candidate.time,
+            surface=cast(SurfaceClass, candidate.surface),
+            snippet=bounded.snippet(candidate, self._snippet_chars),
+        )
 
     # -- relevance -------------------------------------------------------------------
 
     @staticmethod
-    def _plan(conn: db.Connection, text: str) -> RelevancePlan | None:
+    def _plan(
+        conn: db.Connection,
+        text: str,
+        compiled: CompiledFilters,
+        persisted: bool,
+        session: tuple[bool, int] | None = None,
+    ) -> RelevancePlan | None:
+        """The relevance plan; corrections limited to the search's scope (one session, or
+        the sessions the filters keep)."""
+        scope: Callable[[str], bool] | None = None
+        if session is not None:
+            live, key = session
+
+            def scope(word: str) -> bool:
+                return relevance.in_session(conn, word, live=live, key=key)
+
+        elif compiled.session_predicates:
+
+            def scope(word: str) -> bool:
+                return relevance.in_scope(conn, compiled, word, include_persisted=persisted)
+
         return plan_relevance(
             query_tokens(conn, text),
             relevance.corpus_stats(conn),
             lambda words: relevance.document_counts(conn, words),
+            scope,
         )
 
     def _relevance_sessions(
@@ -391,7 +546,7 @@ class SqliteSearch(SearchBase[db.Connection]):
         cancel: CancelToken | None,
     ) -> Window[SessionSearchHit]:
         page_size = request.page_size
-        plan = self._plan(conn, request.text)
+        plan = self._plan(conn, request.text, compiled, persisted)
         if plan is None:
             return Window([], False, generation, offset)
         relevance.collect_sessions(
@@ -430,7 +585,7 @@ class SqliteSearch(SearchBase[db.Connection]):
         cancel: CancelToken | None,
     ) -> Window[EventSearchHit]:
         page_size = request.page_size
-        plan = self._plan(conn, request.text)
+        plan = self._plan(conn, request.text, compiled, not live, (live, key))
         if plan is None:
             return Window([], False, generation, offset)
         with relevance.installed_plan(plan) as installed:
@@ -499,7 +654,9 @@ class SqliteSearch(SearchBase[db.Connection]):
             "SELECT header_json FROM main.persisted_sessions WHERE key = ?",
             (rid >> SEQ_BITS,),
         )
-        return SessionRecord(self._header(str(header_json)), live=False, persisted=True)
+        if not isinstance(header_json, str):
+            raise db.Damaged("main.persisted_sessions holds a damaged header")
+        return SessionRecord(self._header(header_json), live=False, persisted=True)
 
     def _target(
         self, conn: db.Connection, corpus: Corpus, session_id: str
@@ -514,17 +671,18 @@ class SqliteSearch(SearchBase[db.Connection]):
             ).fetchone()
             if row is not None:
                 key, header_json, generation = row
-                header = self._header(str(header_json))
-                return False, int(key), header, f"persisted:{self._state.epoch}:{generation}"
+                if type(key) is not int or not isinstance(header_json, str):
+                    raise db.Damaged("main.persisted_sessions holds a damaged row")
+                header = self._header(header_json)
+                return False, key, header, f"persisted:{self._state.epoch}:{generation}"
         raise SessionQueryError(ErrorCode.SESSION_NOT_FOUND, f"session {session_id!r} not found")
 
     @staticmethod
     def _matcher(
-        conn: db.Connection, text: str, match: SearchMatch, cancel: CancelToken | None
+        text: str, tokens: Sequence[str], match: SearchMatch, cancel: CancelToken | None
     ) -> spans.Matcher:
-        """The MATCH expression of the normalised query in the given mode and its phrases;
-        registers the long-document span counter for this search."""
-        tokens = query_tokens(conn, text)
+        """The MATCH expression of the normalised query (of these tokens) in the given mode
+        and its phrases; registers the long-document span counter for this search."""
         if match == "phrase":
             return spans.Matcher(quote_phrase(text), (tuple(tokens),), cancel)
         distinct = tuple(dict.fromkeys(tokens))
@@ -602,6 +760,20 @@ class _Access:
 
     def writing(self, cancel: CancelToken | None) -> AbstractContextManager[None]:
         return self._search._writing(cancel)  # pyright: ignore[reportPrivateUsage]
+
+
+_PARTIAL_RESERVE_SECONDS: Final = 0.5
+"""At most this much of a partial search's time is kept for answering (less when the whole
+deadline is short: a third of what is left)."""
+
+
+def _reconcile_token(cancel: CancelToken | None) -> CancelToken | None:
+    """The token a partial search reconciles under: its own, minus the time it keeps to
+    answer from the committed part."""
+    if cancel is None or cancel.deadline is None:
+        return cancel
+    left = cancel.deadline - time.monotonic()
+    return cancel.sooner(min(_PARTIAL_RESERVE_SECONDS, max(left, 0.0) / 3))
 
 
 def _acquire(lock: threading.Lock, cancel: CancelToken | None) -> None:
