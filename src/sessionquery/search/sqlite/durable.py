@@ -333,8 +333,8 @@ class DurablePass:
             (count,) = db.one(conn, "SELECT count(*) FROM main.persisted_sessions")
         plan.total = int(count)
         corpus = self.corpus
-        assert isinstance(corpus, StatCorpus)  # plan_work lists instead when it cannot
         for sid in sorted(ids):
+            assert isinstance(corpus, StatCorpus)  # plan_work lists instead when it cannot
             entry = corpus.stat_persisted(sid, self.cancel)
             with self.access.hold(self.cancel) as conn:
                 found = conn.execute(
