@@ -12,11 +12,9 @@ import apsw
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import (
-    Replace,
     SessionEvent,
     SessionHeader,
     interrupted_turn_closers,
-    messages,
 )
 from sessionquery.persistence.base import PersistedSession
 from sessionquery.query.backend import LiveSnapshot
@@ -50,45 +48,6 @@ def index_file(path: Path | str, *, read_only: bool = False) -> apsw.Connection:
     conn = apsw.Connection(f"file:{path}?mode=ro", flags=flags)
     conn.set_busy_timeout(50)
     return conn
-
-
-def user(seq: int, text: str, time: int | None = None) -> SessionEvent:
-    """A ``user/message`` appended to the surface."""
-    return SessionEvent(
-        type="user/message",
-        seq=seq,
-        time=1_000 + seq if time is None else time,
-        data=messages.user_message(text, id=f"u{seq}"),
-        surface_op="append",
-    )
-
-
-def assistant(seq: int, text: str, time: int | None = None) -> SessionEvent:
-    """An ``assistant/message`` appended to the surface."""
-    return SessionEvent(
-        type="assistant/message",
-        seq=seq,
-        time=1_000 + seq if time is None else time,
-        data=messages.assistant_message(text, turn=0, step=0),
-        surface_op="append",
-    )
-
-
-def summary(seq: int, text: str, start: int, end: int) -> SessionEvent:
-    """A ``user/message`` replacing the surface run ``start..end`` (a compaction)."""
-    return SessionEvent(
-        type="user/message",
-        seq=seq,
-        time=1_000 + seq,
-        data=messages.user_message(text, id=f"s{seq}", source="compaction"),
-        surface_op=Replace(start, end),
-        source_event_seqs=tuple(range(start, end + 1)),
-    )
-
-
-def log(*texts: str, start: int = 0) -> list[SessionEvent]:
-    """Alternating user/assistant messages with these texts."""
-    return [(user if i % 2 == 0 else assistant)(start + i, text) for i, text in enumerate(texts)]
 
 
 def header(session_id: str, created_at: int = 1, **fields: object) -> SessionHeader:

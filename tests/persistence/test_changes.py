@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from builders import user
 from sessionquery import SessionQuery
 from sessionquery.model import SessionEvent, SessionHeader
 from sessionquery.persistence import ChangeJournal, ChangeTokenSource, JsonlPersistence, _changes
@@ -26,21 +27,6 @@ def _header(session_id: str, cwd: str = "/work") -> SessionHeader:
 
 def _note(seq: int, text: str) -> SessionEvent:
     return SessionEvent("note", seq, 1000 + seq, {"text": text})
-
-
-def _message(seq: int, text: str) -> SessionEvent:
-    return SessionEvent(
-        "user/message",
-        seq,
-        1000 + seq,
-        {
-            "id": f"m{seq}",
-            "role": "user",
-            "source": {"kind": "user"},
-            "content": [{"type": "text", "text": text}],
-        },
-        surface_op="append",
-    )
 
 
 def _create(store: JsonlPersistence, session_id: str, count: int = 1) -> None:
@@ -344,11 +330,11 @@ def test_a_long_running_search_notices_files_deleted_replaced_and_added_by_hand(
     spare = JsonlPersistence(tmp_path / "spare")
     for name in ("keep", "gone", "swap"):
         with store.create(_header(name)) as writer:
-            writer.append([_message(0, f"needle in {name}")])
+            writer.append([user(0, f"needle in {name}", id="m0")])
     with spare.create(_header("swap", cwd="/elsewhere")) as writer:
-        writer.append([_message(0, "replaced without the word")])
+        writer.append([user(0, "replaced without the word", id="m0")])
     with spare.create(_header("new")) as writer:
-        writer.append([_message(0, "needle in new")])
+        writer.append([user(0, "needle in new", id="m0")])
     with SessionQuery(None, store, search=SqliteSearch(tmp_path / "index.sqlite3")) as query:
 
         def found() -> set[str]:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from builders import user
 from postgres_support import PostgresServer
 from sessionquery import SessionQuery, SessionStore
 from sessionquery.errors import (
@@ -32,21 +33,6 @@ from sessionquery.persistence.base import (
     SessionPersistence,
 )
 from sessionquery.persistence.postgres import SCHEMA_VERSION, PostgresPersistence
-
-
-def user(seq: int, text: str) -> SessionEvent:
-    return SessionEvent(
-        type="user/message",
-        seq=seq,
-        time=1_000 + seq,
-        data={
-            "id": f"u{seq}",
-            "role": "user",
-            "content": [{"type": "text", "text": text}],
-            "source": {"kind": "user"},
-        },
-        surface_op="append",
-    )
 
 
 @pytest.fixture

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from builders import log, summary, user
 from postgres_support import PostgresServer
-from search_sqlite_support import FakeCorpus, FakePersistence, header, log, summary, user
+from search_sqlite_support import FakeCorpus, FakePersistence, header
 from sessionquery import SessionQuery, SessionStore
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionEvent, SessionHeader

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from builders import log
 from conftest import raises_code
-from search_sqlite_support import FakeCorpus, FakePersistence, header, log
+from search_sqlite_support import FakeCorpus, FakePersistence, header
 from sessionquery.errors import ErrorCode
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import CwdIn, TypeIn

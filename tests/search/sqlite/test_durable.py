@@ -8,17 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from builders import assistant, log, user
 from conftest import raises_code
-from search_sqlite_support import (
-    FakeCorpus,
-    FakePersistence,
-    assistant,
-    header,
-    index_file,
-    indexed_rows,
-    log,
-    user,
-)
+from search_sqlite_support import FakeCorpus, FakePersistence, header, index_file, indexed_rows
 from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import JsonlPersistence

@@ -22,17 +22,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from search_sqlite_support import (
-    FakeCorpus,
-    FakePersistence,
-    assistant,
-    header,
-    index_file,
-    indexed_rows,
-    log,
-    summary,
-    user,
-)
+from builders import assistant, log, summary, user
+from search_sqlite_support import FakeCorpus, FakePersistence, header, index_file, indexed_rows
 from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import JsonlPersistence

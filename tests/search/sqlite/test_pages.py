@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from builders import log
 from conftest import raises_code
-from search_sqlite_support import FakeCorpus, FakePersistence, header, log
+from search_sqlite_support import FakeCorpus, FakePersistence, header
 from sessionquery.errors import ErrorCode
 from sessionquery.search.sqlite import SqliteSearch
 

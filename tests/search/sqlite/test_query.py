@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from search_sqlite_support import FakeCorpus, FakePersistence, assistant, header, log, user
+from builders import assistant, log, user
+from search_sqlite_support import FakeCorpus, FakePersistence, header
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionEvent
 from sessionquery.query.filters import (

@@ -10,17 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from search_sqlite_support import (
-    FakeCorpus,
-    FakePersistence,
-    assistant,
-    header,
-    index_file,
-    indexed_rows,
-    log,
-    summary,
-    user,
-)
+from builders import assistant, log, summary, user
+from search_sqlite_support import FakeCorpus, FakePersistence, header, index_file, indexed_rows
 from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionEvent, SessionHeader

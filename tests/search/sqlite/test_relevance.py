@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from search_sqlite_support import FakeCorpus, FakePersistence, header, log
+from builders import log
+from search_sqlite_support import FakeCorpus, FakePersistence, header
 from sessionquery.model import SessionEvent, extract_event_text
 from sessionquery.query.filters import CwdIn, TypeIn
 from sessionquery.search.relevance import TITLE_WEIGHT, CorpusStats, event_score, plan_relevance

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from search_sqlite_support import FakeCorpus, FakePersistence, header, index_file, log
+from builders import log
+from search_sqlite_support import FakeCorpus, FakePersistence, header, index_file
 from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import JsonlPersistence

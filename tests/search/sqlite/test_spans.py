@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from search_sqlite_support import FakeCorpus, FakePersistence, header, log
+from builders import log
+from search_sqlite_support import FakeCorpus, FakePersistence, header
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.query.cancel import CancelToken
 from sessionquery.search.snippet import MATCH_MARK, snippet_around, snippet_at
