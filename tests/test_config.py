@@ -7,6 +7,7 @@ from pathlib import Path
 import platformdirs
 import pytest
 
+from conftest import raises_code
 from sessionquery.config import Config, read_settings
 from sessionquery.errors import ErrorCode, SessionQueryError
 
@@ -132,9 +133,8 @@ def test_a_broken_config_file_raises_invalid_config_naming_the_file(
 ) -> None:
     path = tmp_path / "config.toml"
     path.write_bytes(text.encode("latin-1"))  # "\xff" is not UTF-8
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_CONFIG) as caught:
         read_settings(path)
-    assert caught.value.code is ErrorCode.INVALID_CONFIG
     assert str(path) in caught.value.message
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
+from conftest import raises_code
 from sessionquery.errors import ErrorCode, PersistenceCorrupt, SessionQueryError
 from sessionquery.live import SessionStore
 from sessionquery.model import SessionEvent, SessionHeader, interrupted_turn_closers
@@ -113,9 +114,9 @@ def test_read_and_close_failures_are_mapped_and_the_read_failure_wins(
 ) -> None:
     handle = _Handle(read_error, close_error)
     corpus = ServiceCorpus(None, _Persistence(handle), PreparedCache(1))
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(code) as caught:
         corpus.read_persisted("s")
-    assert caught.value.code is code and "'s'" in caught.value.message
+    assert "'s'" in caught.value.message
     assert handle.closed
 
 
@@ -135,14 +136,13 @@ class _BrokenPersistence:
 def test_any_foreign_storage_failure_is_mapped_to_persistence_failed() -> None:
     corpus = ServiceCorpus(None, _BrokenPersistence(), PreparedCache(1))
     for action in (corpus.records, corpus.list_persisted, lambda: corpus.read_persisted("s")):
-        with pytest.raises(SessionQueryError) as caught:
+        with raises_code(ErrorCode.PERSISTENCE_FAILED):
             action()
-        assert caught.value.code is ErrorCode.PERSISTENCE_FAILED
     handle = _Handle(RuntimeError("read exploded"), None)
     corpus = ServiceCorpus(None, _Persistence(handle), PreparedCache(1))
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.PERSISTENCE_FAILED):
         corpus.read_persisted("s")
-    assert caught.value.code is ErrorCode.PERSISTENCE_FAILED and handle.closed
+    assert handle.closed
 
 
 def test_a_failed_read_is_not_cached() -> None:
@@ -200,9 +200,8 @@ def test_settle_attempts_raise_aborted_when_cancelled() -> None:
     attempts = settle_attempts(cancel)
     assert next(attempts) == 1
     cancel.cancel()
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.ABORTED):
         next(attempts)
-    assert caught.value.code is ErrorCode.ABORTED
 
 
 def test_busy_is_retryable_and_says_how_often_it_tried() -> None:
@@ -326,11 +325,10 @@ def test_a_deadline_passing_inside_a_long_listing_or_lookup_stops_it_with_aborte
 
     corpus = SessionQuery(persistence=Source(tmp_path)).corpus
     assert isinstance(corpus, ServiceCorpus)  # stat_persisted is the service's own reader
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.ABORTED):  # not a storage failure
         if call == "list":
             corpus.list_persisted(token)
         else:
             corpus.stat_persisted("long-1", token)
-    assert caught.value.code is ErrorCode.ABORTED  # not a storage failure
     assert stopped == ["SESSION_QUERY_ABORTED"]  # by a check inside the listing
     assert [entry.header.id for entry in corpus.list_persisted()] == ["long-1"]

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionquery.errors import ErrorCode, SessionQueryError
+from conftest import raises_code
+from sessionquery.errors import ErrorCode
 from sessionquery.model.textmatch import is_blank
 from sessionquery.query.filters import (
     AvailabilityIn,
@@ -74,9 +75,8 @@ def event(filters: Any, **fields: Any) -> bool:
     ],
 )
 def test_invalid_clauses_raise_invalid_filter_at_construction(build: Any) -> None:
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_FILTER):
         build()
-    assert caught.value.code is ErrorCode.INVALID_FILTER
 
 
 def test_list_values_are_frozen_into_tuples() -> None:
@@ -142,9 +142,8 @@ def test_text_contains_uses_ecmascript_whitespace_for_trimming_splitting_and_bla
     # U+FEFF is whitespace: trimmed from the filter, and it joins words like a space.
     assert event([TextContains("\ufefffailing\ufefftest\ufeff")], text="failing test")
     assert event([TextContains("failing test")], text="failing\ufefftest")
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_FILTER):
         TextContains("\ufeff \u3000")
-    assert caught.value.code is ErrorCode.INVALID_FILTER
     # U+001C-U+001F and U+0085 are not whitespace: a filter of them alone is text, and it
     # matches only those code points, never a space.
     for code_point in ("\x1c", "\x1d", "\x1e", "\x1f", "\x85"):
@@ -156,13 +155,11 @@ def test_text_contains_uses_ecmascript_whitespace_for_trimming_splitting_and_bla
 
 def test_validate_rejects_non_lists_and_foreign_clauses() -> None:
     for bad in ("abc", 3, [SeqBetween()], [None]):
-        with pytest.raises(SessionQueryError) as caught:
+        with raises_code(ErrorCode.INVALID_FILTER):
             validate_session_filters(bad)
-        assert caught.value.code is ErrorCode.INVALID_FILTER
     for other in (b"x", [IdIn(("a",))], [object()]):
-        with pytest.raises(SessionQueryError) as caught:
+        with raises_code(ErrorCode.INVALID_FILTER):
             validate_event_filters(other)
-        assert caught.value.code is ErrorCode.INVALID_FILTER
     assert validate_session_filters([IdIn(("a",))]) == (IdIn(("a",)),)
     assert validate_event_filters(iter([TypeIn(("t",))])) == (TypeIn(("t",)),)
 
@@ -170,6 +167,5 @@ def test_validate_rejects_non_lists_and_foreign_clauses() -> None:
 def test_search_backends_can_refuse_text_clauses() -> None:
     clauses = [TextContains("x")]
     assert validate_event_filters(clauses) == (TextContains("x"),)
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_FILTER):
         validate_event_filters(clauses, allow_text=False)
-    assert caught.value.code is ErrorCode.INVALID_FILTER

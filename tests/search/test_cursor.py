@@ -6,7 +6,8 @@ import base64
 
 import pytest
 
-from sessionquery.errors import ErrorCode, SessionQueryError
+from conftest import raises_code
+from sessionquery.errors import ErrorCode
 from sessionquery.query.filters import IdIn, SeqBetween, TypeIn
 from sessionquery.search.cursor import CursorCodec, page_offset, request_fingerprint
 
@@ -41,9 +42,8 @@ def _flip(cursor: str) -> str:
 def test_tampered_cursors_are_invalid(mangle) -> None:  # type: ignore[no-untyped-def]
     codec = CursorCodec()
     cursor = codec.encode("events", "fp", "live:3", 20)
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_CURSOR):
         codec.decode(mangle(cursor), "events", "fp")
-    assert caught.value.code is ErrorCode.INVALID_CURSOR
 
 
 def test_cursors_of_another_instance_scope_or_request_are_invalid() -> None:
@@ -54,9 +54,8 @@ def test_cursors_of_another_instance_scope_or_request_are_invalid() -> None:
         (codec, "events", "fp"),
         (codec, "sessions", "other"),
     ):
-        with pytest.raises(SessionQueryError) as caught:
+        with raises_code(ErrorCode.INVALID_CURSOR):
             other.decode(cursor, scope, fingerprint)  # type: ignore[arg-type]
-        assert caught.value.code is ErrorCode.INVALID_CURSOR
 
 
 def test_fingerprints_ignore_clause_and_value_order_but_not_the_limit() -> None:
@@ -89,6 +88,5 @@ def test_a_page_starts_at_the_cursor_offset_only_while_its_generation_holds() ->
     position = codec.decode(codec.encode("sessions", "fp", "g1", 40), "sessions", "fp")
     assert page_offset(None, "g1") == 0
     assert page_offset(position, "g1") == 40
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.STALE_CURSOR):
         page_offset(position, "g2")
-    assert caught.value.code is ErrorCode.STALE_CURSOR

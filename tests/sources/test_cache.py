@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sessionquery.errors import ErrorCode, SessionQueryError
+from conftest import raises_code
+from sessionquery.errors import ErrorCode
 from sessionquery.sources import ClaudeCodeSource, CodexSource, _catalog
 from sessionquery.sources._cache import APPLICATION_ID
 from sessionquery.sources.units import FileTree
@@ -174,9 +175,8 @@ def test_a_foreign_cache_file_is_refused_and_left_byte_for_byte_untouched(
                 conn.execute("PRAGMA application_id = 42")
         conn.close()
     before = cache.read_bytes()
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_CONFIG):
         ClaudeCodeSource(tmp_path, metadata_cache=cache)
-    assert caught.value.code == ErrorCode.INVALID_CONFIG
     assert cache.read_bytes() == before
 
 

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builders import log, summary, user
+from conftest import raises_code
 from postgres_support import PostgresServer
 from search_sqlite_support import FakeCorpus, FakePersistence, header
 from sessionquery import SessionQuery, SessionStore
@@ -44,10 +45,6 @@ def pg(postgres_dsn: str) -> Iterator[PostgresSearch]:
     search = PostgresSearch(postgres_dsn)
     yield search
     search.close()
-
-
-def raises_code(code: ErrorCode) -> pytest.RaisesExc[SessionQueryError]:
-    return pytest.raises(SessionQueryError, check=lambda exc: exc.code == code)
 
 
 def shape_sessions(page: SessionSearchPage) -> list[tuple[object, ...]]:

@@ -23,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from builders import assistant, log, summary, user
+from conftest import raises_code
 from search_sqlite_support import FakeCorpus, FakePersistence, header, index_file, indexed_rows
 from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode, SessionQueryError
@@ -121,9 +122,8 @@ def test_appending_to_any_session_makes_the_next_session_cursor_stale(
     page = index.search_sessions(corpus, "shared topic", limit=1)
     assert page.next_cursor is not None
     corpus.live["me"][1].append(assistant(1, "still unrelated"))
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.STALE_CURSOR):
         index.search_sessions(corpus, "shared topic", limit=1, cursor=page.next_cursor)
-    assert caught.value.code is ErrorCode.STALE_CURSOR
 
 
 def test_event_cursor_goes_stale_only_when_its_session_changes(index: SqliteSearch) -> None:
@@ -134,9 +134,8 @@ def test_event_cursor_goes_stale_only_when_its_session_changes(index: SqliteSear
     second = index.search_events(corpus, "a", "hit", limit=1, cursor=page.next_cursor)
     assert len(second.items) == 1
     corpus.store.append("a", [assistant(3, "a grows")])
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.STALE_CURSOR):
         index.search_events(corpus, "a", "hit", limit=1, cursor=second.next_cursor)
-    assert caught.value.code is ErrorCode.STALE_CURSOR
 
 
 def test_live_events_are_searchable_and_shadow_the_persisted_rows(index: SqliteSearch) -> None:
@@ -155,9 +154,8 @@ def test_live_events_are_searchable_and_shadow_the_persisted_rows(index: SqliteS
 
 
 def test_event_search_on_an_unknown_session_is_session_not_found(index: SqliteSearch) -> None:
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.SESSION_NOT_FOUND):
         index.search_events(corpus_of(("a", ["x"])), "nope", "x")
-    assert caught.value.code is ErrorCode.SESSION_NOT_FOUND
 
 
 def test_event_search_page_carries_the_header_even_without_hits(index: SqliteSearch) -> None:
@@ -212,9 +210,8 @@ def test_text_filters_are_refused_by_the_search_backend(index: SqliteSearch) -> 
         lambda: index.search_sessions(corpus, "x", event_filters=[TextContains("x")]),
         lambda: index.search_events(corpus, "a", "x", filters=[TextContains("x")]),
     ):
-        with pytest.raises(SessionQueryError) as caught:
+        with raises_code(ErrorCode.INVALID_FILTER):
             call()
-        assert caught.value.code is ErrorCode.INVALID_FILTER
 
 
 HOSTILE = ['"', '""', "OR", "a OR b", "NEAR(a b)", "*", "a*", "-x", "a:b", "((", ")", "^x", "'"]
@@ -253,12 +250,10 @@ def test_arbitrary_query_text_never_raises_anything_but_invalid_query(text: str)
 
 def test_open_at_never_disables_search_before_validating_the_request(tmp_path: Path) -> None:
     search = SqliteSearch(tmp_path / "never.db", open_at="never")
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.SEARCH_DISABLED):
         search.search_sessions(FakeCorpus(), "", limit=-5)
-    assert caught.value.code is ErrorCode.SEARCH_DISABLED
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.SEARCH_DISABLED):
         search.search_events(FakeCorpus(), "x", "")
-    assert caught.value.code is ErrorCode.SEARCH_DISABLED
     assert not (tmp_path / "never.db").exists()
     search.close()
 
@@ -290,9 +285,8 @@ def test_first_search_on_a_foreign_database_fails_that_search(tmp_path: Path) ->
     path = tmp_path / "foreign.db"
     path.write_bytes(b"not sqlite at all" * 100)
     search = SqliteSearch(path, open_at="first-search")
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INDEX_FAILED):
         search.search_sessions(FakeCorpus(), "x")
-    assert caught.value.code is ErrorCode.INDEX_FAILED
     search.close()
 
 
@@ -300,9 +294,8 @@ def test_a_closed_index_fails_with_index_failed_and_close_is_idempotent(tmp_path
     search = SqliteSearch(tmp_path / "i.db")
     search.close()
     search.close()
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INDEX_FAILED):
         search.search_sessions(FakeCorpus(), "x")
-    assert caught.value.code is ErrorCode.INDEX_FAILED
 
 
 @pytest.mark.parametrize(
@@ -323,9 +316,8 @@ def test_a_closed_index_fails_with_index_failed_and_close_is_idempotent(tmp_path
 )
 def test_invalid_configuration_is_invalid_config(kwargs: dict[str, object]) -> None:
     arguments: dict[str, object] = {"path": ":memory:", **kwargs}
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_CONFIG):
         SqliteSearch(**arguments)  # type: ignore[arg-type]
-    assert caught.value.code is ErrorCode.INVALID_CONFIG
 
 
 def test_tampered_cursors_are_invalid_cursor(index: SqliteSearch) -> None:
@@ -337,12 +329,10 @@ def test_tampered_cursors_are_invalid_cursor(index: SqliteSearch) -> None:
         (page.next_cursor, 2, "word"),
         (page.next_cursor, 1, "other"),
     ):
-        with pytest.raises(SessionQueryError) as caught:
+        with raises_code(ErrorCode.INVALID_CURSOR):
             index.search_sessions(corpus, query, limit=limit, cursor=cursor)
-        assert caught.value.code is ErrorCode.INVALID_CURSOR
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_CURSOR):
         index.search_events(corpus, "s0", "word", cursor=page.next_cursor)
-    assert caught.value.code is ErrorCode.INVALID_CURSOR
 
 
 BIG_SESSIONS, BIG_EVENTS = 200, 1000
@@ -373,10 +363,9 @@ def test_an_expired_deadline_aborts_within_fifty_milliseconds(
     search, corpus = big_index
     token = CancelToken(deadline=time.monotonic() - 1)
     started = time.perf_counter()
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.ABORTED):
         search.search_sessions(corpus, "common token", cancel=token)
     elapsed = time.perf_counter() - started
-    assert caught.value.code is ErrorCode.ABORTED
     assert elapsed < 0.05
 
 
@@ -387,9 +376,8 @@ def test_a_deadline_expiring_mid_statement_interrupts_it(
     # Ranking 200k matching documents takes seconds; the token expires long before.
     token = CancelToken.after(0.1)
     started = time.perf_counter()
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.ABORTED):
         search.search_sessions(corpus, "common token", cancel=token)
-    assert caught.value.code is ErrorCode.ABORTED
     assert time.perf_counter() - started < 1.0  # generous: only "not the full run"
     assert len(search.search_events(corpus, "s3", "token 5 n5", limit=3).items) == 1
 
@@ -406,9 +394,8 @@ def test_cancelling_a_reconciliation_rolls_it_back(tmp_path: Path) -> None:
 
     corpus.read_persisted = cancel_after_two  # type: ignore[method-assign]
     with SqliteSearch(tmp_path / "i.db") as search:
-        with pytest.raises(SessionQueryError) as caught:
+        with raises_code(ErrorCode.ABORTED):
             search.search_sessions(corpus, "words", cancel=token)
-        assert caught.value.code is ErrorCode.ABORTED
         assert len(search.search_sessions(corpus, "words").items) == 5
 
 
@@ -572,10 +559,9 @@ def test_a_deadline_interrupts_a_build_promptly_and_keeps_its_committed_batches(
             if done == total // 3 and token.deadline is None:  # the deadline comes mid-build
                 token.deadline = time.monotonic()
 
-        with pytest.raises(SessionQueryError) as caught:
+        with raises_code(ErrorCode.ABORTED):
             index.update(service.corpus, cancel=token, progress=start_the_clock)
         late = time.monotonic() - (token.deadline or 0)
-        assert caught.value.code is ErrorCode.ABORTED
         assert late < 1.0  # generous: the bound catches a build that ignores its deadline
         kept = len({row[0] for row in indexed_rows(tmp_path / "index.db")})
         assert 0 < kept < 1500

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builders import assistant, log, user
+from conftest import raises_code
 from search_sqlite_support import FakeCorpus, FakePersistence, header
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionEvent
@@ -61,16 +62,14 @@ def test_session_search_allows_fourteen_predicates_and_refuses_fifteen() -> None
         AvailabilityIn(["live", "persisted"]),
     ]
     compile_filters(sessions, _budget(11), predicate_limit=SESSION_PREDICATE_LIMIT)
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_FILTER):
         compile_filters(sessions, _budget(12), predicate_limit=SESSION_PREDICATE_LIMIT)
-    assert caught.value.code is ErrorCode.INVALID_FILTER
 
 
 def test_event_search_allows_thirteen_filter_predicates() -> None:
     compile_filters((), _budget(13), predicate_limit=EVENT_PREDICATE_LIMIT)
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_FILTER):
         compile_filters((), [*_budget(13), TypeIn([])], predicate_limit=EVENT_PREDICATE_LIMIT)
-    assert caught.value.code is ErrorCode.INVALID_FILTER
 
 
 def test_empty_lists_count_one_and_availability_with_both_values_counts_zero() -> None:
@@ -84,11 +83,10 @@ def test_empty_lists_count_one_and_availability_with_both_values_counts_zero() -
 
 
 def test_too_many_bound_values_are_refused_before_any_statement() -> None:
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_FILTER):
         compile_filters(
             [IdIn([f"id{n}" for n in range(32_757)])], (), predicate_limit=SESSION_PREDICATE_LIMIT
         )
-    assert caught.value.code is ErrorCode.INVALID_FILTER
     compile_filters(
         [IdIn([f"id{n}" for n in range(32_756)])], (), predicate_limit=SESSION_PREDICATE_LIMIT
     )
@@ -155,9 +153,8 @@ def test_cursors_are_bound_to_the_match_mode(index: SqliteSearch) -> None:
     corpus = _words_corpus()
     first = index.search_sessions(corpus, "flaky", limit=1, match="words")
     assert first.next_cursor is not None
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INVALID_CURSOR):
         index.search_sessions(corpus, "flaky", limit=1, cursor=first.next_cursor)
-    assert caught.value.code is ErrorCode.INVALID_CURSOR
     second = index.search_sessions(
         corpus, "flaky", limit=1, cursor=first.next_cursor, match="words"
     )
@@ -171,9 +168,8 @@ def test_an_unknown_match_mode_is_an_invalid_query(index: SqliteSearch, bad: obj
         lambda: index.search_sessions(corpus, "flaky", match=bad),  # type: ignore[arg-type]
         lambda: index.search_events(corpus, "a", "flaky", match=bad),  # type: ignore[arg-type]
     ):
-        with pytest.raises(SessionQueryError) as caught:
+        with raises_code(ErrorCode.INVALID_QUERY):
             call()
-        assert caught.value.code is ErrorCode.INVALID_QUERY
 
 
 # -- ranking: the pages equal a brute-force ranking from highlight() ---------------------------

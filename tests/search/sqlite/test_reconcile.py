@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from builders import assistant, log, summary, user
+from conftest import raises_code
 from search_sqlite_support import FakeCorpus, FakePersistence, header, index_file, indexed_rows
 from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode, SessionQueryError
@@ -150,9 +151,8 @@ def test_a_listing_without_a_token_that_never_stabilizes_is_busy_and_retryable(
 ) -> None:
     store = _ChurningStore()
     corpus = FakeCorpus(store, with_token=False)
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.BUSY) as caught:
         index.search_sessions(corpus, "churn", cancel=CancelToken.after(0.5))
-    assert caught.value.code is ErrorCode.BUSY
     assert caught.value.retryable
     assert caught.value.context["attempts"] >= 2  # type: ignore[operator]
 
@@ -243,9 +243,8 @@ def test_a_failing_read_commits_nothing_and_the_next_search_retries(
         return original(session_id, cancel)
 
     corpus.read_persisted = failing  # type: ignore[method-assign]
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.PERSISTENCE_FAILED):
         index.search_sessions(corpus, "words")
-    assert caught.value.code is ErrorCode.PERSISTENCE_FAILED
     index.close()
     conn = index_file(tmp_path / "index.db")
     assert conn.execute("SELECT count(*) FROM persisted_sessions").fetchone() == (0,)
@@ -261,9 +260,8 @@ def test_incompatible_live_and_persisted_headers_are_a_source_conflict(
 ) -> None:
     corpus = two_sessions()
     corpus.live["a"] = (header("a", created_at=999), log("alpha"))
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.SOURCE_CONFLICT):
         index.search_sessions(corpus, "alpha")
-    assert caught.value.code is ErrorCode.SOURCE_CONFLICT
 
 
 def test_update_reports_progress_while_indexing_persisted_sessions(index: SqliteSearch) -> None:
@@ -379,10 +377,9 @@ def test_a_deadline_during_a_build_is_index_building_with_counts(
 
     corpus.read_persisted = read  # type: ignore[method-assign]
     with SqliteSearch(tmp_path / "index.db") as index:
-        with pytest.raises(SessionQueryError) as caught:
+        with raises_code(ErrorCode.INDEX_BUILDING) as caught:
             index.search_sessions(corpus, "words", cancel=token)
         error = caught.value
-        assert error.code is ErrorCode.INDEX_BUILDING
         assert error.retryable
         assert error.context == {"sessions_indexed": 3, "sessions_total": 6}
         assert "still being built: 3 of 6 sessions" in error.message
@@ -413,11 +410,9 @@ def test_a_search_during_a_background_build_answers_index_building_not_queueing(
         try:
             assert reached.wait(10)
             started = time.monotonic()
-            with pytest.raises(SessionQueryError) as caught:
+            with raises_code(ErrorCode.INDEX_BUILDING, sessions_total=4):
                 index.search_sessions(corpus, "words", cancel=CancelToken.after(0.2))
             assert time.monotonic() - started < 2
-            assert caught.value.code is ErrorCode.INDEX_BUILDING
-            assert caught.value.context["sessions_total"] == 4
         finally:
             release.set()
             builder.join(10)
@@ -479,9 +474,8 @@ def test_a_partial_search_past_its_own_deadline_is_still_aborted(tmp_path: Path)
     store.put(header("s0", 1), log("entry words"))
     with SqliteSearch(tmp_path / "index.db") as index:
         expired = CancelToken(deadline=time.monotonic() - 1)
-        with pytest.raises(SessionQueryError) as caught:
+        with raises_code(ErrorCode.ABORTED):
             index.search_sessions(FakeCorpus(store), "words", cancel=expired, allow_partial=True)
-        assert caught.value.code is ErrorCode.ABORTED
 
 
 def test_a_partial_search_during_a_background_build_reads_what_it_committed(
@@ -553,9 +547,8 @@ def test_a_search_waits_for_another_writer_within_its_deadline_then_sees_its_cha
         assert other_process.try_acquire()
         try:
             started = time.monotonic()
-            with pytest.raises(SessionQueryError) as caught:
+            with raises_code(ErrorCode.ABORTED):  # the index is complete: no build
                 index.search_sessions(corpus, "gamma", cancel=CancelToken.after(0.2))
-            assert caught.value.code is ErrorCode.ABORTED  # the index is complete: no build
             assert time.monotonic() - started < 2
         finally:
             other_process.release()
@@ -572,15 +565,13 @@ def test_a_deadline_during_the_first_listing_is_index_building_too(index: Sqlite
         return original(cancel)
 
     corpus.list_persisted = slow_listing  # type: ignore[method-assign]
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INDEX_BUILDING) as caught:
         index.search_sessions(corpus, "words", cancel=token)
-    assert caught.value.code is ErrorCode.INDEX_BUILDING
     assert caught.value.context == {}  # no count is known before the listing ends
     corpus.list_persisted = original  # type: ignore[method-assign]
     assert len(index.search_sessions(corpus, "words").items) == 2
-    with pytest.raises(SessionQueryError) as later:  # built once: a deadline is a deadline
+    with raises_code(ErrorCode.ABORTED):  # built once: a deadline is a deadline
         index.search_sessions(corpus, "words", cancel=CancelToken(deadline=0))
-    assert later.value.code is ErrorCode.ABORTED
 
 
 class _CountingStore(JsonlPersistence):

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from builders import log
+from conftest import raises_code
 from search_sqlite_support import FakeCorpus, FakePersistence, header, index_file
 from sessionquery import SessionQuery
-from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.errors import ErrorCode
 from sessionquery.persistence import JsonlPersistence
 from sessionquery.query.cancel import CancelToken
 from sessionquery.search.sqlite import SqliteSearch
@@ -49,9 +50,8 @@ def test_a_database_that_is_not_ours_is_refused_and_left_byte_for_byte_unchanged
     path = tmp_path / "other.db"
     make_db(path, *statements)
     before = digest(path)
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INDEX_FAILED):
         SqliteSearch(path)
-    assert caught.value.code is ErrorCode.INDEX_FAILED
     assert digest(path) == before
     assert not Path(str(path) + "-wal").exists()
 
@@ -60,9 +60,8 @@ def test_a_file_that_is_not_a_database_is_refused_unchanged(tmp_path: Path) -> N
     path = tmp_path / "session.jsonl"
     path.write_text('{"type":"session"}\n' * 200)
     before = digest(path)
-    with pytest.raises(SessionQueryError) as caught:
+    with raises_code(ErrorCode.INDEX_FAILED):
         SqliteSearch(path)
-    assert caught.value.code is ErrorCode.INDEX_FAILED
     assert digest(path) == before
 
 
@@ -159,9 +158,8 @@ def test_a_symlinked_index_path_shares_the_write_lock_of_the_real_path(tmp_path:
     assert holder.try_acquire()
     try:
         with SqliteSearch(alias / "index.db") as linked:
-            with pytest.raises(SessionQueryError) as caught:
+            with raises_code(ErrorCode.ABORTED):  # waited for the real path's lock
                 linked.update(FakeCorpus(store), cancel=CancelToken.after(0.2))
-            assert caught.value.code is ErrorCode.ABORTED  # waited for the real path's lock
             assert not WriteLock(alias / "index.db").try_acquire()
     finally:
         holder.release()
