@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import Self
-
+from sessionquery.closing import Closing
 from sessionquery.errors import PersistenceClosed
 from sessionquery.model import SessionEvent, SessionHeader
 
 __all__ = ["ReadHandleImpl"]
 
 
-class ReadHandleImpl:
+class ReadHandleImpl(Closing):
     """A :class:`~sessionquery.persistence.base.ReadHandle` over an already parsed log."""
 
     def __init__(self, header: SessionHeader, events: tuple[SessionEvent, ...]) -> None:
@@ -43,14 +41,3 @@ class ReadHandleImpl:
     def close(self) -> None:
         """Release the handle; idempotent."""
         self._closed = True
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -25,7 +25,6 @@ produced carry its ``agentId``.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,6 @@ from typing import Any
 from sessionquery.model import SessionHeader
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._catalog import Catalog
 from sessionquery.sources._common import (
     Problem,
     as_dict,
@@ -44,9 +42,9 @@ from sessionquery.sources._common import (
     iso_to_ms,
     usable_cwd,
 )
-from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import Line, parse_lines
-from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
+from sessionquery.sources._parsed import ParsedFile, ParsedSession, UnitInput
+from sessionquery.sources._tree import TreeSource
 from sessionquery.sources.units import FileTree, Role
 
 __all__ = ["CopilotCliSource", "copilot_units", "parse_copilot_unit"]
@@ -69,43 +67,6 @@ def select_copilot(rel: str, is_dir: bool) -> Role | None:
 def copilot_units(root: Path, *, follow_outside_links: bool = False) -> FileTree:
     """The session event logs under a Copilot CLI home."""
     return FileTree(Path(root), select_copilot, follow_outside_links=follow_outside_links)
-
-
-class CopilotCliSource(Catalog):
-    """A read-only ``SessionPersistence`` over a GitHub Copilot CLI home.
-
-    Args:
-        root: ``~/.copilot`` (``$COPILOT_HOME`` when set); its ``session-state`` folder is read.
-        metadata_cache: a SQLite file that keeps what each event log yields between runs
-            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
-        max_file_bytes: logs larger than this are reported and not read (256 MiB).
-        follow_outside_links: follow symbolic links that lead outside ``root``.
-
-    Raises:
-        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
-            an importer cache (it is left untouched).
-        ValueError: ``max_file_bytes`` is not a positive integer.
-    """
-
-    kind = "copilot"
-
-    @classmethod
-    def unit_parser(cls) -> Parser:
-        """The parser of this kind's units."""
-        return parse_copilot_unit
-
-    def __init__(
-        self,
-        root: str | os.PathLike[str],
-        *,
-        metadata_cache: str | os.PathLike[str] | None = None,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        follow_outside_links: bool = False,
-    ) -> None:
-        tree = copilot_units(Path(root), follow_outside_links=follow_outside_links)
-        super().__init__(
-            tree, parse_copilot_unit, metadata_cache=metadata_cache, max_file_bytes=max_file_bytes
-        )
 
 
 # -- events --------------------------------------------------------------------------------
@@ -346,3 +307,11 @@ def parse_copilot_unit(unit: UnitInput) -> ParsedFile:
         child = _session(child_header.id, chain, unit.key, child_header)
         sessions.append(replace(child, suffix=suffix))
     return ParsedFile(tuple(sessions), tuple(problems))
+
+
+class CopilotCliSource(TreeSource, kind="copilot", units=copilot_units, parser=parse_copilot_unit):
+    """A read-only ``SessionPersistence`` over a GitHub Copilot CLI home.
+
+    ``root`` is ``~/.copilot`` (``$COPILOT_HOME`` when set); its ``session-state`` folder is
+    read. Arguments and errors: :class:`~._tree.TreeSource`.
+    """

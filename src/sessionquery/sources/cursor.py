@@ -31,11 +31,10 @@ from typing import Any
 from sessionquery.model import SessionHeader
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._catalog import Catalog
 from sessionquery.sources._common import Problem, as_dict, as_list, derived_id, dumps
-from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import parse_lines
-from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
+from sessionquery.sources._parsed import ParsedFile, ParsedSession, UnitInput
+from sessionquery.sources._tree import TreeSource
 from sessionquery.sources.units import FileTree, Role
 
 __all__ = ["CursorSource", "cursor_units", "parse_cursor_unit", "project_folder"]
@@ -61,43 +60,6 @@ def select_cursor(rel: str, is_dir: bool) -> Role | None:
 def cursor_units(root: Path, *, follow_outside_links: bool = False) -> FileTree:
     """The agent transcripts under a Cursor ``projects`` folder."""
     return FileTree(Path(root), select_cursor, follow_outside_links=follow_outside_links)
-
-
-class CursorSource(Catalog):
-    """A read-only ``SessionPersistence`` over Cursor's agent transcripts.
-
-    Args:
-        root: ``~/.cursor/projects``.
-        metadata_cache: a SQLite file that keeps what each transcript yields between runs
-            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
-        max_file_bytes: transcripts larger than this are reported and not read (256 MiB).
-        follow_outside_links: follow symbolic links that lead outside ``root``.
-
-    Raises:
-        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
-            an importer cache (it is left untouched).
-        ValueError: ``max_file_bytes`` is not a positive integer.
-    """
-
-    kind = "cursor"
-
-    @classmethod
-    def unit_parser(cls) -> Parser:
-        """The parser of this kind's units."""
-        return parse_cursor_unit
-
-    def __init__(
-        self,
-        root: str | os.PathLike[str],
-        *,
-        metadata_cache: str | os.PathLike[str] | None = None,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        follow_outside_links: bool = False,
-    ) -> None:
-        tree = cursor_units(Path(root), follow_outside_links=follow_outside_links)
-        super().__init__(
-            tree, parse_cursor_unit, metadata_cache=metadata_cache, max_file_bytes=max_file_bytes
-        )
 
 
 # -- the project folder ---------------------------------------------------------------------
@@ -346,3 +308,10 @@ def parse_cursor_unit(unit: UnitInput) -> ParsedFile:
     header = SessionHeader(id=session_id, created_at=0, cwd=cwd)
     session = ParsedSession(header, tuple(builder.events), tuple(builder.surface), True)
     return ParsedFile((session,), tuple(problems))
+
+
+class CursorSource(TreeSource, kind="cursor", units=cursor_units, parser=parse_cursor_unit):
+    """A read-only ``SessionPersistence`` over Cursor's agent transcripts.
+
+    ``root`` is ``~/.cursor/projects``. Arguments and errors: :class:`~._tree.TreeSource`.
+    """

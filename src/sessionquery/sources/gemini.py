@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,7 +40,6 @@ from sessionquery.model import SessionHeader
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources import _genai as genai
 from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._catalog import Catalog
 from sessionquery.sources._common import (
     Problem,
     as_dict,
@@ -52,9 +50,9 @@ from sessionquery.sources._common import (
     iso_to_ms,
     usable_cwd,
 )
-from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import Line, parse_lines
-from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, Sides, UnitInput
+from sessionquery.sources._parsed import ParsedFile, ParsedSession, Sides, UnitInput
+from sessionquery.sources._tree import TreeSource
 from sessionquery.sources.units import FileTree, Role
 
 __all__ = ["GeminiSource", "gemini_units", "parse_gemini_unit"]
@@ -95,44 +93,6 @@ def gemini_units(root: Path, *, follow_outside_links: bool = False) -> FileTree:
     return FileTree(
         root, select_gemini(_tmp_prefix(root)), follow_outside_links=follow_outside_links
     )
-
-
-class GeminiSource(Catalog):
-    """A read-only ``SessionPersistence`` over a Gemini CLI home.
-
-    Args:
-        root: ``~/.gemini`` (or its ``tmp`` folder); ``$GEMINI_CLI_HOME/.gemini`` when Gemini
-            runs with that variable.
-        metadata_cache: a SQLite file that keeps what each recording yields between runs
-            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
-        max_file_bytes: recordings larger than this are reported and not read (256 MiB).
-        follow_outside_links: follow symbolic links that lead outside ``root``.
-
-    Raises:
-        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
-            an importer cache (it is left untouched).
-        ValueError: ``max_file_bytes`` is not a positive integer.
-    """
-
-    kind = "gemini"
-
-    @classmethod
-    def unit_parser(cls) -> Parser:
-        """The parser of this kind's units."""
-        return parse_gemini_unit
-
-    def __init__(
-        self,
-        root: str | os.PathLike[str],
-        *,
-        metadata_cache: str | os.PathLike[str] | None = None,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        follow_outside_links: bool = False,
-    ) -> None:
-        tree = gemini_units(Path(root), follow_outside_links=follow_outside_links)
-        super().__init__(
-            tree, parse_gemini_unit, metadata_cache=metadata_cache, max_file_bytes=max_file_bytes
-        )
 
 
 # -- the project path ----------------------------------------------------------------------
@@ -524,3 +484,11 @@ def parse_gemini_unit(unit: UnitInput) -> ParsedFile:
     builder.finish(lines[-1].number)
     session = ParsedSession(header, tuple(builder.events), tuple(builder.surface), True)
     return ParsedFile((session,), tuple(problems))
+
+
+class GeminiSource(TreeSource, kind="gemini", units=gemini_units, parser=parse_gemini_unit):
+    """A read-only ``SessionPersistence`` over a Gemini CLI home.
+
+    ``root`` is ``~/.gemini`` (or its ``tmp`` folder); ``$GEMINI_CLI_HOME/.gemini`` when Gemini
+    runs with that variable. Arguments and errors: :class:`~._tree.TreeSource`.
+    """

@@ -16,9 +16,8 @@ import builtins
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from types import TracebackType
-from typing import Self
 
+from sessionquery.closing import Closing
 from sessionquery.errors import PersistenceNotFound
 from sessionquery.model import SessionEvent, SessionHeader
 from sessionquery.persistence.base import (
@@ -43,7 +42,7 @@ def _default_label(source: object, index: int) -> str:
     return kind.label if kind is not None else f"source{index}"
 
 
-class _RenamedHandle:
+class _RenamedHandle(Closing):
     """A read handle whose header carries the combined corpus's ids."""
 
     def __init__(self, inner: ReadHandle, header: SessionHeader) -> None:
@@ -63,17 +62,6 @@ class _RenamedHandle:
 
     def close(self) -> None:
         self._inner.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 class MultiSource:

@@ -28,7 +28,6 @@ tool_result / system with a ``subtype``), ``message`` (a GenAI ``Content``: role
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,6 @@ from sessionquery.model import SessionHeader
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources import _genai as genai
 from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._catalog import Catalog
 from sessionquery.sources._common import (
     Problem,
     as_dict,
@@ -47,9 +45,9 @@ from sessionquery.sources._common import (
     iso_to_ms,
     usable_cwd,
 )
-from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import Line, parse_lines
-from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
+from sessionquery.sources._parsed import ParsedFile, ParsedSession, UnitInput
+from sessionquery.sources._tree import TreeSource
 from sessionquery.sources.gemini import parse_gemini_unit, select_gemini
 from sessionquery.sources.units import FileTree, Role
 
@@ -77,43 +75,6 @@ def select_qwen(rel: str, is_dir: bool) -> Role | None:
 def qwen_units(root: Path, *, follow_outside_links: bool = False) -> FileTree:
     """The chat records under a Qwen Code home."""
     return FileTree(Path(root), select_qwen, follow_outside_links=follow_outside_links)
-
-
-class QwenSource(Catalog):
-    """A read-only ``SessionPersistence`` over a Qwen Code home.
-
-    Args:
-        root: ``~/.qwen`` (``$QWEN_RUNTIME_DIR`` or ``$QWEN_HOME`` when set).
-        metadata_cache: a SQLite file that keeps what each record file yields between runs
-            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
-        max_file_bytes: files larger than this are reported and not read (256 MiB).
-        follow_outside_links: follow symbolic links that lead outside ``root``.
-
-    Raises:
-        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
-            an importer cache (it is left untouched).
-        ValueError: ``max_file_bytes`` is not a positive integer.
-    """
-
-    kind = "qwen"
-
-    @classmethod
-    def unit_parser(cls) -> Parser:
-        """The parser of this kind's units."""
-        return parse_qwen_unit
-
-    def __init__(
-        self,
-        root: str | os.PathLike[str],
-        *,
-        metadata_cache: str | os.PathLike[str] | None = None,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        follow_outside_links: bool = False,
-    ) -> None:
-        tree = qwen_units(Path(root), follow_outside_links=follow_outside_links)
-        super().__init__(
-            tree, parse_qwen_unit, metadata_cache=metadata_cache, max_file_bytes=max_file_bytes
-        )
 
 
 # -- lines to events ------------------------------------------------------------------------
@@ -327,3 +288,11 @@ def parse_qwen_unit(unit: UnitInput) -> ParsedFile:
         )
         sessions.append(replace(child, suffix=suffix))
     return ParsedFile(tuple(sessions), tuple(problems))
+
+
+class QwenSource(TreeSource, kind="qwen", units=qwen_units, parser=parse_qwen_unit):
+    """A read-only ``SessionPersistence`` over a Qwen Code home.
+
+    ``root`` is ``~/.qwen`` (``$QWEN_RUNTIME_DIR`` or ``$QWEN_HOME`` when set). Arguments and
+    errors: :class:`~._tree.TreeSource`.
+    """

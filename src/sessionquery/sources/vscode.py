@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,6 @@ from urllib.parse import unquote, urlparse
 from sessionquery.model import SessionHeader
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._catalog import Catalog
 from sessionquery.sources._common import (
     Problem,
     as_dict,
@@ -48,9 +46,9 @@ from sessionquery.sources._common import (
     dumps,
     usable_cwd,
 )
-from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import parse_lines
-from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, Sides, UnitInput
+from sessionquery.sources._parsed import ParsedFile, ParsedSession, Sides, UnitInput
+from sessionquery.sources._tree import TreeSource
 from sessionquery.sources.units import FileTree, Role
 
 __all__ = ["VscodeCopilotSource", "parse_vscode_unit", "vscode_units"]
@@ -79,44 +77,6 @@ def select_vscode(rel: str, is_dir: bool) -> Role | None:
 def vscode_units(root: Path, *, follow_outside_links: bool = False) -> FileTree:
     """The chat session files (and workspace manifests) under a VS Code ``User`` folder."""
     return FileTree(Path(root), select_vscode, follow_outside_links=follow_outside_links)
-
-
-class VscodeCopilotSource(Catalog):
-    """A read-only ``SessionPersistence`` over a VS Code user folder's Copilot Chat sessions.
-
-    Args:
-        root: the ``User`` folder (``~/.config/Code/User`` on Linux, ``~/Library/Application
-            Support/Code/User`` on macOS, ``%APPDATA%/Code/User`` on Windows).
-        metadata_cache: a SQLite file that keeps what each session file yields between runs
-            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
-        max_file_bytes: files larger than this are reported and not read (256 MiB).
-        follow_outside_links: follow symbolic links that lead outside ``root``.
-
-    Raises:
-        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
-            an importer cache (it is left untouched).
-        ValueError: ``max_file_bytes`` is not a positive integer.
-    """
-
-    kind = "vscode"
-
-    @classmethod
-    def unit_parser(cls) -> Parser:
-        """The parser of this kind's units."""
-        return parse_vscode_unit
-
-    def __init__(
-        self,
-        root: str | os.PathLike[str],
-        *,
-        metadata_cache: str | os.PathLike[str] | None = None,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        follow_outside_links: bool = False,
-    ) -> None:
-        tree = vscode_units(Path(root), follow_outside_links=follow_outside_links)
-        super().__init__(
-            tree, parse_vscode_unit, metadata_cache=metadata_cache, max_file_bytes=max_file_bytes
-        )
 
 
 # -- replaying the operation log ------------------------------------------------------------
@@ -494,3 +454,12 @@ def _subagent(  # noqa: PLR0917 - one child's context
     return replace(
         ParsedSession(child, tuple(builder.events), tuple(builder.surface), True), suffix=suffix
     )
+
+
+class VscodeCopilotSource(TreeSource, kind="vscode", units=vscode_units, parser=parse_vscode_unit):
+    """A read-only ``SessionPersistence`` over a VS Code user folder's Copilot Chat sessions.
+
+    ``root`` is the ``User`` folder (``~/.config/Code/User`` on Linux, ``~/Library/Application
+    Support/Code/User`` on macOS, ``%APPDATA%/Code/User`` on Windows). Arguments and errors:
+    :class:`~._tree.TreeSource`.
+    """
