@@ -18,9 +18,9 @@ import builtins
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Generic, Self, TypeVar
+from typing import Generic, TypeVar
 
+from sessionquery.closing import Closing
 from sessionquery.errors import PersistenceClosed
 from sessionquery.model import SessionEvent, SessionHeader
 
@@ -47,7 +47,7 @@ def check_new_session(header: object, inherited_event_count: object) -> int:
     return count
 
 
-class LogHandle(ABC):
+class LogHandle(Closing, ABC):
     """An open handle on one stored log: its header, its inherited prefix, a context manager
     that closes it."""
 
@@ -68,17 +68,6 @@ class LogHandle(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the handle; idempotent."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 class BufferedWriteHandle(LogHandle, Generic[EntryT]):

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from types import TracebackType
-from typing import Self
 
+from sessionquery.closing import Closing
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import validate_session_id
 from sessionquery.persistence.base import ArchiveAware, SessionPersistence
@@ -92,7 +91,7 @@ def _session_id(value: object) -> str:
         ) from None
 
 
-class SessionQuery:
+class SessionQuery(Closing):
     """Read, filter, trace and search the sessions of a live store and a persistence.
 
     Args:
@@ -152,17 +151,6 @@ class SessionQuery:
         if self._search is not None and not self._search_closed:
             self._search_closed = True
             self._search.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- sessions ------------------------------------------------------------------------
 

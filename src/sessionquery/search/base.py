@@ -23,9 +23,9 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import ClassVar, Final, Generic, Literal, Self, TypeVar
+from typing import ClassVar, Final, Generic, Literal, TypeVar
 
+from sessionquery.closing import Closing
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionHeader
 from sessionquery.query.backend import Corpus, SearchMatch
@@ -92,7 +92,7 @@ def _positive_int(
     return value
 
 
-class SearchBase(ABC, Generic[ConnT]):
+class SearchBase(Closing, ABC, Generic[ConnT]):
     """The common body of a search backend holding one connection of type ``ConnT``.
 
     A subclass checks its own arguments, then calls ``super().__init__``; it names its filter
@@ -151,17 +151,6 @@ class SearchBase(ABC, Generic[ConnT]):
     @abstractmethod
     def _disconnect(self, conn: ConnT) -> None:
         """Close ``conn`` (the lock is held)."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _check_enabled(self) -> None:
         if self._open_at == "never":

@@ -34,11 +34,11 @@ import builtins
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final
 
 import psycopg
 
+from sessionquery.closing import Closing
 from sessionquery.errors import (
     PersistenceClosed,
     PersistenceCorrupt,
@@ -68,7 +68,7 @@ from sessionquery.persistence.postgres._schema import (
 __all__ = ["PostgresPersistence"]
 
 
-class PostgresPersistence:
+class PostgresPersistence(Closing):
     """A durable, shared store of session logs in one PostgreSQL database.
 
     Any number of instances in any number of processes (and machines) may share one database.
@@ -164,17 +164,6 @@ class PostgresPersistence:
                 self._conn = None
         for conn in idle:
             conn.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __del__(self) -> None:
         # A store dropped without close() (e.g. by a short-lived command) still hangs up.
