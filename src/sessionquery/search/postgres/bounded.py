@@ -19,7 +19,7 @@ import psycopg
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.search.bounded import Phrases, count_spans, first_span, selective_tokens
 from sessionquery.search.postgres.overlay import LiveDoc, LiveOverlay, LiveSession
-from sessionquery.search.postgres.sql import match_params
+from sessionquery.search.postgres.sql import COLUMNS, match_params
 from sessionquery.search.postgres.tokens import MatchPlan, lexeme, match_plan, token_spans
 from sessionquery.search.predicates import CompiledFilters
 from sessionquery.search.snippet import MATCH_MARK, snippet_from_highlight
@@ -34,17 +34,6 @@ __all__ = [
     "selective_plan",
     "stored_found",
 ]
-
-_COLUMNS = {
-    "id": "s.id",
-    "cwd": "s.cwd",
-    "parent": "s.parent_session",
-    "created_at": "s.created_at",
-    "seq": "d.seq",
-    "time": "d.time",
-    "type": "d.type",
-    "surface": "d.surface",
-}
 
 
 def all_present(
@@ -91,7 +80,7 @@ def candidates_sql(plan: MatchPlan, filters: CompiledFilters, *, one_session: bo
         "SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, d.text, d.norm, "
         "s.header_json FROM sqi_docs AS d JOIN sqi_sessions AS s ON s.id = d.session_id "
         f"WHERE (d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL){contains} AND NOT d.title"
-        f"{scope}{filters.where(_COLUMNS)}"
+        f"{scope}{filters.where(COLUMNS)}"
     )
 
 

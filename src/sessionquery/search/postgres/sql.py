@@ -24,6 +24,7 @@ from sessionquery.search.predicates import (
 )
 
 __all__ = [
+    "COLUMNS",
     "EVENT_PREDICATE_LIMIT",
     "SESSION_PREDICATE_LIMIT",
     "CompiledFilters",
@@ -52,7 +53,7 @@ compile_filters = POSTGRES_FILTERS.compile
 """Compile validated filters with the SQLite backend's budgets
 (:meth:`..predicates.FilterDialect.compile`)."""
 
-_COLUMNS = {
+COLUMNS = {
     "id": "s.id",
     "cwd": "s.cwd",
     "parent": "s.parent_session",
@@ -62,6 +63,7 @@ _COLUMNS = {
     "type": "d.type",
     "surface": "d.surface",
 }
+"""The index's column of each filter field (``s`` sessions, ``d`` documents)."""
 
 
 def match_params(plan: MatchPlan) -> dict[str, object]:
@@ -103,7 +105,7 @@ def session_search_sql(plan: MatchPlan, filters: CompiledFilters) -> str:
     the filters' parameters.
     """
     predicate, count = _match(plan)
-    where = filters.where(_COLUMNS)
+    where = filters.where(COLUMNS)
     return (
         "WITH cand AS MATERIALIZED ("
         "SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, "
@@ -123,7 +125,7 @@ def session_search_sql(plan: MatchPlan, filters: CompiledFilters) -> str:
 def event_search_sql(plan: MatchPlan, filters: CompiledFilters) -> str:
     """Events of one persisted session (``sid``), ranked; binds as :func:`session_search_sql`."""
     predicate, count = _match(plan)
-    where = filters.where(_COLUMNS)
+    where = filters.where(COLUMNS)
     return (
         f"SELECT d.seq, d.type, d.time, d.surface, d.length, {count} AS mc, d.text "
         f"FROM sqi_docs AS d WHERE d.session_id = %(sid)s AND {predicate}{where} "
