@@ -1,5 +1,5 @@
-"""Small in-memory fakes of our own seams (``Corpus``, ``SessionPersistence``) for the
-SQLite search tests, built from real ``SessionEvent`` logs."""
+"""Small in-memory fakes of our own seams (``Corpus``, ``SessionPersistence``) for the search
+tests of both backends, built from real ``SessionEvent`` logs, and readers of an index file."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import apsw
 
+from builders import log
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import (
     SessionEvent,
@@ -162,3 +163,38 @@ class FakeCorpus:
         if self.store is None or not self.with_token:
             return None
         return str(self.store.token)
+
+
+def corpus_of(*sessions: tuple[str, list[str]]) -> FakeCorpus:
+    """A corpus of stored sessions ``(id, texts)``, created one after another."""
+    store = FakePersistence()
+    for number, (sid, texts) in enumerate(sessions):
+        store.put(header(sid, created_at=number + 1), log(*texts))
+    return FakeCorpus(store)
+
+
+def titled(docs: list[str]) -> list[SessionEvent]:
+    """The messages, then (for two or more) a title made of the last one's text."""
+    events = log(*docs)
+    if len(docs) > 1:
+        events.append(
+            SessionEvent(
+                type="session/title",
+                seq=len(events),
+                time=5_000,
+                data={"title": docs[-1], "messageSeqs": [0], "source": {"kind": "summary"}},
+            )
+        )
+    return events
+
+
+def build_corpus(persisted: dict[str, list[str]], live: dict[str, list[str]]) -> FakeCorpus:
+    """Stored sessions (alternating workspaces ``/v`` and ``/w``) and live ones, each titled
+    (:func:`titled`)."""
+    store = FakePersistence()
+    for i, (sid, docs) in enumerate(sorted(persisted.items())):
+        store.put(header(sid, created_at=i, cwd="/w" if i % 2 else "/v"), titled(docs))
+    corpus = FakeCorpus(store=store)
+    for sid, docs in live.items():
+        corpus.live[sid] = (header(sid, created_at=9, cwd="/w"), titled(docs))
+    return corpus

@@ -14,18 +14,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders import log, summary, user
+from builders import log, user
 from conftest import raises_code
 from postgres_support import PostgresServer
-from search_sqlite_support import FakeCorpus, FakePersistence, header
+from search_sqlite_support import FakeCorpus, FakePersistence, build_corpus, header, titled
 from sessionquery import SessionQuery, SessionStore
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.model import SessionHeader
 from sessionquery.persistence import JsonlPersistence
 from sessionquery.persistence.base import DocumentLog, PersistedSession
 from sessionquery.persistence.postgres import PostgresPersistence
 from sessionquery.query.cancel import CancelToken
-from sessionquery.query.filters import CwdIn, SurfaceIn, TypeIn
+from sessionquery.query.filters import CwdIn, TypeIn
 from sessionquery.query.types import EventSearchPage, SessionSearchPage
 from sessionquery.search.postgres import PostgresSearch, schema
 from sessionquery.search.postgres import _unicode61_table as shipped
@@ -144,31 +144,6 @@ def corpora(draw: st.DrawFn) -> tuple[dict[str, list[str]], dict[str, list[str]]
     return persisted, live
 
 
-def _titled(docs: list[str]) -> list[SessionEvent]:
-    """The messages, then (for two or more) a title made of the last one's text."""
-    events = log(*docs)
-    if len(docs) > 1:
-        events.append(
-            SessionEvent(
-                type="session/title",
-                seq=len(events),
-                time=5_000,
-                data={"title": docs[-1], "messageSeqs": [0], "source": {"kind": "summary"}},
-            )
-        )
-    return events
-
-
-def build_corpus(persisted: dict[str, list[str]], live: dict[str, list[str]]) -> FakeCorpus:
-    store = FakePersistence()
-    for i, (sid, docs) in enumerate(sorted(persisted.items())):
-        store.put(header(sid, created_at=i, cwd="/w" if i % 2 else "/v"), _titled(docs))
-    corpus = FakeCorpus(store=store)
-    for sid, docs in live.items():
-        corpus.live[sid] = (header(sid, created_at=9, cwd="/w"), _titled(docs))
-    return corpus
-
-
 def all_pages(
     search: object, corpus: FakeCorpus, query: str, **kw: object
 ) -> list[tuple[object, ...]]:
@@ -251,18 +226,6 @@ def test_database_counts_equal_the_live_overlay_counts_in_both_match_modes(
         postgres_server.drop_schema(dsn)
 
 
-def test_words_mode_finds_words_in_any_order_and_phrase_mode_does_not(pg: PostgresSearch) -> None:
-    corpus = build_corpus({"s": ["the test failed", "failed to run"]}, {})
-    assert pg.search_sessions(corpus, "failed test").items == []
-    (hit,) = pg.search_sessions(corpus, "failed test", match="words").items
-    assert hit.best_match.seq == 0
-
-
-def test_an_unknown_match_mode_is_invalid_query(pg: PostgresSearch) -> None:
-    with raises_code(ErrorCode.INVALID_QUERY):
-        pg.search_sessions(FakeCorpus(), "x", match="regex")  # type: ignore[arg-type]
-
-
 def test_an_oversized_document_is_still_found(pg: PostgresSearch) -> None:
     text = " ".join(f"w{i:07d}" for i in range(120_000)) + " needle"
     corpus = build_corpus({"big": [text], "small": ["needle"]}, {})
@@ -327,16 +290,6 @@ def test_another_corpus_rebuilds_the_shared_index(postgres_dsn: str, tmp_path: o
         other.close()
 
 
-def test_a_changed_corpus_makes_a_session_cursor_stale(pg: PostgresSearch) -> None:
-    corpus = build_corpus({"s": ["word"], "t": ["word"], "u": ["word"]}, {})
-    page = pg.search_sessions(corpus, "word", limit=1)
-    assert page.next_cursor is not None
-    assert corpus.store is not None
-    corpus.store.append("s", [user(1, "more")])
-    with raises_code(ErrorCode.STALE_CURSOR):
-        pg.search_sessions(corpus, "word", limit=1, cursor=page.next_cursor)
-
-
 def test_a_cursor_for_another_request_or_instance_is_invalid(
     pg: PostgresSearch, postgres_dsn: str
 ) -> None:
@@ -347,41 +300,6 @@ def test_a_cursor_for_another_request_or_instance_is_invalid(
         pg.search_sessions(corpus, "word", limit=1, cursor=page.next_cursor, match="words")
     with PostgresSearch(postgres_dsn) as other, raises_code(ErrorCode.INVALID_CURSOR):
         other.search_sessions(corpus, "word", limit=1, cursor=page.next_cursor)
-
-
-def test_live_sessions_shadow_their_persisted_rows_and_reclassify_on_replace(
-    pg: PostgresSearch,
-) -> None:
-    corpus = build_corpus({"s": ["old words"]}, {})
-    corpus.live["s"] = (
-        header("s", created_at=0, cwd="/v"),
-        [*log("old words", "more"), summary(2, "summary words", 0, 1)],
-    )
-    (hit,) = pg.search_sessions(corpus, "words").items
-    best = hit.best_match
-    assert (hit.record.live, hit.record.persisted, best.seq, best.surface) == (
-        True,
-        True,
-        0,
-        "shadowed",
-    )
-    events = pg.search_events(corpus, "s", "words", filters=[SurfaceIn(["current"])]).items
-    assert [e.seq for e in events] == [2]
-
-
-def test_an_unknown_session_is_not_found(pg: PostgresSearch) -> None:
-    with raises_code(ErrorCode.SESSION_NOT_FOUND):
-        pg.search_events(build_corpus({"s": ["x"]}, {}), "nope", "x")
-
-
-def test_filter_budgets_are_those_of_sqlite(pg: PostgresSearch) -> None:
-    too_many = [TypeIn([f"t{i}"]) for i in range(15)]
-    with raises_code(ErrorCode.INVALID_FILTER):
-        pg.search_sessions(FakeCorpus(), "x", event_filters=too_many)
-    with raises_code(ErrorCode.INVALID_LIMIT):
-        pg.search_sessions(FakeCorpus(), "x", limit=0)
-    with raises_code(ErrorCode.INVALID_QUERY):
-        pg.search_sessions(FakeCorpus(), "  ")
 
 
 @pytest.mark.parametrize(
@@ -655,7 +573,7 @@ def test_relevance_statistics_follow_deletes_and_rewrites(
                 if step == 1:
                     corpus.store.delete("q")  # type: ignore[union-attr]
                 if step == 2:
-                    corpus.store.put(header("q", created_at=7), _titled(["foo foo", "new title"]))  # type: ignore[union-attr]
+                    corpus.store.put(header("q", created_at=7), titled(["foo foo", "new title"]))  # type: ignore[union-attr]
                 for query in ("foo", "test failing", "title"):
                     assert all_pages(pg, corpus, query, match="relevance") == all_pages(
                         lite, corpus, query, match="relevance"
