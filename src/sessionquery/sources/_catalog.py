@@ -155,6 +155,15 @@ class Catalog:
         raise TypeError(f"{cls.__name__} declares no parser")
 
     @classmethod
+    def units_at(cls, root: Path) -> UnitStore:
+        """The raw units of one location of this kind (each importer class names its own).
+
+        Raises:
+            TypeError: the class declares no units.
+        """
+        raise TypeError(f"{cls.__name__} declares no units")
+
+    @classmethod
     def from_units(
         cls,
         units: UnitStore,

@@ -56,6 +56,11 @@ class TreeSource(Catalog):
         """The parser of this kind's units."""
         return cls._recipe[1]
 
+    @classmethod
+    def units_at(cls, root: Path) -> UnitStore:
+        """The raw units of one location of this kind."""
+        return cls._recipe[0](Path(root))
+
     def __init__(
         self,
         root: str | os.PathLike[str],

@@ -41,7 +41,7 @@ from sessionquery.sources._common import (
 from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import Line, parse_lines
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
-from sessionquery.sources.units import FileTree, Role
+from sessionquery.sources.units import FileTree, Role, UnitStore
 
 __all__ = ["ClaudeCodeSource"]
 
@@ -105,6 +105,11 @@ class ClaudeCodeSource(Catalog):
     """
 
     kind = "claude"
+
+    @classmethod
+    def units_at(cls, root: Path) -> UnitStore:
+        """The raw units of one location of this kind."""
+        return claude_units(Path(root))
 
     @classmethod
     def unit_parser(cls) -> Parser:

@@ -46,7 +46,7 @@ from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import Line, parse_lines
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
 from sessionquery.sources._sqlite import DatabaseUnavailable, database_stamp, read_database
-from sessionquery.sources.units import FileTree, Role
+from sessionquery.sources.units import FileTree, Role, UnitStore
 
 __all__ = ["CodexSource"]
 
@@ -192,6 +192,11 @@ class CodexSource(Catalog):
     """
 
     kind = "codex"
+
+    @classmethod
+    def units_at(cls, root: Path) -> UnitStore:
+        """The raw units of one location of this kind."""
+        return codex_units(Path(root))
 
     @classmethod
     def unit_parser(cls) -> Parser:

@@ -46,7 +46,7 @@ from sessionquery.sources._common import Problem, as_dict, as_list, checked_id, 
 from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES, FileStamp, read_regular
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
 from sessionquery.sources._sqlite import DatabaseUnavailable, database_stamp, read_database
-from sessionquery.sources.units import SkippedFile, Unit
+from sessionquery.sources.units import SkippedFile, Unit, UnitStore
 
 __all__ = ["DOCUMENT_FORMAT", "OpenCodeSource", "OpenCodeUnits", "parse_opencode_unit"]
 
@@ -279,6 +279,11 @@ class OpenCodeSource(Catalog):
     """
 
     kind = "opencode"
+
+    @classmethod
+    def units_at(cls, root: Path) -> UnitStore:
+        """The raw units of one location of this kind."""
+        return OpenCodeUnits(Path(root))
 
     @classmethod
     def unit_parser(cls) -> Parser:

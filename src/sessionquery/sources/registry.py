@@ -17,10 +17,11 @@ Importing this module is cheap: the importers themselves are imported when a kin
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 if TYPE_CHECKING:
     from sessionquery.persistence.base import SessionPersistence
@@ -144,112 +145,39 @@ def _store(path: Path, _cache: Path | None) -> SessionPersistence:
     return JsonlPersistence(path)
 
 
-def _claude(path: Path, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.claude import ClaudeCodeSource
+class _Importer(Protocol):
+    """What the registry needs of an importer class (:class:`~._catalog.Catalog`)."""
 
-    return ClaudeCodeSource(path, metadata_cache=cache)
+    def __call__(self, root: Path, *, metadata_cache: Path | None = None) -> SessionPersistence:
+        """Open one location."""
 
+    def units_at(self, root: Path) -> UnitStore:
+        """The raw units of one location."""
 
-def _claude_units(path: Path) -> UnitStore:
-    from sessionquery.sources.claude import claude_units
-
-    return claude_units(path)
-
-
-def _claude_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.claude import ClaudeCodeSource
-
-    return ClaudeCodeSource.from_units(units, metadata_cache=cache)
+    def from_units(
+        self, units: UnitStore, *, metadata_cache: Path | None = None
+    ) -> SessionPersistence:
+        """A source over another store of this kind's units."""
 
 
-def _codex(path: Path, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.codex import CodexSource
-
-    return CodexSource(path, metadata_cache=cache)
-
-
-def _codex_units(path: Path) -> UnitStore:
-    from sessionquery.sources.codex import codex_units
-
-    return codex_units(path)
+class _Recipe(TypedDict):
+    opener: Open
+    unit_store: Units
+    from_units: FromUnits
 
 
-def _codex_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.codex import CodexSource
+def _importer(module: str, name: str) -> _Recipe:
+    """The opener, units and parse-from-units of the importer ``module.name``, imported when
+    first used (so that this module stays cheap to import)."""
 
-    return CodexSource.from_units(units, metadata_cache=cache)
+    def load() -> _Importer:
+        return cast(_Importer, getattr(importlib.import_module(module), name))
 
-
-def _gemini(path: Path, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.gemini import GeminiSource
-
-    return GeminiSource(path, metadata_cache=cache)
-
-
-def _gemini_units(path: Path) -> UnitStore:
-    from sessionquery.sources.gemini import gemini_units
-
-    return gemini_units(path)
-
-
-def _gemini_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.gemini import GeminiSource
-
-    return GeminiSource.from_units(units, metadata_cache=cache)
-
-
-def _qwen(path: Path, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.qwen import QwenSource
-
-    return QwenSource(path, metadata_cache=cache)
-
-
-def _qwen_units(path: Path) -> UnitStore:
-    from sessionquery.sources.qwen import qwen_units
-
-    return qwen_units(path)
-
-
-def _qwen_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.qwen import QwenSource
-
-    return QwenSource.from_units(units, metadata_cache=cache)
-
-
-def _copilot(path: Path, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.copilot import CopilotCliSource
-
-    return CopilotCliSource(path, metadata_cache=cache)
-
-
-def _copilot_units(path: Path) -> UnitStore:
-    from sessionquery.sources.copilot import copilot_units
-
-    return copilot_units(path)
-
-
-def _copilot_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.copilot import CopilotCliSource
-
-    return CopilotCliSource.from_units(units, metadata_cache=cache)
-
-
-def _vscode(path: Path, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.vscode import VscodeCopilotSource
-
-    return VscodeCopilotSource(path, metadata_cache=cache)
-
-
-def _vscode_units(path: Path) -> UnitStore:
-    from sessionquery.sources.vscode import vscode_units
-
-    return vscode_units(path)
-
-
-def _vscode_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.vscode import VscodeCopilotSource
-
-    return VscodeCopilotSource.from_units(units, metadata_cache=cache)
+    return {
+        "opener": lambda path, cache: load()(path, metadata_cache=cache),
+        "unit_store": lambda path: load().units_at(path),
+        "from_units": lambda units, cache: load().from_units(units, metadata_cache=cache),
+    }
 
 
 _VSCODE_FLAVOURS = ("Code", "Code - Insiders", "VSCodium")
@@ -260,42 +188,6 @@ def _vscode_homes(env: SourceEnvironment) -> tuple[Path, ...]:
     if portable is not None:
         return (portable / "user-data" / "User",)
     return tuple(env.config_home() / name / "User" for name in _VSCODE_FLAVOURS)
-
-
-def _cursor(path: Path, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.cursor import CursorSource
-
-    return CursorSource(path, metadata_cache=cache)
-
-
-def _cursor_units(path: Path) -> UnitStore:
-    from sessionquery.sources.cursor import cursor_units
-
-    return cursor_units(path)
-
-
-def _cursor_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.cursor import CursorSource
-
-    return CursorSource.from_units(units, metadata_cache=cache)
-
-
-def _opencode(path: Path, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.opencode import OpenCodeSource
-
-    return OpenCodeSource(path, metadata_cache=cache)
-
-
-def _opencode_units(path: Path) -> UnitStore:
-    from sessionquery.sources.opencode import OpenCodeUnits
-
-    return OpenCodeUnits(path)
-
-
-def _opencode_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.opencode import OpenCodeSource
-
-    return OpenCodeSource.from_units(units, metadata_cache=cache)
 
 
 def _home_var(env: SourceEnvironment, name: str, default: str) -> Path:
@@ -321,9 +213,7 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects)",
         noun="Claude Code projects directory",
         locate=lambda env: (_home_var(env, "CLAUDE_CONFIG_DIR", ".claude") / "projects",),
-        opener=_claude,
-        unit_store=_claude_units,
-        from_units=_claude_from,
+        **_importer("sessionquery.sources.claude", "ClaudeCodeSource"),
     ),
     SourceKind(
         kind="codex",
@@ -333,9 +223,7 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.codex/sessions (or $CODEX_HOME/sessions)",
         noun="Codex sessions directory",
         locate=lambda env: (_home_var(env, "CODEX_HOME", ".codex") / "sessions",),
-        opener=_codex,
-        unit_store=_codex_units,
-        from_units=_codex_from,
+        **_importer("sessionquery.sources.codex", "CodexSource"),
     ),
     SourceKind(
         kind="gemini",
@@ -345,9 +233,7 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.gemini (or $GEMINI_CLI_HOME/.gemini)",
         noun="Gemini CLI home",
         locate=lambda env: ((env.var("GEMINI_CLI_HOME") or env.user_home) / ".gemini",),
-        opener=_gemini,
-        unit_store=_gemini_units,
-        from_units=_gemini_from,
+        **_importer("sessionquery.sources.gemini", "GeminiSource"),
     ),
     SourceKind(
         kind="qwen",
@@ -359,9 +245,7 @@ KINDS: tuple[SourceKind, ...] = (
         locate=lambda env: (
             env.var("QWEN_RUNTIME_DIR") or env.var("QWEN_HOME") or env.user_home / ".qwen",
         ),
-        opener=_qwen,
-        unit_store=_qwen_units,
-        from_units=_qwen_from,
+        **_importer("sessionquery.sources.qwen", "QwenSource"),
     ),
     SourceKind(
         kind="copilot",
@@ -371,9 +255,7 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.copilot/session-state (or $COPILOT_HOME/session-state)",
         noun="Copilot CLI home",
         locate=lambda env: (_home_var(env, "COPILOT_HOME", ".copilot"),),
-        opener=_copilot,
-        unit_store=_copilot_units,
-        from_units=_copilot_from,
+        **_importer("sessionquery.sources.copilot", "CopilotCliSource"),
     ),
     SourceKind(
         kind="opencode",
@@ -383,9 +265,7 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.local/share/opencode (or $XDG_DATA_HOME/opencode): opencode.db, storage/",
         noun="OpenCode data folder",
         locate=lambda env: (env.data_dir() / "opencode",),
-        opener=_opencode,
-        unit_store=_opencode_units,
-        from_units=_opencode_from,
+        **_importer("sessionquery.sources.opencode", "OpenCodeSource"),
     ),
     SourceKind(
         kind="cursor",
@@ -395,9 +275,7 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.cursor/projects (agent transcripts)",
         noun="Cursor projects directory",
         locate=lambda env: (env.user_home / ".cursor" / "projects",),
-        opener=_cursor,
-        unit_store=_cursor_units,
-        from_units=_cursor_from,
+        **_importer("sessionquery.sources.cursor", "CursorSource"),
     ),
     SourceKind(
         kind="vscode",
@@ -407,9 +285,7 @@ KINDS: tuple[SourceKind, ...] = (
         where="<VS Code user folder>/User (~/.config/Code/User on Linux)",
         noun="VS Code user folder",
         locate=_vscode_homes,
-        opener=_vscode,
-        unit_store=_vscode_units,
-        from_units=_vscode_from,
+        **_importer("sessionquery.sources.vscode", "VscodeCopilotSource"),
     ),
 )
 """Every kind, in the order sources are listed and combined."""
