@@ -33,6 +33,12 @@ keys mirror the command-line options (a string or a list of strings each)::
     index = "~/work/sessionquery-index.sqlite3"
 
 ``~`` is expanded and relative paths are taken relative to the file's directory.
+
+Known secrets (masked wherever session data is shown or indexed, SPEC §14.3): the values of the
+environment variables whose names look secret (``*_KEY``, ``*_TOKEN``, ``*_SECRET``,
+``*PASSWORD*``; :func:`sessionquery.redact.known_values_from_env`) are read here, with the
+rest of the environment, and the optional known-secrets file is ``SESSIONQUERY_SECRETS`` when
+set and non-empty, else ``secrets.txt`` beside the config file (one value per line).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 import platformdirs
 
@@ -54,6 +61,7 @@ __all__ = [
     "CONFIG_ENV",
     "HOME_ENV",
     "NO_COLOR_ENV",
+    "SECRETS_ENV",
     "SOURCE_KINDS",
     "Config",
     "FileSettings",
@@ -77,6 +85,9 @@ CODEX_HOME_ENV = "CODEX_HOME"
 
 NO_COLOR_ENV = "NO_COLOR"
 """Set to any non-empty value to turn off coloured terminal output (https://no-color.org)."""
+
+SECRETS_ENV = "SESSIONQUERY_SECRETS"
+"""The environment variable that overrides the known-secrets file's path."""
 
 SOURCE_KINDS = ("root", "claude", "codex")
 """The kinds of session source, named as their command-line options and config keys."""
@@ -167,6 +178,9 @@ class Config:
         codex_sessions: the default Codex transcripts directory.
         config_file: where the optional TOML config file is looked for.
         no_color: true when the user asked for plain output (``NO_COLOR`` is set).
+        secrets_file: where the optional known-secrets file is looked for.
+        known_values: secret values read from the environment, keyed by variable name (never
+            shown in ``repr``).
     """
 
     home: Path
@@ -179,6 +193,10 @@ class Config:
     codex_sessions: Path
     config_file: Path
     no_color: bool = False
+    secrets_file: Path | None = None
+    known_values: Mapping[str, str] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False
+    )
 
     @classmethod
     def for_home(
@@ -190,6 +208,8 @@ class Config:
         claude_projects: Path | None = None,
         codex_sessions: Path | None = None,
         config_file: Path | None = None,
+        secrets_file: Path | None = None,
+        known_values: Mapping[str, str] | None = None,
     ) -> Config:
         """The configuration whose sessionquery data lives under ``home``.
 
@@ -203,9 +223,13 @@ class Config:
             codex_sessions: the default Codex directory (default
                 ``<user_home>/.codex/sessions``).
             config_file: the config file's path (default ``<home>/config.toml``).
+            secrets_file: the known-secrets file (default ``secrets.txt`` beside the config
+                file).
+            known_values: secret values to mask, keyed by where they came from.
         """
         home = _absolute(home)
         user = _absolute(user_home if user_home is not None else Path.home())
+        config_path = _absolute(config_file or home / "config.toml")
         return cls(
             home=home,
             store_root=home / "sessions",
@@ -215,8 +239,10 @@ class Config:
             title_cache=home / "titles.sqlite3",
             claude_projects=_absolute(claude_projects or user / ".claude" / "projects"),
             codex_sessions=_absolute(codex_sessions or user / ".codex" / "sessions"),
-            config_file=_absolute(config_file or home / "config.toml"),
+            config_file=config_path,
             no_color=no_color,
+            secrets_file=_absolute(secrets_file or config_path.parent / "secrets.txt"),
+            known_values=MappingProxyType(dict(known_values or {})),
         )
 
     @classmethod
@@ -240,13 +266,31 @@ class Config:
         config_file = env.get(CONFIG_ENV, "") or str(
             Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.toml"
         )
+        from sessionquery.redact import known_values_from_env
+
+        secrets = env.get(SECRETS_ENV, "")
         return cls.for_home(
             home,
             no_color=bool(env.get(NO_COLOR_ENV, "")),
             claude_projects=Path(claude) / "projects" if claude else None,
             codex_sessions=Path(codex) / "sessions" if codex else None,
             config_file=Path(config_file),
+            secrets_file=Path(secrets) if secrets else None,
+            known_values=known_values_from_env(env),
         )
+
+    def known_secrets(self) -> dict[str, str]:
+        """The known values to mask: the environment's, then the known-secrets file's.
+
+        Raises:
+            SessionQueryError: ``INVALID_CONFIG`` when the file exists but cannot be read.
+        """
+        from sessionquery.redact import read_known_values
+
+        values = dict(self.known_values)
+        if self.secrets_file is not None:
+            values.update(read_known_values(self.secrets_file))
+        return values
 
     def settings(self) -> FileSettings:
         """The config file's settings (empty when there is no file).

@@ -53,6 +53,7 @@ from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition
 from sessionquery.tools.boundary import sanitize
 
 if TYPE_CHECKING:
+    from sessionquery.redact import Redactor
     from sessionquery.search.postgres import PostgresSearch
 
 __all__ = [
@@ -356,6 +357,7 @@ def run_stdio(
     session_id: str | None,
     problem: SessionQueryError | None = None,
     postgres: str | None = None,
+    redactor: Redactor | None = None,
 ) -> None:
     """Serve the tools over stdin/stdout until the client disconnects.
 
@@ -371,12 +373,14 @@ def run_stdio(
         problem: a configuration error found before serving.
         postgres: a PostgreSQL DSN whose database holds the search index (instead of
             ``index_path``).
+        redactor: what masks everything the tools return and the index holds (the command
+            line always passes one; ``persistence`` is then read through it).
     """
     _log_to_stderr()
     caller = CallerSpec(session_id=session_id, cwd=cwd)
     if problem is None and persistence is not None:
         try:
-            with SessionQuery(persistence=persistence) as probe:
+            with SessionQuery(persistence=persistence, redactor=redactor) as probe:
                 caller = resolve_caller(probe, cwd=cwd, session_id=session_id)
         except SessionQueryError as error:
             problem = error
@@ -392,7 +396,7 @@ def run_stdio(
         else:
             backend = SqliteSearch(index_path)
         search.append(backend)
-        return SessionQuery(persistence=persistence, search=backend)
+        return SessionQuery(persistence=persistence, search=backend, redactor=redactor)
 
     def warm(query: SessionQuery) -> IndexBuilder:
         backend = search[-1]

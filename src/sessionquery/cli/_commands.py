@@ -21,6 +21,7 @@ from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._parser import Command, UsageError
+from sessionquery.cli._secrets import cmd_secrets
 from sessionquery.cli._services import (
     EXIT_OK,
     Invocation,
@@ -125,7 +126,7 @@ def _listing_titles(inv: Invocation, ids: list[str]) -> TitleView:
             missing += 1
             shown[session_id] = _NOT_READ_TEXT
         else:
-            shown[session_id] = title if isinstance(title, str) else None
+            shown[session_id] = inv.redactor.redact(title) if isinstance(title, str) else None
     note = None
     if missing:
         note = (
@@ -427,6 +428,7 @@ def _cmd_mcp(inv: Invocation) -> int:
     try:
         persistence = inv.persistence()
         index = inv.selection.index
+        redactor = inv.redactor
     except SessionQueryError as error:
         run_stdio(
             persistence=None, index_path=None, cwd=cwd, session_id=args.session, problem=error
@@ -438,6 +440,7 @@ def _cmd_mcp(inv: Invocation) -> int:
         cwd=cwd,
         session_id=args.session,
         postgres=inv.selection.postgres,
+        redactor=redactor,
     )
     return EXIT_OK
 
@@ -468,7 +471,9 @@ def _cmd_quickstart(inv: Invocation) -> int:
     out.write(f"Created a sample store with {len(ids)} example sessions at {root}\n")
     with (
         open_index(index) as search,
-        SessionQuery(persistence=JsonlPersistence(root), search=search) as query,
+        SessionQuery(
+            persistence=JsonlPersistence(root), search=search, redactor=inv.redactor
+        ) as query,
     ):
         _update_index(search, query, sys.stderr, plain=False)
         out.write(f"Indexed them into {index}\n")
@@ -528,6 +533,11 @@ COMMANDS: tuple[Command, ...] = (
     Command("search-events", "Search the events of one session.", _cmd_search_events),
     Command("index", "Bring the search index up to date (with progress).", _cmd_index),
     Command("sources", "Show which sources are used, why, and what they hold.", cmd_sources),
+    Command(
+        "secrets",
+        "List where secrets occur (session, seq, rule, a masked preview); exit 3 if any.",
+        cmd_secrets,
+    ),
     Command("mcp", "Serve the five session tools over stdio (MCP).", _cmd_mcp),
     Command(
         "quickstart",

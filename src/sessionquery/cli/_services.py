@@ -9,7 +9,12 @@ Invariants:
 * the sources are opened once per command, and their problems are summarised on stderr once,
   after the command, whether it succeeded or not; a failure while counting them is never
   shown instead of the command's own result or error;
-* ``--json`` output is exactly one document on stdout; progress goes to stderr.
+* ``--json`` output is exactly one document on stdout; progress goes to stderr;
+* everything a command reads from its sources is redacted (``Invocation.persistence`` is a
+  :class:`~sessionquery.redact.RedactingPersistence` over the sources, with the known values
+  of the environment and the known-secrets file), so the index, the tools and every output
+  see only masked data; only ``--no-redact`` (``show``, ``read`` and ``export`` to Markdown
+  or HTML, for a person at the terminal, never with ``--json``) reads the sources as stored.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import JsonlPersistence, SessionPersistence
 from sessionquery.persistence.base import Problem, ProblemSource
 from sessionquery.query.service import SessionQuery
+from sessionquery.redact import RedactingPersistence, Redactor, default_redactor
 
 if TYPE_CHECKING:
     from sessionquery.search.postgres import PostgresSearch
@@ -300,8 +306,10 @@ class Invocation:
         self.args = args
         self.config = config
         self._selection: Selection | None = None
+        self._sources: SessionPersistence | None = None
         self._persistence: SessionPersistence | None = None
         self._snapshot: SessionPersistence | None = None
+        self._redactor: Redactor | None = None
         self.summarise_problems = True
 
     @property
@@ -311,10 +319,48 @@ class Invocation:
             self._selection = select_sources(self.args, self.config)
         return self._selection
 
+    @property
+    def redacting(self) -> bool:
+        """Whether this command's reads are redacted (all but ``--no-redact``).
+
+        Raises:
+            UsageError: ``--no-redact`` with ``--json`` or ``--format json`` (machine output
+                is always redacted).
+        """
+        if not getattr(self.args, "no_redact", False):
+            return True
+        if getattr(self.args, "json", False) or getattr(self.args, "format", None) == "json":
+            from sessionquery.cli._parser import UsageError
+
+            raise UsageError("--no-redact is for text read by a person; JSON is always redacted")
+        return False
+
+    @property
+    def redactor(self) -> Redactor:
+        """The redactor over the bundled rules and the known secrets (environment and the
+        known-secrets file), built once per command.
+
+        Raises:
+            SessionQueryError: ``INVALID_CONFIG`` when the known-secrets file cannot be read.
+        """
+        if self._redactor is None:
+            self._redactor = default_redactor(self.config.known_secrets())
+        return self._redactor
+
+    def sources(self) -> SessionPersistence:
+        """The selected sources as stored (unredacted): only for finding secrets."""
+        if self._sources is None:
+            self._sources = open_sources(self.selection, self.config)
+        return self._sources
+
     def persistence(self) -> SessionPersistence:
-        """The selected sources, opened once per command."""
+        """The selected sources, opened once per command, read through the redactor (as
+        stored only with ``--no-redact``)."""
         if self._persistence is None:
-            self._persistence = open_sources(self.selection, self.config)
+            sources = self.sources()
+            self._persistence = (
+                RedactingPersistence(sources, self.redactor) if self.redacting else sources
+            )
         return self._persistence
 
     def snapshot(self) -> SessionPersistence:
@@ -336,8 +382,13 @@ class Invocation:
         """
         persistence = self.persistence()
         selection = self.selection
+        redactor = self.redactor if self.redacting else None
+        if search and redactor is None:  # the index only ever holds redacted text
+            from sessionquery.cli._parser import UsageError
+
+            raise UsageError("--no-redact cannot be used with a search")
         backend = open_index(selection.index, selection.postgres) if search else None
-        with SessionQuery(persistence=persistence, search=backend) as query:
+        with SessionQuery(persistence=persistence, search=backend, redactor=redactor) as query:
             if backend is not None and sys.stderr.isatty():
                 progress = Progress(sys.stderr, "Indexing", quiet=True)
                 try:
@@ -348,10 +399,10 @@ class Invocation:
 
     def report_problems(self, stream: TextIO) -> None:
         """One stderr line counting the sources' problems, if any (never raises)."""
-        if self._persistence is None or not self.summarise_problems:
+        if self._sources is None or not self.summarise_problems:
             return
         try:
-            count = len(problems_of(self._persistence))
+            count = len(problems_of(self._sources))
         except Exception:  # the command's own outcome matters more than this summary
             return
         if count:
