@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
+from sessionquery.redact import SECRET_NAME
 
 if TYPE_CHECKING:
     from postgres_support import PostgresServer
@@ -61,6 +62,12 @@ def isolated_environment(
     monkeypatch.setenv("SESSIONQUERY_HOME", str(tmp_path_factory.mktemp("sessionquery_home")))
     for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
         monkeypatch.setenv(name, str(Path(home) / name.lower()))
+    # The command line masks the values of secret-looking variables (issue 26): a machine's
+    # own tokens must not change what a test sees.
+    monkeypatch.delenv("SESSIONQUERY_SECRETS", raising=False)
+    for name in list(os.environ):
+        if SECRET_NAME.fullmatch(name):
+            monkeypatch.delenv(name)
 
 
 # --- PostgreSQL backend ------------------------------------------------------------------------

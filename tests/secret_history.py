@@ -28,6 +28,7 @@ __all__ = [
     "CODEX_SESSION",
     "KNOWN_ENV",
     "PLANTED",
+    "WORKSPACE",
     "Planted",
     "forbidden",
     "make_secret_history",
