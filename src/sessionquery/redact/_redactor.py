@@ -202,6 +202,8 @@ class Redactor:
     def redact(self, text: str) -> str:
         """``text`` with every secret masked as ``[REDACTED:<rule>]``; ``text`` itself when it
         holds none."""
+        if len(text) < MIN_SECRET_LENGTH:
+            return text
         for _ in range(_FIXPOINT_PASSES):
             spans = self._spans(text)
             if not spans:
@@ -245,12 +247,19 @@ class Redactor:
     def _redact_object(self, value: dict[str, JsonValue]) -> JsonValue:
         out: dict[str, JsonValue] = {}
         changed = False
+        short = MIN_SECRET_LENGTH
         for key, item in value.items():
-            new_key = self.redact(key)
-            rule = self._json_rule(key, item)
-            new_item = f"[REDACTED:{self._names[rule + 1]}]" if rule is not None else None
-            if new_item is None:
+            new_key = key if len(key) < short else self.redact(key)
+            if isinstance(item, str):
+                rule = None if len(item) < short else self._json_rule(key, item)
+                if rule is not None:
+                    new_item: JsonValue = f"[REDACTED:{self._names[rule + 1]}]"
+                else:
+                    new_item = item if len(item) < short else self.redact(item)
+            elif isinstance(item, dict | list):
                 new_item = self.redact_json(item)
+            else:
+                new_item = item
             changed = changed or new_key is not key or new_item is not item
             while new_key in out:  # two masked keys never overwrite each other
                 new_key += "'"
