@@ -106,9 +106,10 @@ class SessionQuery:
             :class:`~sessionquery.redact.RedactingPersistence`, live sessions through
             :class:`~sessionquery.redact.RedactingLiveStore`, so a search backend indexes
             only masked text), and search snippets are redacted again on the way out (known
-            values added after a session was indexed). ``None`` (the default) reads
-            everything as stored: right for a program's own sessions, not for imported
-            histories (pass :func:`sessionquery.redact.default_redactor`).
+            values added after a session was indexed). A persistence already read through
+            this very redactor (its ``redactor`` attribute) is not wrapped again. ``None``
+            (the default) reads everything as stored: right for a program's own sessions, not
+            for imported histories (pass :func:`sessionquery.redact.default_redactor`).
 
     Raises:
         SessionQueryError: ``INVALID_CONFIG`` for an option out of range or an argument that
@@ -463,13 +464,12 @@ class SessionQuery:
 def _redacting(
     store: LiveStore | None, persistence: SessionPersistence | None, redactor: Redactor
 ) -> tuple[LiveStore | None, SessionPersistence | None]:
-    """``store`` and ``persistence`` seen through ``redactor`` (a persistence already wrapped
-    with this very redactor is not wrapped twice)."""
+    """``store`` and ``persistence`` seen through ``redactor``. A persistence that is already
+    read through this very redactor (a ``RedactingPersistence``, or a wrapper delegating to one,
+    whose ``redactor`` attribute is this object) is not wrapped twice."""
     from sessionquery.redact import RedactingLiveStore, RedactingPersistence
 
-    if persistence is not None and not (
-        isinstance(persistence, RedactingPersistence) and persistence.redactor is redactor
-    ):
+    if persistence is not None and getattr(persistence, "redactor", None) is not redactor:
         persistence = RedactingPersistence(persistence, redactor)
     if store is not None:
         store = RedactingLiveStore(store, redactor)
