@@ -13,7 +13,9 @@ Invariants:
   (:meth:`~sessionquery.redact.Redactor.redact_json`), and a title an importer derived from a
   prompt that held a secret is derived again from the redacted prompt (a title is a cut
   prompt, and a cut secret is no longer recognisable); every document of
-  :meth:`read_documents` has its text redacted (:meth:`~sessionquery.redact.Redactor.redact`);
+  :meth:`read_documents` has its text redacted (:meth:`~sessionquery.redact.Redactor.redact`),
+  titles too (a title derived from a prompt is derived again from the redacted prompt, as
+  the events' are);
   event types, seqs, times, surface operations and headers (ids, ``cwd``) are identifiers and
   are passed through unchanged;
 * every revision (listing, ``stat``, documents) and the change token carry the redactor's
@@ -28,6 +30,7 @@ Invariants:
 
 from __future__ import annotations
 
+import bisect
 import builtins
 from collections.abc import Sequence
 from dataclasses import replace
@@ -45,6 +48,7 @@ from sessionquery.persistence.base import (
     ProblemSource,
     ReadHandle,
     SessionPersistence,
+    TextDocument,
 )
 from sessionquery.persistence.documents import stored_documents
 from sessionquery.redact._redactor import Redactor
@@ -84,6 +88,34 @@ def _retitled(title: SessionEvent, prompt: SessionEvent, redactor: Redactor) -> 
     if text is None:
         return title
     return replace(title, data={**title.data, "title": redactor.redact(text)})
+
+
+def _derived_title(prompt: str) -> str | None:
+    return title_from_prompt([{"type": "text", "text": prompt}])
+
+
+def _redacted_titles(
+    log: DocumentLog, documents: Sequence[TextDocument], redactor: Redactor
+) -> list[TextDocument]:
+    """The title documents of ``log`` redacted; one an importer derived from the prompt just
+    before it (its text is what that prompt gives) is derived again from the redacted prompt."""
+    prompts = [
+        (stored.seq, stored, masked)
+        for stored, masked in zip(log.documents, documents, strict=True)
+        if stored.type == "user/message"
+    ]
+    seqs = [seq for seq, _stored, _masked in prompts]
+    titles: list[TextDocument] = []
+    for title in log.titles:
+        at = bisect.bisect_left(seqs, title.seq) - 1
+        text = None
+        if at >= 0:
+            _seq, stored, masked = prompts[at]
+            if masked is not stored and _derived_title(stored.text) == title.text:
+                text = _derived_title(masked.text)
+        text = redactor.redact(text if text is not None else title.text)
+        titles.append(title if text == title.text else replace(title, text=text))
+    return titles
 
 
 class _RedactingHandle:
@@ -212,7 +244,10 @@ class RedactingPersistence:
             else replace(document, text=text)
             for document in log.documents
         ]
-        return replace(log, revision=log.revision + self._suffix, documents=documents)
+        titles = _redacted_titles(log, documents, self._redactor)
+        return replace(
+            log, revision=log.revision + self._suffix, documents=documents, titles=titles
+        )
 
     def change_token(self) -> str | None:
         """The wrapped store's change token prefixed with the fingerprint, or ``None`` when it
