@@ -7,6 +7,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+from conftest import Storage
 from secret_history import PLANTED
 from sessionquery import JsonlPersistence, SessionQuery, SessionStore, TextContains
 from sessionquery.model.messages import turn_end, turn_start, user_message
@@ -114,26 +115,35 @@ def _bundled_rules(version: int, *, without: str | None = None) -> Redactor:
     return Redactor(ruleset)
 
 
-def _search_and_snippet(persistence: JsonlPersistence, index: Path, redactor: Redactor) -> str:
-    with SessionQuery(persistence=persistence, search=SqliteSearch(index), redactor=redactor) as q:
-        (hit,) = q.search_sessions("deploy").items
+def _search_and_snippet(storage: Storage, redactor: Redactor) -> str:
+    with SessionQuery(
+        persistence=storage.persistence, search=storage.search(), redactor=redactor
+    ) as query:
+        (hit,) = query.search_sessions("deploy").items
         return hit.best_match.snippet
 
 
+def _record_into(storage: Storage, session_id: str, text: str) -> None:
+    store = SessionStore(storage.persistence)
+    session = store.create(session_id, cwd="/home/dev/app")
+    session.append("turn/start", turn_start(0))
+    session.append("user/message", user_message(text, id="m0"), surface_op="append")
+    session.append("turn/end", turn_end(0))
+    store.close(session_id)
+
+
 def test_a_ruleset_version_change_re_redacts_an_existing_index_on_the_next_search(
-    tmp_path: Path,
+    storage: Storage,
 ) -> None:
-    persistence = JsonlPersistence(tmp_path / "store")
     secret = _STRIPE.value
-    _record(persistence, "s1", f"deploy with {secret} today")
-    index = tmp_path / "index.sqlite3"
+    _record_into(storage, "s1", f"deploy with {secret} today")
     older = _bundled_rules(1, without="stripe-live-key")
     newer = _bundled_rules(2)
     assert older.fingerprint != newer.fingerprint
-    assert _search_and_snippet(persistence, index, older) == f"deploy with {secret} today"
-    assert secret.encode() in _index_bytes(index)
-    snippet = _search_and_snippet(persistence, index, newer)
-    assert snippet == "deploy with [REDACTED:stripe-live-key] today"
-    with SessionQuery(persistence=persistence, search=SqliteSearch(index), redactor=newer) as q:
-        assert q.search_sessions(secret).items == []
-    assert secret.encode() not in _index_bytes(index)
+    assert _search_and_snippet(storage, older) == f"deploy with {secret} today"
+    assert _search_and_snippet(storage, newer) == "deploy with [REDACTED:stripe-live-key] today"
+    with SessionQuery(
+        persistence=storage.persistence, search=storage.search(), redactor=newer
+    ) as query:
+        assert query.search_sessions(secret).items == []
+        assert query.search_sessions("stripe-live-key redacted", match="words").items
