@@ -16,12 +16,17 @@ Invariants:
 * every source passes through :func:`open_source` (the importer seam) and then
   :func:`prepare_source` (the one place per-source wrappers such as the archive apply), so no
   entry point can open a source another way;
+* with an archive under the data home (``sessionquery archive``), every importer source reads
+  through it (:func:`prepare_source`): files gone from the folder are served from the archive,
+  and a default folder that is gone altogether is still opened when the archive holds files
+  of it. Without one, nothing touches the archive's folder;
 * everything read through an :class:`App` is redacted (contract 4): :meth:`App.persistence`
-  is one :class:`~sessionquery.redact.RedactingPersistence` over the whole opened corpus,
-  and :meth:`App.service` gives the service the same redactor (live sessions, snippets). Only
-  an app built with ``redact=False`` (the command line's ``--no-redact`` for a person at the
-  terminal) reads as stored, and it refuses a search index (an index only ever holds masked
-  text). :meth:`App.sources` is the corpus as stored, for finding secrets only;
+  is one :class:`~sessionquery.redact.RedactingPersistence` over the whole opened corpus
+  (above the archive), and :meth:`App.service` gives the service the same redactor (live
+  sessions, snippets). Only an app built with ``redact=False`` (the command line's
+  ``--no-redact`` for a person at the terminal) reads as stored, and it refuses a search
+  index (an index only ever holds masked text). :meth:`App.sources` is the corpus as stored,
+  for finding secrets only;
 * :class:`App` opens the sources once and lists them at most once for ids and titles
   (:meth:`App.snapshot`); the search index pairs its own listing with the store's change
   token and never uses that snapshot;
@@ -40,8 +45,10 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from sessionquery.config import Config
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.sources.registry import KINDS, SourceKind, source_kind
 
 if TYPE_CHECKING:
+    from sessionquery.archive import Archive, ArchiveReport, SourceUnits
     from sessionquery.model import SessionHeader
     from sessionquery.persistence.base import Problem, SessionPersistence
     from sessionquery.query.service import SessionQuery
@@ -62,6 +69,7 @@ __all__ = [
     "SessionIds",
     "SourceEntry",
     "SourceOptions",
+    "kind_of",
     "open_index",
     "open_source",
     "open_sources",
@@ -73,22 +81,30 @@ __all__ = [
 Origin = Literal["default", "config", "option"]
 """Where a source or the index path came from."""
 
-SOURCE_ORDER = ("root", "claude", "codex")
-"""The kinds of source, in the order they are combined (and labelled)."""
+SOURCE_ORDER = tuple("root" if kind.kind == "store" else kind.kind for kind in KINDS)
+"""The kinds of source, in the order they are combined (and labelled): ``root`` (the
+sessionquery store) and every other kind of :mod:`sessionquery.sources.registry`."""
 
-_KIND_LABEL = {"root": "store", "claude": "claude", "codex": "codex"}
-_KIND_NAME = {
-    "root": "sessionquery store",
-    "claude": "Claude Code projects directory",
-    "codex": "Codex sessions directory",
-}
-_KIND_ADVICE = {
-    "root": "a store is created when sessions are recorded into it, or try "
-    "'sessionquery quickstart' for a sample",
-    "claude": "Claude Code keeps its transcripts in ~/.claude/projects (or "
-    "$CLAUDE_CONFIG_DIR/projects)",
-    "codex": "Codex keeps its transcripts in ~/.codex/sessions (or $CODEX_HOME/sessions)",
-}
+_STORE_ADVICE = (
+    "a store is created when sessions are recorded into it, or try "
+    "'sessionquery quickstart' for a sample"
+)
+_LEGACY_OPTIONS = ("root", "claude", "codex")  # kinds that have an option of their own
+
+
+def kind_of(name: str) -> SourceKind:
+    """The registry kind of a source kind name (``root`` is the store).
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` for a name that is no kind.
+    """
+    found = source_kind(name)
+    if found is None:
+        kinds = ", ".join(SOURCE_ORDER)
+        raise SessionQueryError(
+            ErrorCode.INVALID_CONFIG, f"unknown source kind {name!r}; expected one of {kinds}"
+        )
+    return found
 
 
 # -- what the operator chose ----------------------------------------------------------------
@@ -100,7 +116,8 @@ class SourceOptions:
 
     Attributes:
         sources: ``(kind, path)`` pairs in the order given; ``kind`` is one of
-            :data:`SOURCE_ORDER`; paths are absolute.
+            :data:`SOURCE_ORDER` (``root`` for a store, also as ``--source store=...``); paths
+            are absolute.
         postgres: a PostgreSQL DSN (session store and search index), or ``None``.
         index: the SQLite index path, or ``None`` for the config file's or the default one.
     """
@@ -120,8 +137,9 @@ class SourceEntry:
     """One session source and why it is used.
 
     Attributes:
-        kind: ``root`` (a sessionquery JSONL store), ``claude`` or ``codex``.
-        path: its directory.
+        kind: ``root`` (a sessionquery JSONL store) or another kind of :data:`SOURCE_ORDER`
+            (``claude``, ``codex``, ``gemini``...).
+        path: its directory (or database file).
         origin: ``default``, ``config`` or ``option``.
         label: its name inside a combined source (``store``, ``claude``, ``codex2``...).
     """
@@ -133,8 +151,13 @@ class SourceEntry:
 
     @property
     def exists(self) -> bool:
-        """Whether the directory is there."""
-        return self.path.is_dir()
+        """Whether the directory (or database file) is there."""
+        return self.path.exists()
+
+    @property
+    def name(self) -> str:
+        """The display name of its kind (``Claude Code``; ``store`` for a store)."""
+        return "store" if self.kind == "root" else kind_of(self.kind).name
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +194,8 @@ def _entries(pairs: Iterable[tuple[str, Path]], origin: Origin) -> tuple[SourceE
     for kind, path in ordered:
         counts[kind] = counts.get(kind, 0) + 1
         number = counts[kind]
-        label = _KIND_LABEL[kind] if number == 1 else f"{_KIND_LABEL[kind]}{number}"
+        base = kind_of(kind).label
+        label = base if number == 1 else f"{base}{number}"
         out.append(SourceEntry(kind, path, origin, label))
     return tuple(out)
 
@@ -204,72 +228,105 @@ def select_sources(config: Config, options: SourceOptions = SourceOptions()) -> 
         pairs = [(kind, path) for kind in SOURCE_ORDER for path in settings.sources.get(kind, ())]
         entries = _entries(pairs, "config")
         return Selection(entries, index, index_origin, (), config_file, settings.postgres)
+    located = config.default_sources or (
+        ("store", config.store_root),
+        ("claude", config.claude_projects),
+        ("codex", config.codex_sessions),
+    )
     defaults = _entries(
-        [
-            ("root", config.store_root),
-            ("claude", config.claude_projects),
-            ("codex", config.codex_sessions),
-        ],
-        "default",
+        [("root" if kind == "store" else kind, path) for kind, path in located], "default"
     )
     present = tuple(entry for entry in defaults if entry.exists)
-    absent = tuple(entry for entry in defaults if not entry.exists)
-    return Selection(present, index, index_origin, absent, config_file)
+    found = {entry.kind for entry in present}
+    absent: list[SourceEntry] = []
+    for entry in defaults:  # a kind's alternative locations: the first one that is absent
+        if not entry.exists and entry.kind not in found:
+            found.add(entry.kind)
+            absent.append(entry)
+    return Selection(present, index, index_origin, tuple(absent), config_file)
 
 
 # -- opening ----------------------------------------------------------------------------------
 
 
 def _advice(entry: SourceEntry) -> str:
-    where = {"option": f"--{entry.kind}", "config": "the config file", "default": "default"}
-    lead = f"no {_KIND_NAME[entry.kind]} at {entry.path} (from {where[entry.origin]})"
-    return f"{lead}; {_KIND_ADVICE[entry.kind]}"
+    option = f"--{entry.kind}" if entry.kind in _LEGACY_OPTIONS else "--source"
+    where = {"option": option, "config": "the config file", "default": "default"}
+    kind = kind_of(entry.kind)
+    lead = f"no {kind.noun} at {entry.path} (from {where[entry.origin]})"
+    if entry.kind == "root":
+        return f"{lead}; {_STORE_ADVICE}"
+    return f"{lead}; {kind.name} keeps its transcripts in {kind.where}"
 
 
 def _nothing_found(selection: Selection) -> SessionQueryError:
     looked = ", ".join(
-        f"{entry.path} ({_KIND_NAME[entry.kind]})" for entry in selection.absent_defaults
+        f"{entry.path} ({kind_of(entry.kind).noun})" for entry in selection.absent_defaults
     )
     return SessionQueryError(
         ErrorCode.INVALID_CONFIG,
         f"no session sources found; looked for {looked or 'nothing'}. Choose sources with "
-        "--root, --claude or --codex (or a config file), or try 'sessionquery quickstart'",
+        "--root, --claude, --codex or --source KIND=PATH (or a config file), or try "
+        "'sessionquery quickstart'",
     )
 
 
-def open_source(entry: SourceEntry, config: Config) -> SessionPersistence:
+def open_source(
+    entry: SourceEntry, config: Config, *, missing_ok: bool = False
+) -> SessionPersistence:
     """One source, opened as its kind's persistence (the importer seam).
+
+    Args:
+        entry: the source.
+        config: where data lives.
+        missing_ok: open an importer whose folder is gone (the archive holds its files).
 
     Raises:
         SessionQueryError: ``INVALID_CONFIG`` when its directory does not exist.
     """
-    if not entry.exists:
+    if not entry.exists and not (missing_ok and _archivable(entry.kind)):
         raise SessionQueryError(ErrorCode.INVALID_CONFIG, _advice(entry))
-    if entry.kind == "root":
-        from sessionquery.persistence.jsonl import JsonlPersistence
-
-        return JsonlPersistence(entry.path)
-    # One derived cache for every importer source: rows are keyed by each file's identity.
-    if entry.kind == "claude":
-        from sessionquery.sources.claude import ClaudeCodeSource
-
-        return ClaudeCodeSource(entry.path, metadata_cache=config.importer_cache)
-    from sessionquery.sources.codex import CodexSource
-
-    return CodexSource(entry.path, metadata_cache=config.importer_cache)
+    # One derived cache for every importer source: rows are keyed by each unit's location.
+    return kind_of(entry.kind).open(entry.path, metadata_cache=config.importer_cache)
 
 
 def prepare_source(
-    entry: SourceEntry | None, persistence: SessionPersistence, config: Config
+    entry: SourceEntry | None,
+    persistence: SessionPersistence,
+    config: Config,
+    *,
+    archive: Archive | None = None,
 ) -> SessionPersistence:
     """Every wrapper an opened source gets before anything reads it.
 
     The one place where the archive (contract 5) wraps a source; ``entry`` is ``None`` for the
-    PostgreSQL store. Redaction is not per source: :meth:`App.persistence` wraps the combined
-    corpus once (contract 4). Today it returns ``persistence`` as is.
+    PostgreSQL store. With an ``archive``, an importer source reads the files gone from its
+    folder from the archive. Redaction is not per source: :meth:`App.persistence` wraps the
+    combined corpus once, above this (contract 4).
     """
-    del entry, config
+    del config
+    if archive is not None and entry is not None and _archivable(entry.kind):
+        from sessionquery.sources._catalog import Catalog
+
+        if isinstance(persistence, Catalog):
+            persistence.use_units(archive.units_of(entry.kind, persistence.unit_store))
     return persistence
+
+
+def _archivable(kind: str) -> bool:
+    """Whether the archive keeps a kind: every importer (the agents' own transcripts, which
+    they may purge), not sessionquery's own store."""
+    return kind != "root" and kind_of(kind).unit_store is not None
+
+
+def _kept(entry: SourceEntry, archive: Archive | None) -> bool:
+    """Whether the archive holds units of an importer source whose location is gone."""
+    return (
+        archive is not None
+        and _archivable(entry.kind)
+        and not entry.exists
+        and archive.holds(entry.kind, entry.path)
+    )
 
 
 def _postgres_store(dsn: str) -> SessionPersistence:
@@ -292,19 +349,26 @@ def _needs_psycopg() -> SessionQueryError:
     )
 
 
-def open_sources(selection: Selection, config: Config) -> SessionPersistence:
+def open_sources(
+    selection: Selection, config: Config, *, archive: Archive | None = None
+) -> SessionPersistence:
     """The persistence the selection names (several are combined with ``MultiSource``).
+
+    With an ``archive``, importer sources read through it, and a selected or default importer
+    folder that is gone is opened when the archive holds files of it.
 
     Raises:
         SessionQueryError: ``INVALID_CONFIG`` when a selected directory does not exist or
             nothing is selected; ``PERSISTENCE_FAILED`` when the PostgreSQL store cannot be
             reached.
     """
-    if not selection.sources and not selection.postgres:
+    kept = tuple(entry for entry in selection.absent_defaults if _kept(entry, archive))
+    if not selection.sources and not selection.postgres and not kept:
         raise _nothing_found(selection)
     pairs: list[tuple[str, SessionPersistence]] = []
-    for entry in selection.sources:
-        pairs.append((entry.label, prepare_source(entry, open_source(entry, config), config)))
+    for entry in (*selection.sources, *kept):
+        opened = open_source(entry, config, missing_ok=_kept(entry, archive))
+        pairs.append((entry.label, prepare_source(entry, opened, config, archive=archive)))
     if selection.postgres:
         store = _postgres_store(selection.postgres)
         pairs.append(("postgres", prepare_source(None, store, config)))
@@ -491,6 +555,8 @@ class App:
         self._snapshot: ListedOnce | None = None
         self._ids: SessionIds | None = None
         self._redactor: Redactor | None = None
+        self._archive: Archive | None = None
+        self._archive_looked = False
 
     @property
     def selection(self) -> Selection:
@@ -523,10 +589,11 @@ class App:
         return self._redactor
 
     def sources(self) -> SessionPersistence:
-        """The selected sources as stored, opened once: only for finding secrets
-        (``sessionquery secrets``); everything else reads :meth:`persistence`."""
+        """The selected sources as stored (through the archive when there is one), opened
+        once: only for finding secrets (``sessionquery secrets``); everything else reads
+        :meth:`persistence`."""
         if self._sources is None:
-            self._sources = open_sources(self.selection, self.config)
+            self._sources = open_sources(self.selection, self.config, archive=self.archive())
         return self._sources
 
     def persistence(self) -> SessionPersistence:
@@ -540,6 +607,62 @@ class App:
                 sources = RedactingPersistence(sources, self.redactor)
             self._persistence = sources
         return self._persistence
+
+    # -- the archive
+
+    def archive(self, *, create: bool = False) -> Archive | None:
+        """The archive under the data home (opened once), or ``None`` when there is none and
+        ``create`` is false."""
+        if self._archive is None and (create or not self._archive_looked):
+            from sessionquery.archive.setup import open_archive
+
+            # The redactor every read path applies, once the composition root has one: the
+            # archive then stores the redacted form (docs/archive.md, "Secrets").
+            redactor = getattr(self, "redactor", None)
+            self._archive = open_archive(self.config, create=create, redactor=redactor)
+            self._archive_looked = True
+        return self._archive
+
+    def archive_units(self) -> list[SourceUnits]:
+        """What the archive copies: the selected importer sources' units (also those of a
+        default location that is gone but archived)."""
+        from sessionquery.archive import SourceUnits
+
+        selection, archive = self.selection, self.archive()
+        kept = [entry for entry in selection.absent_defaults if _kept(entry, archive)]
+        out = []
+        for entry in (*selection.sources, *kept):
+            store = kind_of(entry.kind).units(entry.path) if _archivable(entry.kind) else None
+            if store is not None:
+                out.append(SourceUnits(entry.kind, store))
+        return out
+
+    def archive_now(self, *, wait: bool = True, progress: Any = None) -> ArchiveReport:
+        """Archive the selected importer sources now; sources opened before read through the
+        archive afterwards.
+
+        Raises:
+            SessionQueryError: ``PERSISTENCE_FAILED`` when the archive cannot be written.
+        """
+        archive = self.archive(create=True)
+        assert archive is not None
+        report = archive.run(self.archive_units(), wait=wait, progress=progress)
+        if self._persistence is not None and not report.skipped:
+            self._sources, self._persistence = None, None
+            self._snapshot, self._ids = None, None
+        return report
+
+    def archive_on_update(self) -> ArchiveReport | None:
+        """With ``archive = true`` in the config file, archive before the index is brought up
+        to date (skipped, not waited for, while another process is archiving); else
+        ``None``."""
+        try:
+            enabled = self.config.settings().archive
+        except SessionQueryError:
+            return None  # a broken config file is reported where the sources are chosen
+        if not enabled or not self.archive_units():
+            return None
+        return self.archive_now(wait=False)
 
     def snapshot(self) -> SessionPersistence:
         """The sources listed once, for reads that only need one consistent listing (ids,

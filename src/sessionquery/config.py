@@ -18,19 +18,27 @@ per-user data directory (``platformdirs.user_data_dir("sessionquery")``, e.g.
 * ``index.sqlite3`` is the default search index,
 * ``importer-cache.sqlite3`` is the importers' derived metadata cache,
 * ``titles.sqlite3`` is the command line's derived cache of session titles,
+* ``archive/`` is the archive of imported sessions (``sessionquery archive``; not derived:
+  it holds copies of transcripts whose source may be gone),
 * ``quickstart/`` holds the sample store and index that ``sessionquery quickstart`` builds.
 
-The default importer directories are Claude Code's ``$CLAUDE_CONFIG_DIR/projects`` (else
-``~/.claude/projects``) and Codex's ``$CODEX_HOME/sessions`` (else ``~/.codex/sessions``).
+The default location of every kind of source (Claude Code's ``$CLAUDE_CONFIG_DIR/projects``,
+else ``~/.claude/projects``; Codex's ``$CODEX_HOME/sessions``, else ``~/.codex/sessions``; and
+every other kind of :mod:`sessionquery.sources.registry`) is computed here, from the
+environment variables each producer honours: :attr:`Config.default_sources`.
 
 The optional config file is TOML: ``SESSIONQUERY_CONFIG`` when set and non-empty, else
 ``config.toml`` in the per-user config directory (``~/.config/sessionquery`` on Linux). Its
-keys mirror the command-line options (a string or a list of strings each)::
+keys mirror the command-line options and the source kinds (a string or a list of strings
+each; ``root`` and ``store`` both name sessionquery stores)::
 
     root = ["~/work/agent-sessions"]
     claude = "~/.claude/projects"
     codex = []
+    gemini = "~/.gemini"
     index = "~/work/sessionquery-index.sqlite3"
+    archive = true            # archive imported sessions on every index update
+    archive_keep_days = 365   # retention; absent: keep forever
 
 ``~`` is expanded and relative paths are taken relative to the file's directory.
 
@@ -44,6 +52,7 @@ set and non-empty, else ``secrets.txt`` beside the config file (one value per li
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -53,6 +62,12 @@ from types import MappingProxyType
 import platformdirs
 
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.sources.registry import (
+    KINDS,
+    SourceEnvironment,
+    default_locations,
+    environment_variables,
+)
 
 __all__ = [
     "APP_NAME",
@@ -89,10 +104,12 @@ NO_COLOR_ENV = "NO_COLOR"
 SECRETS_ENV = "SESSIONQUERY_SECRETS"
 """The environment variable that overrides the known-secrets file's path."""
 
-SOURCE_KINDS = ("root", "claude", "codex")
-"""The kinds of session source, named as their command-line options and config keys."""
+SOURCE_KINDS = ("root", *(kind.kind for kind in KINDS if kind.kind != "store"))
+"""The kinds of session source, named as their config keys (``root`` is the store)."""
 
-_KEYS = frozenset({*SOURCE_KINDS, "index", "postgres"})
+_KEYS = frozenset(
+    {*SOURCE_KINDS, "store", "index", "postgres", "archive", "archive_keep_days", "archive_raw"}
+)
 
 
 def _absolute(path: Path) -> Path:
@@ -106,16 +123,23 @@ class FileSettings:
 
     Attributes:
         path: the file these settings were read from.
-        sources: per kind (``root``, ``claude``, ``codex``) the directories it names; a kind
-            the file does not mention is absent.
+        sources: per kind (``root``, ``claude``, ``codex``, ...) the paths it names; a kind the
+            file does not mention is absent (``store`` is read as ``root``).
         index: the index path it names, or ``None``.
         postgres: a PostgreSQL DSN used as session store and search index, or ``None``.
+        archive: archive imported sessions on every index update (off by default).
+        archive_keep_days: the archive's retention in days, or ``None`` to keep forever.
+        archive_raw: archive the transcripts' bytes as they are even when redaction is on
+            (off by default: with redaction on, the archive holds the redacted form).
     """
 
     path: Path
     sources: Mapping[str, tuple[Path, ...]] = field(default_factory=dict)
     index: Path | None = None
     postgres: str | None = None
+    archive: bool = False
+    archive_keep_days: int | None = None
+    archive_raw: bool = False
 
     @property
     def names_sources(self) -> bool:
@@ -151,6 +175,8 @@ def read_settings(path: Path) -> FileSettings:
     if unknown:
         raise _invalid(path, f"unknown key(s) {', '.join(unknown)}; expected {sorted(_KEYS)}")
     sources = {kind: _paths(path, kind, data[kind]) for kind in SOURCE_KINDS if kind in data}
+    if "store" in data:
+        sources["root"] = (*sources.get("root", ()), *_paths(path, "store", data["store"]))
     index = None
     if "index" in data:
         value = data["index"]
@@ -160,7 +186,22 @@ def read_settings(path: Path) -> FileSettings:
     postgres = data.get("postgres")
     if postgres is not None and (not isinstance(postgres, str) or not postgres.strip()):
         raise _invalid(path, "'postgres' must be a PostgreSQL connection string")
-    return FileSettings(path=path, sources=sources, index=index, postgres=postgres)
+    archive, archive_raw = data.get("archive", False), data.get("archive_raw", False)
+    for key, flag in (("archive", archive), ("archive_raw", archive_raw)):
+        if not isinstance(flag, bool):
+            raise _invalid(path, f"{key!r} must be true or false")
+    keep = data.get("archive_keep_days")
+    if keep is not None and (type(keep) is not int or keep < 1):
+        raise _invalid(path, "'archive_keep_days' must be a positive number of days")
+    return FileSettings(
+        path=path,
+        sources=sources,
+        index=index,
+        postgres=postgres,
+        archive=archive,
+        archive_keep_days=keep,
+        archive_raw=archive_raw,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,10 +215,14 @@ class Config:
         quickstart_dir: where ``quickstart`` builds its sample data, ``<home>/quickstart``.
         importer_cache: the importers' metadata cache, ``<home>/importer-cache.sqlite3``.
         title_cache: the command line's cache of session titles, ``<home>/titles.sqlite3``.
+        archive_dir: the archive of imported sessions, ``<home>/archive``.
         claude_projects: the default Claude Code transcripts directory.
         codex_sessions: the default Codex transcripts directory.
         config_file: where the optional TOML config file is looked for.
         no_color: true when the user asked for plain output (``NO_COLOR`` is set).
+        environment: what default source locations are computed from.
+        default_sources: ``(kind, location)`` for every default location of every kind, in
+            registry order (the store first); they need not exist.
         secrets_file: where the optional known-secrets file is looked for.
         known_values: secret values read from the environment, keyed by variable name (never
             shown in ``repr``).
@@ -189,13 +234,16 @@ class Config:
     quickstart_dir: Path
     importer_cache: Path
     title_cache: Path
+    archive_dir: Path
     claude_projects: Path
     codex_sessions: Path
     config_file: Path
     no_color: bool = False
+    environment: SourceEnvironment = field(default_factory=SourceEnvironment)
+    default_sources: tuple[tuple[str, Path], ...] = ()
     secrets_file: Path | None = None
     known_values: Mapping[str, str] = field(
-        default_factory=lambda: MappingProxyType({}), repr=False
+        default_factory=lambda: MappingProxyType({}), repr=False, compare=False
     )
 
     @classmethod
@@ -208,6 +256,8 @@ class Config:
         claude_projects: Path | None = None,
         codex_sessions: Path | None = None,
         config_file: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        platform: str = sys.platform,
         secrets_file: Path | None = None,
         known_values: Mapping[str, str] | None = None,
     ) -> Config:
@@ -223,12 +273,29 @@ class Config:
             codex_sessions: the default Codex directory (default
                 ``<user_home>/.codex/sessions``).
             config_file: the config file's path (default ``<home>/config.toml``).
+            environ: the environment variables the source kinds honour (none by default).
+            platform: the system whose conventions locate desktop applications' data.
             secrets_file: the known-secrets file (default ``secrets.txt`` beside the config
                 file).
             known_values: secret values to mask, keyed by where they came from.
         """
         home = _absolute(home)
         user = _absolute(user_home if user_home is not None else Path.home())
+        names = environment_variables()
+        environment = SourceEnvironment(
+            environ={k: v for k, v in (environ or {}).items() if k in names},
+            user_home=user,
+            data_home=home,
+            platform=platform,
+        )
+        defaults = [(kind, _absolute(path)) for kind, path in default_locations(environment)]
+        if claude_projects is not None:
+            defaults = [
+                (k, _absolute(claude_projects) if k == "claude" else p) for k, p in defaults
+            ]
+        if codex_sessions is not None:
+            defaults = [(k, _absolute(codex_sessions) if k == "codex" else p) for k, p in defaults]
+        located = dict(defaults)
         config_path = _absolute(config_file or home / "config.toml")
         return cls(
             home=home,
@@ -237,10 +304,13 @@ class Config:
             quickstart_dir=home / "quickstart",
             importer_cache=home / "importer-cache.sqlite3",
             title_cache=home / "titles.sqlite3",
-            claude_projects=_absolute(claude_projects or user / ".claude" / "projects"),
-            codex_sessions=_absolute(codex_sessions or user / ".codex" / "sessions"),
+            archive_dir=home / "archive",
+            claude_projects=located["claude"],
+            codex_sessions=located["codex"],
             config_file=config_path,
             no_color=no_color,
+            environment=environment,
+            default_sources=tuple(defaults),
             secrets_file=_absolute(secrets_file or config_path.parent / "secrets.txt"),
             known_values=MappingProxyType(dict(known_values or {})),
         )
@@ -261,22 +331,21 @@ class Config:
             home = Path(raw_home)
         else:
             home = Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
-        claude = env.get(CLAUDE_CONFIG_ENV, "")
-        codex = env.get(CODEX_HOME_ENV, "")
         config_file = env.get(CONFIG_ENV, "") or str(
             Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.toml"
         )
         from sessionquery.redact import known_values_from_env
 
         secrets = env.get(SECRETS_ENV, "")
+        user_home = env.get("HOME", "") if environ is not None else ""
         return cls.for_home(
             home,
             no_color=bool(env.get(NO_COLOR_ENV, "")),
-            claude_projects=Path(claude) / "projects" if claude else None,
-            codex_sessions=Path(codex) / "sessions" if codex else None,
+            user_home=Path(user_home) if user_home else None,
             config_file=Path(config_file),
             secrets_file=Path(secrets) if secrets else None,
             known_values=known_values_from_env(env),
+            environ=env,
         )
 
     def known_secrets(self) -> dict[str, str]:

@@ -11,6 +11,7 @@ from sessionquery import JsonlPersistence, SessionStore
 from sessionquery.model.messages import turn_end, turn_start, user_message
 from sessionquery.persistence import PersistedSession, SessionPersistence
 from sessionquery.persistence.base import (
+    ArchiveAware,
     ChangeJournal,
     ChangeTokenSource,
     DocumentSource,
@@ -107,9 +108,16 @@ def test_revisions_and_the_change_token_carry_the_fingerprint(tmp_path: Path) ->
 
 def test_it_offers_every_capability_and_passes_problems_through(tmp_path: Path) -> None:
     wrapped = RedactingPersistence(_store_with_secret(tmp_path / "store"), REDACTOR)
-    for capability in (DocumentSource, ChangeTokenSource, ChangeJournal, ProblemSource):
+    for capability in (
+        DocumentSource,
+        ChangeTokenSource,
+        ChangeJournal,
+        ProblemSource,
+        ArchiveAware,
+    ):
         assert isinstance(wrapped, capability)
     assert wrapped.problems() == []
+    assert wrapped.archived_ids() == frozenset()
 
 
 class _Bare:

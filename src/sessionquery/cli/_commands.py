@@ -21,8 +21,10 @@ from sessionquery.cli import _conversation as conversation
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli import _titlecache as titlecache
+from sessionquery.cli._archive import cmd_archive, turn_on_hint
 from sessionquery.cli._parser import Command, UsageError
 from sessionquery.cli._secrets import cmd_secrets
+from sessionquery.cli._serve import cmd_serve
 from sessionquery.cli._services import EXIT_OK, Invocation, Progress, emit, style_for
 from sessionquery.cli._sources import cmd_sources
 from sessionquery.errors import ErrorCode, SessionQueryError
@@ -133,13 +135,14 @@ def _cmd_show(inv: Invocation) -> int:
         if args.conversation:
             return _show_conversation(inv, query, session_id)
         (result,) = query.read_title_snapshots([session_id])
+        archived = any(r.archived for r in query.filter_sessions([IdIn((session_id,))]))
     if result.error is not None:
         raise result.error
     header = result.header
     assert header is not None  # a result without error carries its header
     title = result.title
-    document = render.show_json(header, title)
-    return emit(inv, document, lambda s: render.show_text(header, title, s))
+    document = render.show_json(header, title, archived=archived)
+    return emit(inv, document, lambda s: render.show_text(header, title, s, archived=archived))
 
 
 def _conversation_parts(
@@ -168,7 +171,9 @@ def _cmd_export(inv: Invocation) -> int:
     if args.format == "json":
         text = render.dumps(conversation.export_json(log, title, children)) + "\n"
     elif args.format == "html":
-        text = conversation.export_html(log.session, title, items)
+        from sessionquery.web.export import export_page, view_of
+
+        text = export_page(log, view_of(log), title, children)
     else:
         text = conversation.export_markdown(log.session, title, items)
     if args.output is None:
@@ -365,6 +370,7 @@ def _update_index(
 
 def _cmd_index(inv: Invocation) -> int:
     index, postgres = inv.selection.index, inv.selection.postgres
+    inv.app.archive_on_update()
     inv.persistence()  # a missing source is reported before the index is created
     with inv.app.open_index() as search, inv.app.service(search) as query:
         place = "the PostgreSQL database" if postgres else str(index)
@@ -381,6 +387,23 @@ def _cmd_index(inv: Invocation) -> int:
         ]
 
     return emit(inv, summary, text)
+
+
+EXIT_USAGE_SERVED = 2
+"""The exit status of ``mcp`` served with a bad command line (the usage-error status)."""
+
+
+def serve_bad_command_line(message: str) -> int:
+    """``sessionquery mcp`` with options it cannot run with: an MCP client that started it
+    sees only a closed connection when the process exits, so serve instead, answering every
+    tool call with the reason (and logging it on stderr)."""
+    from sessionquery.mcp import run_stdio
+
+    problem = SessionQueryError(
+        ErrorCode.INVALID_CONFIG, f"the server's command line is wrong: {message}"
+    )
+    run_stdio(None, cwd=None, session_id=None, problem=problem)
+    return EXIT_USAGE_SERVED
 
 
 def _cmd_mcp(inv: Invocation) -> int:
@@ -444,6 +467,7 @@ def _cmd_quickstart(inv: Invocation) -> int:
         f"  sessionquery list {flags}\n"
         f"  sessionquery search websocket {flags}\n"
         f"  sessionquery trace-event {top.record.id} {hit.seq} {flags}\n"
+        f"\n{turn_on_hint(inv)}.\n"
     )
     return EXIT_OK
 
@@ -478,7 +502,13 @@ COMMANDS: tuple[Command, ...] = (
         "List where secrets occur (session, seq, rule, a masked preview); exit 3 if any.",
         cmd_secrets,
     ),
+    Command(
+        "archive",
+        "Keep the agents' transcripts when they purge them (--status, --prune-older-than).",
+        cmd_archive,
+    ),
     Command("mcp", "Serve the five session tools over stdio (MCP).", _cmd_mcp),
+    Command("serve", "Browse every session in a local, read-only web viewer.", cmd_serve),
     Command(
         "quickstart",
         "Create a sample store from bundled example sessions and try it.",

@@ -14,11 +14,12 @@ import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from sessionquery.app import SOURCE_ORDER, SourceOptions
 from sessionquery.model import SURFACE_CLASSES
 from sessionquery.model.timestamp import Instant, TimestampError, parse_iso_timestamp
+from sessionquery.sources.registry import KINDS, source_kind
 
 if TYPE_CHECKING:
     from sessionquery.cli._services import Invocation
@@ -29,6 +30,7 @@ __all__ = [
     "Parser",
     "UsageError",
     "build_parser",
+    "command_of",
     "source_options",
     "version_text",
 ]
@@ -37,14 +39,40 @@ SURFACES = SURFACE_CLASSES
 
 
 class UsageError(Exception):
-    """A command line that cannot be run as given (exit status 2)."""
+    """A command line that cannot be run as given (exit status 2).
+
+    Attributes:
+        command: the subcommand whose own options were wrong, when the error is its.
+    """
+
+    def __init__(self, message: str, command: str | None = None) -> None:
+        super().__init__(message)
+        self.command = command
 
 
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one ``CODE: message`` line and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        # A subcommand's parser is called "sessionquery <command>".
+        _, _, command = self.prog.partition(" ")
+        raise UsageError(f"{message} (see '{self.prog} --help')", command or None)
+
+
+def command_of(
+    parser: argparse.ArgumentParser, argv: Sequence[str], error: UsageError
+) -> str | None:
+    """The subcommand a command line that failed to parse names, if it names one: the one
+    whose options were wrong, or (for arguments no parser knows, such as ``mcp --frobnicate``)
+    the one the rest of the line selects."""
+    if error.command is not None:
+        return error.command
+    try:
+        known, _ = parser.parse_known_args(argv)
+    except UsageError:
+        return None
+    command = getattr(known, "command", None)
+    return command if isinstance(command, str) else None
 
 
 # -- argument types -------------------------------------------------------------------------
@@ -91,6 +119,19 @@ def _until(text: str) -> int:
 # -- the parser -----------------------------------------------------------------------------
 
 
+_SOURCE_KINDS = tuple(kind.kind for kind in KINDS)
+
+
+def _source_option(value: str) -> tuple[str, str]:
+    kind, sep, path = value.partition("=")
+    if not sep or not path:
+        raise argparse.ArgumentTypeError(f"expected KIND=PATH, not {value!r}")
+    if source_kind(kind) is None:
+        kinds = ", ".join(_SOURCE_KINDS)
+        raise argparse.ArgumentTypeError(f"unknown source kind {kind!r}; expected one of {kinds}")
+    return kind, path
+
+
 def _add_sources(parser: argparse.ArgumentParser, prefix: str) -> None:
     group = parser.add_argument_group(
         "sources (default: the config file, else every default source that exists; "
@@ -120,6 +161,15 @@ def _add_sources(parser: argparse.ArgumentParser, prefix: str) -> None:
         metavar="DIR",
         default=suppress,
         help="a Codex sessions directory, e.g. ~/.codex/sessions (repeatable)",
+    )
+    group.add_argument(
+        "--source",
+        dest=f"{prefix}source",
+        action="append",
+        metavar="KIND=PATH",
+        type=_source_option,
+        default=suppress,
+        help=f"a source of any kind ({', '.join(_SOURCE_KINDS)}) at PATH (repeatable)",
     )
     group.add_argument(
         "--postgres",
@@ -212,13 +262,20 @@ def source_options(args: argparse.Namespace) -> SourceOptions:
     """
     given = vars(args)
 
-    def values(kind: str) -> list[str]:
+    def values(kind: str) -> list[Any]:
         return [*given.get(f"pre_{kind}", ()), *given.get(kind, ())]
 
     def absolute(text: str) -> Path:
         return Path(text).expanduser().absolute()
 
-    sources = tuple((kind, absolute(value)) for kind in SOURCE_ORDER for value in values(kind))
+    legacy = [(kind, value) for kind in ("root", "claude", "codex") for value in values(kind)]
+    generic = [("root" if k == "store" else k, v) for k, v in values("source")]
+    sources = tuple(
+        (kind, absolute(value))
+        for kind in SOURCE_ORDER
+        for named, value in (*legacy, *generic)
+        if named == kind
+    )
     raw_index = given.get("index") or given.get("pre_index")
     postgres = given.get("postgres") or given.get("pre_postgres")
     index = None if raw_index is None else absolute(raw_index)
@@ -340,6 +397,49 @@ def _setup_mcp(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _setup_archive(p: argparse.ArgumentParser) -> None:
+    what = p.add_mutually_exclusive_group()
+    what.add_argument(
+        "--status",
+        action="store_true",
+        help="show what the archive holds and what it rescued, without changing it",
+    )
+    what.add_argument(
+        "--prune-older-than",
+        type=_positive,
+        metavar="DAYS",
+        help="remove the copies of sessions whose source last changed over DAYS days ago",
+    )
+    _add_json(p)
+
+
+def _port(text: str) -> int:
+    value = _non_negative(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number up to 65535, not {text!r}")
+    return value
+
+
+def _setup_serve(p: argparse.ArgumentParser) -> None:
+    from sessionquery.cli._serve import DEFAULT_PORT
+
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="the address to listen on (default: 127.0.0.1, this machine only; any other "
+        "address needs the token printed at start)",
+    )
+    p.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        metavar="PORT",
+        help=f"the port (default: {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    p.add_argument("--open", action="store_true", help="open the viewer in a web browser")
+
+
 def _setup_quickstart(p: argparse.ArgumentParser) -> None:
     del p  # only the shared source options (--root, --index)
 
@@ -357,7 +457,9 @@ SETUP: dict[str, Callable[[argparse.ArgumentParser], None]] = {
     "index": _setup_index,
     "sources": _setup_sources,
     "secrets": _setup_sources,
+    "archive": _setup_archive,
     "mcp": _setup_mcp,
+    "serve": _setup_serve,
     "quickstart": _setup_quickstart,
 }
 

@@ -24,8 +24,8 @@ Invariants:
   answered by the change journal;
 * the optional capabilities are always offered, falling back to what the protocol allows:
   documents are folded from the redacted events when the wrapped store has no fast path, the
-  change token is ``None`` and ``changed_since`` cannot tell when it keeps none, and
-  ``problems()`` is empty when it reports none.
+  change token is ``None`` and ``changed_since`` cannot tell when it keeps none,
+  ``problems()`` is empty when it reports none, and so is ``archived_ids()``.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from typing import Self
 
 from sessionquery.model import SessionEvent, SessionHeader
 from sessionquery.persistence.base import (
+    ArchiveAware,
     ChangeJournal,
     ChangeTokenSource,
     DocumentLog,
@@ -265,6 +266,11 @@ class RedactingPersistence:
         if not token.startswith(self._token_prefix) or not isinstance(inner, ChangeJournal):
             return None
         return inner.changed_since(token[len(self._token_prefix) :])
+
+    def archived_ids(self) -> frozenset[str]:
+        """The ids the wrapped store read from an archive (empty when it has none)."""
+        inner = self._inner
+        return inner.archived_ids() if isinstance(inner, ArchiveAware) else frozenset()
 
     def problems(self) -> builtins.list[Problem]:
         """The wrapped store's problems (empty when it reports none)."""
