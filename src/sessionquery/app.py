@@ -616,9 +616,12 @@ class App:
         if self._archive is None and (create or not self._archive_looked):
             from sessionquery.archive.setup import open_archive
 
-            # The redactor every read path applies, once the composition root has one: the
-            # archive then stores the redacted form (docs/archive.md, "Secrets").
-            redactor = getattr(self, "redactor", None)
+            # The redacted form loses the last line of a unit that does not end in a newline
+            # (whole-file JSON transcripts, database sessions): it waits for the line to be
+            # completed, as a JSONL append would. Until the archive stores such units whole,
+            # it keeps the raw form; then pass ``self.redactor`` here (docs/archive.md,
+            # "Secrets"; status-redact.md).
+            redactor = None
             self._archive = open_archive(self.config, create=create, redactor=redactor)
             self._archive_looked = True
         return self._archive

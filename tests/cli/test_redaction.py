@@ -168,10 +168,12 @@ def test_no_redact_shows_a_session_as_stored_to_a_person_only(
         ["show", CLAUDE_SESSION, "--conversation", "--no-redact", "--json"],
         ["export", CLAUDE_SESSION, "--format", "json", "--no-redact"],
         ["search", "deploy", "--no-redact"],
-        ["mcp", "--no-redact"],
     ):
         assert main([*refused, *history.flags]) == 2
         assert openai.value not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["mcp", "--help"])
+    assert "--no-redact" not in capsys.readouterr().out  # the server never unmasks
     assert openai.value not in _run(["read", CLAUDE_SESSION, "1", *history.flags], capsys)
 
 

@@ -267,6 +267,14 @@ class RedactingPersistence:
             return None
         return inner.changed_since(token[len(self._token_prefix) :])
 
+    def origin_of(self, session_id: str) -> tuple[str, str] | None:
+        """``(source label, id inside that source)`` when the wrapped store is a
+        :class:`~sessionquery.sources.MultiSource` that listed the id (identifiers only,
+        nothing is read); else ``None``."""
+        origin = getattr(self._inner, "origin_of", None)
+        found = origin(session_id) if callable(origin) else None
+        return found if isinstance(found, tuple) else None
+
     def archived_ids(self) -> frozenset[str]:
         """The ids the wrapped store read from an archive (empty when it has none)."""
         inner = self._inner

@@ -104,6 +104,17 @@ def _lower(text: str) -> str:
     return "".join(c if len(low := c.lower()) != 1 else low for c in text)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _scannable(text: str) -> str:
+    """``text`` lowered (:func:`_lower`), with any lone surrogate (bytes decoded with
+    ``surrogateescape``, a broken ``\\ud800`` escape) shown as U+FFFD, which keeps every
+    position: the automaton reads UTF-8, which has no lone surrogates."""
+    lowered = _lower(text)
+    return _SURROGATE.sub("\ufffd", lowered) if _SURROGATE.search(lowered) else lowered
+
+
 def _sigma_forms(lowered: str) -> set[str]:
     # str.lower() writes a capital sigma as final or medial depending on what follows it, so a
     # value lowered alone may differ from the same value lowered inside a longer text.
@@ -309,7 +320,7 @@ class Redactor:
             lowered_bytes = text.encode("ascii").lower()
             hits = self._ascii_automaton.find_matches_as_indexes(lowered_bytes, overlapping=True)
         else:
-            hits = self._automaton.find_matches_as_indexes(_lower(text), overlapping=True)
+            hits = self._automaton.find_matches_as_indexes(_scannable(text), overlapping=True)
         if not hits:
             return []
         candidates = self._candidates(text, hits)
