@@ -160,3 +160,15 @@ def test_two_wrapped_stores_have_different_roots(tmp_path: Path) -> None:
     first = RedactingPersistence(JsonlPersistence(tmp_path / "a"), REDACTOR)
     second = RedactingPersistence(JsonlPersistence(tmp_path / "b"), REDACTOR)
     assert first.root != second.root
+
+
+def test_origin_of_passes_the_combined_sources_labels_through(tmp_path: Path) -> None:
+    history = _history(tmp_path)
+    wrapped = RedactingPersistence(history, REDACTOR)
+    entries = wrapped.list()
+    assert {wrapped.origin_of(e.header.id) for e in entries} == {
+        history.origin_of(e.header.id) for e in entries
+    }
+    assert wrapped.origin_of("absent") is None
+    single = RedactingPersistence(_store_with_secret(tmp_path / "s"), REDACTOR)
+    assert single.origin_of("s1") is None

@@ -252,3 +252,12 @@ def test_a_planted_secret_is_masked_wherever_it_sits_in_json(
     assert planted.value not in json.dumps(redacted, ensure_ascii=False)
     assert planted.value not in REDACTOR.redact(json.dumps(document, ensure_ascii=False))
     assert planted.value not in REDACTOR.redact(json.dumps(document))
+
+
+def test_text_with_lone_surrogates_is_scanned_position_for_position() -> None:
+    (planted,) = (p for p in PLANTED if p.rule == "gitlab-token")
+    raw = b"\xff\xfe " + planted.context.encode() + b" \x80"
+    text = raw.decode("utf-8", "surrogateescape")
+    masked = REDACTOR.redact(text)
+    assert masked == "\udcff\udcfe PRIVATE-TOKEN: [REDACTED:gitlab-token] \udc80"
+    assert REDACTOR.redact("\udcff\udcfe plain text only") == "\udcff\udcfe plain text only"
