@@ -33,7 +33,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -43,17 +42,16 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from sessionquery.app import AmbiguousId, App, SessionIds
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
-from sessionquery.persistence import SessionPersistence
 from sessionquery.query.cancel import CancelToken
-from sessionquery.query.filters import IdIn
 from sessionquery.query.service import SessionQuery
-from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition
 from sessionquery.tools.boundary import sanitize
 
 if TYPE_CHECKING:
     from sessionquery.search.postgres import PostgresSearch
+    from sessionquery.search.sqlite import SqliteSearch
 
 __all__ = [
     "SERVER_NAME",
@@ -160,29 +158,26 @@ class IndexBuilder:
 def resolve_caller(query: SessionQuery, *, cwd: str | None, session_id: str | None) -> CallerSpec:
     """The caller for ``--cwd`` or ``--session``: a session's recorded cwd becomes the workspace.
 
-    ``session_id`` may be any unique start of an id, as everywhere on the command line.
+    ``session_id`` may be a short id or any unique start of an id, as everywhere on the
+    command line (:class:`sessionquery.app.SessionIds`).
 
     Raises:
-        SessionQueryError: ``SESSION_NOT_FOUND`` when no id is or starts with ``session_id``;
-            ``INVALID_CONFIG`` when several ids start with it.
+        SessionQueryError: ``SESSION_NOT_FOUND`` when ``session_id`` names no session;
+            ``INVALID_CONFIG`` when it starts several ids.
     """
     if session_id is None:
         return CallerSpec(session_id=None, cwd=cwd)
-    records = query.filter_sessions([IdIn((session_id,))])
-    if not records:
-        records = [r for r in query.list_sessions() if r.id.startswith(session_id)]
-    if not records:
+    records = {record.id: record for record in query.list_sessions()}
+    try:
+        found = SessionIds.of(records.values()).resolve(session_id)
+    except AmbiguousId as error:
+        raise SessionQueryError(ErrorCode.INVALID_CONFIG, f"--session {error.message}") from None
+    except SessionQueryError:
         raise SessionQueryError(
             ErrorCode.SESSION_NOT_FOUND,
             f"--session {session_id!r} names no session in the selected sources",
-        )
-    if len(records) > 1:
-        shown = ", ".join(sorted(r.id for r in records)[:10])
-        raise SessionQueryError(
-            ErrorCode.INVALID_CONFIG,
-            f"--session {session_id!r} is the start of {len(records)} session ids: {shown}",
-        )
-    return CallerSpec(session_id=records[0].id, cwd=records[0].header.cwd)
+        ) from None
+    return CallerSpec(session_id=found, cwd=records[found].header.cwd)
 
 
 def _tool_caller(query: SessionQuery, spec: CallerSpec) -> ToolCaller:
@@ -323,12 +318,9 @@ def _prompt_section() -> str:
         return SessionQueryTools(query).prompt_section
 
 
-def _log_problems(persistence: object) -> None:
-    problems = getattr(persistence, "problems", None)
-    if not callable(problems):
-        return
+def _log_problems(app: App) -> None:
     try:
-        count = len(list(problems()))
+        count = len(app.problems())
     except Exception:  # a diagnostic summary never stops the server
         logger.debug("counting the sources' problems failed", exc_info=True)
         return
@@ -349,57 +341,50 @@ def _log_to_stderr() -> None:
 
 
 def run_stdio(
+    app: App | None,
     *,
-    persistence: SessionPersistence | None,
-    index_path: Path | None,
     cwd: str | None,
     session_id: str | None,
     problem: SessionQueryError | None = None,
-    postgres: str | None = None,
 ) -> None:
     """Serve the tools over stdin/stdout until the client disconnects.
 
-    A configuration problem never stops the server: ``problem`` (or an unknown
-    ``session_id``, or an index that cannot be opened) is logged on stderr and becomes the
-    answer to every tool call, so the client can show why.
+    A configuration problem never stops the server: ``problem`` (or sources that cannot be
+    opened, an unknown ``session_id``, or an index that cannot be opened) is logged on stderr
+    and becomes the answer to every tool call, so the client can show why.
 
     Args:
-        persistence: the sources (``None`` only with ``problem``).
-        index_path: the search index (``None`` only with ``problem``).
+        app: the composition root whose sources and index are served (``None`` only with
+            ``problem``).
         cwd: the caller's workspace.
         session_id: the session the server acts as.
         problem: a configuration error found before serving.
-        postgres: a PostgreSQL DSN whose database holds the search index (instead of
-            ``index_path``).
     """
     _log_to_stderr()
     caller = CallerSpec(session_id=session_id, cwd=cwd)
-    if problem is None and persistence is not None:
+    if problem is None:
         try:
-            with SessionQuery(persistence=persistence) as probe:
+            if app is None:
+                raise SessionQueryError(ErrorCode.INVALID_CONFIG, "no sources were configured")
+            with app.service() as probe:
                 caller = resolve_caller(probe, cwd=cwd, session_id=session_id)
         except SessionQueryError as error:
             problem = error
     search: list[SqliteSearch | PostgresSearch] = []
 
     def open_query() -> SessionQuery:
-        assert persistence is not None and index_path is not None
-        backend: SqliteSearch | PostgresSearch
-        if postgres:  # the shared index lives in the same database as the store
-            from sessionquery.search.postgres import PostgresSearch
-
-            backend = PostgresSearch(postgres)
-        else:
-            backend = SqliteSearch(index_path)
+        assert app is not None
+        backend = app.open_index()
         search.append(backend)
-        return SessionQuery(persistence=persistence, search=backend)
+        return app.service(backend)
 
     def warm(query: SessionQuery) -> IndexBuilder:
+        assert app is not None
         backend = search[-1]
 
         def update(token: CancelToken, progress: Callable[[int, int], None]) -> object:
             result = backend.update(query.corpus, cancel=token, progress=progress)
-            _log_problems(persistence)
+            _log_problems(app)
             return result
 
         builder = IndexBuilder(update)

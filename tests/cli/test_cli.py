@@ -23,12 +23,13 @@ from hypothesis import strategies as st
 
 from cli_support import CLAUDE_ID, CODEX_ID, clean_env, make_agent_home
 from locations import DOCS
+from sessionquery.app import ListedOnce, problems_of
 from sessionquery.cli import COMMANDS, main
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._parser import build_parser
-from sessionquery.cli._services import Invocation, ListedOnce, Progress, problems_of
+from sessionquery.cli._services import Invocation, Progress
 from sessionquery.config import Config
 from sessionquery.examples import (
     BILLING_WORKSPACE,
@@ -866,7 +867,7 @@ def test_a_failure_while_counting_problems_never_replaces_the_result(
             raise RecursionError("maximum recursion depth exceeded")
 
     invocation = Invocation(build_parser(COMMANDS).parse_args(["list"]), Config.from_env())
-    invocation._persistence = Broken()  # type: ignore[assignment]
+    invocation.app._persistence = Broken()  # type: ignore[assignment]
     invocation.report_problems(sys.stderr)
     assert capsys.readouterr().err == ""
 

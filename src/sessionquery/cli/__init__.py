@@ -23,6 +23,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from sessionquery.app import AmbiguousId
 from sessionquery.cli._commands import COMMANDS
 from sessionquery.cli._parser import UsageError, build_parser
 from sessionquery.cli._services import Invocation
@@ -67,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(invocation)
     except UsageError as error:
         return _fail(USAGE_ERROR_CODE, str(error), EXIT_USAGE)
+    except AmbiguousId as error:  # an id argument that names no one session: usage
+        return _fail(USAGE_ERROR_CODE, error.message, EXIT_USAGE)
     except SessionQueryError as error:
         return _fail(error.code.value, error.message, EXIT_ERROR)
     except PersistenceError as error:

@@ -16,22 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from sessionquery.app import App, SourceOptions
 from sessionquery.cli import _conversation as conversation
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._parser import Command, UsageError
-from sessionquery.cli._services import (
-    EXIT_OK,
-    Invocation,
-    Progress,
-    emit,
-    open_index,
-    style_for,
-)
+from sessionquery.cli._services import EXIT_OK, Invocation, Progress, emit, style_for
 from sessionquery.cli._sources import cmd_sources
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.persistence import JsonlPersistence
 from sessionquery.query.backend import SearchMatch
 from sessionquery.query.filters import (
     CreatedBetween,
@@ -56,36 +49,10 @@ if TYPE_CHECKING:
     from sessionquery.search.postgres import PostgresSearch
     from sessionquery.search.sqlite import SqliteSearch
 
-__all__ = ["COMMANDS", "resolve_id"]
+__all__ = ["COMMANDS"]
 
-_CANDIDATES_SHOWN = 10
 _SEARCH_PAGE_MAX = 100
 """The largest page the search index serves; the CLI pages internally beyond it."""
-
-
-def resolve_id(query: SessionQuery, text: str, records: list[SessionRecord] | None = None) -> str:
-    """The session id ``text`` names: the id itself, or the one id it is a prefix of.
-
-    Raises:
-        SessionQueryError: ``SESSION_NOT_FOUND`` when no id starts with ``text``.
-        UsageError: when several ids start with it (up to ten are listed).
-    """
-    listing = query.list_sessions() if records is None else records
-    ids = sorted(record.id for record in listing)
-    if text in ids:
-        return text
-    matches = [value for value in ids if value.startswith(text)] if text else []
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise SessionQueryError(
-            ErrorCode.SESSION_NOT_FOUND, f"no session id is or starts with {text!r}"
-        )
-    shown = ", ".join(matches[:_CANDIDATES_SHOWN])
-    more = (
-        f" and {len(matches) - _CANDIDATES_SHOWN} more" if len(matches) > _CANDIDATES_SHOWN else ""
-    )
-    raise UsageError(f"{text!r} is the start of {len(matches)} session ids: {shown}{more}")
 
 
 def _titles(query: SessionQuery, ids: list[str]) -> dict[str, str | None]:
@@ -112,7 +79,7 @@ def _listing_titles(inv: Invocation, ids: list[str]) -> TitleView:
     the budget and marks the rest.
     """
     # Titles are read over the command's one listing (each title read would list again).
-    budget = float("inf") if getattr(inv.args, "json", False) else titlecache.BUDGET_S
+    budget = float("inf") if inv.json else titlecache.BUDGET_S
     snapshot = inv.snapshot()
     with SessionQuery(persistence=snapshot) as titles_query:
         found = titlecache.read_titles(
@@ -161,7 +128,7 @@ def _cmd_list(inv: Invocation) -> int:
 def _cmd_show(inv: Invocation) -> int:
     args = inv.args
     with inv.query() as query:
-        session_id = resolve_id(query, args.session_id)
+        session_id = inv.resolve(args.session_id)
         if args.conversation:
             return _show_conversation(inv, query, session_id)
         (result,) = query.read_title_snapshots([session_id])
@@ -195,7 +162,7 @@ def _show_conversation(inv: Invocation, query: SessionQuery, session_id: str) ->
 def _cmd_export(inv: Invocation) -> int:
     args = inv.args
     with inv.query() as query:
-        session_id = resolve_id(query, args.session_id)
+        session_id = inv.resolve(args.session_id)
         log, title, children, items = _conversation_parts(query, session_id)
     if args.format == "json":
         text = render.dumps(conversation.export_json(log, title, children)) + "\n"
@@ -219,7 +186,7 @@ def _cmd_export(inv: Invocation) -> int:
 
 def _cmd_events(inv: Invocation) -> int:
     with inv.query() as query:
-        session_id = resolve_id(query, inv.args.session_id)
+        session_id = inv.resolve(inv.args.session_id)
         events = query.list_events(session_id)
     document = render.events_json(session_id, events)
     return emit(inv, document, lambda s: render.events_text(events, s))
@@ -228,7 +195,7 @@ def _cmd_events(inv: Invocation) -> int:
 def _cmd_read(inv: Invocation) -> int:
     args = inv.args
     with inv.query() as query:
-        session_id = resolve_id(query, args.session_id)
+        session_id = inv.resolve(args.session_id)
         window = query.read_event(session_id, args.seq, before=args.before, after=args.after)
     document = render.event_window_json(window)
     return emit(inv, document, lambda s: render.event_window_text(window, s))
@@ -236,14 +203,14 @@ def _cmd_read(inv: Invocation) -> int:
 
 def _cmd_trace(inv: Invocation) -> int:
     with inv.query() as query:
-        trace = query.trace_session(resolve_id(query, inv.args.session_id))
+        trace = query.trace_session(inv.resolve(inv.args.session_id))
     document = render.lineage_json(trace)
     return emit(inv, document, lambda s: render.lineage_text(trace, s))
 
 
 def _cmd_trace_event(inv: Invocation) -> int:
     with inv.query() as query:
-        trace = query.trace_event(resolve_id(query, inv.args.session_id), inv.args.seq)
+        trace = query.trace_event(inv.resolve(inv.args.session_id), inv.args.seq)
     document = render.event_trace_json(trace)
     return emit(inv, document, lambda s: render.event_trace_text(trace, s))
 
@@ -257,15 +224,15 @@ def _event_filters(args: argparse.Namespace) -> list[EventFilter]:
     return filters
 
 
-def _session_filters(args: argparse.Namespace, query: SessionQuery) -> list[SessionFilter]:
+def _session_filters(inv: Invocation) -> list[SessionFilter]:
+    args = inv.args
     filters: list[SessionFilter] = []
-    records = query.list_sessions() if (args.session or args.parent) else []
     if args.cwd:
         filters.append(CwdIn(tuple(args.cwd)))
     if args.session:
-        filters.append(IdIn(tuple(resolve_id(query, i, records) for i in args.session)))
+        filters.append(IdIn(tuple(inv.resolve(i) for i in args.session)))
     if args.parent or args.roots:
-        named = tuple(resolve_id(query, i, records) for i in args.parent or ())
+        named = tuple(inv.resolve(i) for i in args.parent or ())
         parents: tuple[str | None, ...] = (*named, *((None,) if args.roots else ()))
         filters.append(ParentIn(parents))
     if args.since is not None or args.until is not None:
@@ -343,7 +310,7 @@ def _cmd_search(inv: Invocation) -> int:
             query,
             args.query,
             args.limit,
-            _session_filters(args, query),
+            _session_filters(inv),
             _event_filters(args),
             mode=mode,
         )
@@ -364,7 +331,7 @@ def _cmd_search_events(inv: Invocation) -> int:
     if args.seq_from is not None or args.seq_to is not None:
         filters.append(SeqBetween(args.seq_from, args.seq_to))
     with inv.query(search=True) as query:
-        session_id = resolve_id(query, args.session_id)
+        session_id = inv.resolve(args.session_id)
         page = _search_events(query, session_id, args.query, args.limit, filters, mode=mode)
     document = render.event_hits_json(args.query, page)
     document["match"] = mode
@@ -397,11 +364,8 @@ def _update_index(
 
 def _cmd_index(inv: Invocation) -> int:
     index, postgres = inv.selection.index, inv.selection.postgres
-    persistence = inv.persistence()
-    with (
-        open_index(index, postgres) as search,
-        SessionQuery(persistence=persistence, search=search) as query,
-    ):
+    inv.persistence()  # a missing source is reported before the index is created
+    with inv.app.open_index() as search, inv.app.service(search) as query:
         place = "the PostgreSQL database" if postgres else str(index)
         summary = {"index": place, **_update_index(search, query, sys.stderr)}
 
@@ -424,21 +388,7 @@ def _cmd_mcp(inv: Invocation) -> int:
     args = inv.args
     inv.summarise_problems = False  # the server logs its own state on stderr
     cwd = args.cwd if args.cwd is not None else (None if args.session else os.getcwd())
-    try:
-        persistence = inv.persistence()
-        index = inv.selection.index
-    except SessionQueryError as error:
-        run_stdio(
-            persistence=None, index_path=None, cwd=cwd, session_id=args.session, problem=error
-        )
-        return EXIT_OK
-    run_stdio(
-        persistence=persistence,
-        index_path=index,
-        cwd=cwd,
-        session_id=args.session,
-        postgres=inv.selection.postgres,
-    )
+    run_stdio(inv.app, cwd=cwd, session_id=args.session)
     return EXIT_OK
 
 
@@ -448,17 +398,14 @@ _QUICKSTART_QUERY = "float round"
 def _cmd_quickstart(inv: Invocation) -> int:
     from sessionquery.examples import ensure_example_store
 
-    args, config = inv.args, inv.config
-    roots = [*getattr(args, "pre_root", []), *getattr(args, "root", [])]
-    others = [*(getattr(args, f"{p}{k}", []) for p in ("", "pre_") for k in ("claude", "codex"))]
-    if any(others) or len(roots) > 1:
-        raise UsageError("quickstart takes at most one --root and no --claude or --codex")
-    raw_index = getattr(args, "index", None) or getattr(args, "pre_index", None)
-    root = (Path(roots[0]) if roots else config.quickstart_dir / "sessions").expanduser()
-    root = root.absolute()
-    index = Path(raw_index).expanduser() if raw_index else config.quickstart_dir / "index.sqlite3"
-    index = index.absolute()
+    config, options = inv.config, inv.app.options
+    roots = [path for kind, path in options.sources if kind == "root"]
+    if len(roots) != len(options.sources) or len(roots) > 1 or options.postgres:
+        raise UsageError("quickstart takes at most one --root and no other source option")
+    root = roots[0] if roots else config.quickstart_dir / "sessions"
+    index = options.index or config.quickstart_dir / "index.sqlite3"
     ids = ensure_example_store(root)
+    sample = App(config, SourceOptions(sources=(("root", root),), index=index))
     out, style = sys.stdout, style_for(config)
 
     def say(explanation: str, lines: Sequence[str]) -> None:
@@ -466,10 +413,7 @@ def _cmd_quickstart(inv: Invocation) -> int:
         out.write("\n".join(shown) + "\n")
 
     out.write(f"Created a sample store with {len(ids)} example sessions at {root}\n")
-    with (
-        open_index(index) as search,
-        SessionQuery(persistence=JsonlPersistence(root), search=search) as query,
-    ):
+    with sample.open_index() as search, sample.service(search) as query:
         _update_index(search, query, sys.stderr, plain=False)
         out.write(f"Indexed them into {index}\n")
         page = _search_sessions(query, _QUICKSTART_QUERY, 5, mode="phrase")

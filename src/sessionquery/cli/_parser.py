@@ -4,7 +4,8 @@ Every parse error becomes a :class:`UsageError` (one ``SESSION_QUERY_USAGE: ...`
 exit status 2 at the top level) instead of argparse's multi-line message. The source options
 are added twice, to the main parser (``pre_*`` destinations) and to each subcommand, with
 suppressed defaults so that values given before and after the subcommand name are merged
-rather than overwritten (see :func:`sessionquery.cli._services.select_sources`).
+rather than overwritten; :func:`source_options` reads them, once, into the typed
+:class:`~sessionquery.app.SourceOptions`.
 """
 
 from __future__ import annotations
@@ -12,15 +13,25 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from sessionquery.app import SOURCE_ORDER, SourceOptions
 from sessionquery.model import SURFACE_CLASSES
 from sessionquery.model.timestamp import Instant, TimestampError, parse_iso_timestamp
 
 if TYPE_CHECKING:
     from sessionquery.cli._services import Invocation
 
-__all__ = ["SETUP", "Command", "Parser", "UsageError", "build_parser", "version_text"]
+__all__ = [
+    "SETUP",
+    "Command",
+    "Parser",
+    "UsageError",
+    "build_parser",
+    "source_options",
+    "version_text",
+]
 
 SURFACES = SURFACE_CLASSES
 
@@ -181,8 +192,29 @@ def build_parser(commands: Sequence[Command]) -> Parser:
         child = sub.add_parser(command.name, help=command.help, description=command.help)
         SETUP[command.name](child)
         _add_sources(child, "")
-        child.set_defaults(run=command.run)
+        child.set_defaults(run=command.run, json=False)
     return parser
+
+
+def source_options(args: argparse.Namespace) -> SourceOptions:
+    """The source options of a parsed command line, before and after the subcommand merged.
+
+    The one place that reads them from the namespace (suppressed defaults leave an option
+    that was not given absent).
+    """
+    given = vars(args)
+
+    def values(kind: str) -> list[str]:
+        return [*given.get(f"pre_{kind}", ()), *given.get(kind, ())]
+
+    def absolute(text: str) -> Path:
+        return Path(text).expanduser().absolute()
+
+    sources = tuple((kind, absolute(value)) for kind in SOURCE_ORDER for value in values(kind))
+    raw_index = given.get("index") or given.get("pre_index")
+    postgres = given.get("postgres") or given.get("pre_postgres")
+    index = None if raw_index is None else absolute(raw_index)
+    return SourceOptions(sources=sources, postgres=postgres, index=index)
 
 
 _ID_HELP = "the session id, or any unique start of it"

@@ -1,344 +1,91 @@
-"""What every command shares: the selected sources, the query service, output and progress.
+"""What every command shares: its invocation over the composition root, output and progress.
 
 Invariants:
 
-* a read command never creates a store (a missing directory is ``SESSION_QUERY_INVALID_CONFIG``
-  with advice that fits the kind of source);
-* sources come from the options when any source option is given, else from the config file
-  when it names sources, else from every default location that exists;
-* the sources are opened once per command, and their problems are summarised on stderr once,
-  after the command, whether it succeeded or not; a failure while counting them is never
-  shown instead of the command's own result or error;
+* sources, the index and the service come from :class:`sessionquery.app.App` (the one
+  composition root), opened once per command;
+* the sources' problems are summarised on stderr once, after the command, whether it
+  succeeded or not; a failure while counting them is never shown instead of the command's
+  own result or error;
 * ``--json`` output is exactly one document on stdout; progress goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
-import builtins
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO
 
+from sessionquery.app import App, Selection
 from sessionquery.cli import _render as render
 from sessionquery.config import Config
-from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.persistence import JsonlPersistence, SessionPersistence
-from sessionquery.persistence.base import Problem, ProblemSource
-from sessionquery.query.service import SessionQuery
 
 if TYPE_CHECKING:
-    from sessionquery.search.postgres import PostgresSearch
-    from sessionquery.search.sqlite import SqliteSearch
+    from sessionquery.persistence.base import SessionPersistence
+    from sessionquery.query.service import SessionQuery
 
-__all__ = [
-    "EXIT_OK",
-    "Invocation",
-    "ListedOnce",
-    "Origin",
-    "Progress",
-    "Selection",
-    "SourceEntry",
-    "emit",
-    "open_index",
-    "open_sources",
-    "problems_of",
-    "select_sources",
-    "style_for",
-]
+__all__ = ["EXIT_OK", "Invocation", "Progress", "emit", "style_for"]
 
 EXIT_OK = 0
 
-Origin = Literal["default", "config", "option"]
-
-_KIND_LABEL = {"root": "store", "claude": "claude", "codex": "codex"}
-_KIND_NAME = {
-    "root": "sessionquery store",
-    "claude": "Claude Code projects directory",
-    "codex": "Codex sessions directory",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class SourceEntry:
-    """One session source and why it is used.
-
-    Attributes:
-        kind: ``root`` (a sessionquery JSONL store), ``claude`` or ``codex``.
-        path: its directory.
-        origin: ``default``, ``config`` or ``option``.
-        label: its name inside a combined source (``store``, ``claude``, ``codex2``...).
-    """
-
-    kind: str
-    path: Path
-    origin: Origin
-    label: str
-
-    @property
-    def exists(self) -> bool:
-        """Whether the directory is there."""
-        return self.path.is_dir()
-
-
-@dataclass(frozen=True, slots=True)
-class Selection:
-    """The sources and the index a command uses.
-
-    Attributes:
-        sources: the sources to open, in order.
-        index: the search index path.
-        index_origin: where the index path came from.
-        absent_defaults: default locations that were looked at and not found (only when the
-            defaults are used).
-        config_file: the config file consulted, or ``None`` when options replaced it.
-    """
-
-    sources: tuple[SourceEntry, ...]
-    index: Path
-    index_origin: Origin
-    absent_defaults: tuple[SourceEntry, ...] = ()
-    config_file: Path | None = None
-    postgres: str | None = None
-    """A PostgreSQL DSN (``--postgres`` or the config file): a source, and the search index."""
-
-
-def _option_paths(args: argparse.Namespace, kind: str) -> list[Path]:
-    values = [*getattr(args, f"pre_{kind}", []), *getattr(args, kind, [])]
-    return [Path(value).expanduser().absolute() for value in values]
-
-
-def _entries(pairs: Sequence[tuple[str, Path]], origin: Origin) -> tuple[SourceEntry, ...]:
-    counts: dict[str, int] = {}
-    out = []
-    for kind, path in pairs:
-        counts[kind] = counts.get(kind, 0) + 1
-        number = counts[kind]
-        label = _KIND_LABEL[kind] if number == 1 else f"{_KIND_LABEL[kind]}{number}"
-        out.append(SourceEntry(kind, path, origin, label))
-    return tuple(out)
-
-
-def select_sources(args: argparse.Namespace, config: Config) -> Selection:
-    """Which sources and index the command line, the config file and the defaults choose.
-
-    Raises:
-        SessionQueryError: ``INVALID_CONFIG`` for a broken config file (only read when no
-            source option is given or no ``--index`` is).
-    """
-    kinds = ("root", "claude", "codex")
-    chosen = [(kind, path) for kind in kinds for path in _option_paths(args, kind)]
-    postgres: str | None = getattr(args, "postgres", None) or getattr(args, "pre_postgres", None)
-    raw_index = getattr(args, "index", None) or getattr(args, "pre_index", None)
-    index = None if raw_index is None else Path(raw_index).expanduser().absolute()
-    settings = None
-    if not (chosen or postgres) or index is None:
-        settings = config.settings()
-    index_origin: Origin = "option"
-    if index is None:
-        assert settings is not None
-        index, index_origin = (
-            (settings.index, "config")
-            if settings.index is not None
-            else (config.index_path, "default")
-        )
-    config_file = None if settings is None else settings.path
-    if chosen or postgres:
-        entries = _entries(chosen, "option")
-        return Selection(entries, index, index_origin, (), config_file, postgres)
-    assert settings is not None
-    if settings.names_sources:
-        pairs = [(kind, path) for kind in kinds for path in settings.sources.get(kind, ())]
-        entries = _entries(pairs, "config")
-        return Selection(entries, index, index_origin, (), config_file, settings.postgres)
-    defaults = _entries(
-        [
-            ("root", config.store_root),
-            ("claude", config.claude_projects),
-            ("codex", config.codex_sessions),
-        ],
-        "default",
-    )
-    present = tuple(entry for entry in defaults if entry.exists)
-    absent = tuple(entry for entry in defaults if not entry.exists)
-    return Selection(present, index, index_origin, absent, config_file)
-
-
-def _advice(entry: SourceEntry) -> str:
-    where = {"option": f"--{entry.kind}", "config": "the config file", "default": "default"}
-    lead = f"no {_KIND_NAME[entry.kind]} at {entry.path} (from {where[entry.origin]})"
-    if entry.kind == "root":
-        return (
-            f"{lead}; a store is created when sessions are recorded into it, or try "
-            "'sessionquery quickstart' for a sample"
-        )
-    if entry.kind == "claude":
-        return (
-            f"{lead}; Claude Code keeps its transcripts in ~/.claude/projects (or "
-            "$CLAUDE_CONFIG_DIR/projects)"
-        )
-    return f"{lead}; Codex keeps its transcripts in ~/.codex/sessions (or $CODEX_HOME/sessions)"
-
-
-def _nothing_found(selection: Selection) -> SessionQueryError:
-    looked = ", ".join(
-        f"{entry.path} ({_KIND_NAME[entry.kind]})" for entry in selection.absent_defaults
-    )
-    return SessionQueryError(
-        ErrorCode.INVALID_CONFIG,
-        f"no session sources found; looked for {looked or 'nothing'}. Choose sources with "
-        "--root, --claude or --codex (or a config file), or try 'sessionquery quickstart'",
-    )
-
-
-def open_sources(selection: Selection, config: Config) -> SessionPersistence:
-    """The persistence the selection names (several are combined with ``MultiSource``).
-
-    Raises:
-        SessionQueryError: ``INVALID_CONFIG`` when a selected directory does not exist or
-            nothing is selected.
-    """
-    if not selection.sources and not selection.postgres:
-        raise _nothing_found(selection)
-    pairs: list[tuple[str, SessionPersistence]] = []
-    for entry in selection.sources:
-        if not entry.exists:
-            raise SessionQueryError(ErrorCode.INVALID_CONFIG, _advice(entry))
-        pairs.append((entry.label, _open_one(entry, config)))
-    if selection.postgres:
-        pairs.append(("postgres", _postgres_store(selection.postgres)))
-    if len(pairs) == 1:
-        return pairs[0][1]
-    from sessionquery.sources import MultiSource
-
-    return MultiSource(pairs)
-
-
-def _open_one(entry: SourceEntry, config: Config) -> SessionPersistence:
-    if entry.kind == "root":
-        return JsonlPersistence(entry.path)
-    from sessionquery.sources import ClaudeCodeSource, CodexSource
-
-    # One derived cache for every importer source: rows are keyed by each file's identity.
-    if entry.kind == "claude":
-        return ClaudeCodeSource(entry.path, metadata_cache=config.importer_cache)
-    return CodexSource(entry.path, metadata_cache=config.importer_cache)
-
-
-def _postgres_store(dsn: str) -> SessionPersistence:
-    from sessionquery.errors import PersistenceError
-
-    try:
-        from sessionquery.persistence.postgres import PostgresPersistence
-    except ImportError as exc:
-        raise SessionQueryError(ErrorCode.INVALID_CONFIG, str(exc)) from exc
-    try:
-        return PostgresPersistence(dsn)
-    except PersistenceError as exc:
-        raise SessionQueryError(ErrorCode.PERSISTENCE_FAILED, str(exc)) from exc
-
-
-def open_index(path: Path, postgres: str | None = None) -> SqliteSearch | PostgresSearch:
-    """The search index: in the PostgreSQL database when one is selected, else at ``path``."""
-    if postgres:
-        try:
-            from sessionquery.search.postgres import PostgresSearch
-        except ImportError as exc:
-            raise SessionQueryError(
-                ErrorCode.INVALID_CONFIG,
-                "the PostgreSQL backend needs psycopg 3: pip install 'sessionquery[postgres]'",
-            ) from exc
-        return PostgresSearch(postgres)
-    from sessionquery.search.sqlite import SqliteSearch
-
-    return SqliteSearch(path)
-
-
-def problems_of(persistence: object) -> list[Problem]:
-    """What a source reports it could not read (empty for sources that report nothing)."""
-    return list(persistence.problems()) if isinstance(persistence, ProblemSource) else []
-
-
-class ListedOnce:
-    """A persistence whose listing is read once: one command works on one snapshot.
-
-    Every service call lists the store again (titles, id prefixes, filters), and listing a
-    large imported history is the slow part of a command; a command that finishes in
-    seconds loses nothing by reusing its first listing. Everything else is delegated, and a
-    capability the wrapped persistence lacks is missing here too, except :meth:`problems`
-    (a :class:`~sessionquery.persistence.base.ProblemSource` always; empty when the wrapped
-    persistence reports none). Not for long-running servers.
-    """
-
-    def __init__(self, inner: SessionPersistence) -> None:
-        self._inner = inner
-        self._listing: list[Any] | None = None
-
-    def list(self) -> list[Any]:
-        """The wrapped persistence's listing, read on first use."""
-        if self._listing is None:
-            self._listing = list(self._inner.list())
-        return list(self._listing)
-
-    def problems(self) -> builtins.list[Problem]:
-        """The wrapped persistence's problems (:func:`problems_of`), read each time."""
-        return problems_of(self._inner)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
 
 class Invocation:
-    """One command's arguments, configuration and (once opened) sources."""
+    """One command's arguments, configuration and (once opened) sources, through one
+    :class:`~sessionquery.app.App`."""
 
     def __init__(self, args: argparse.Namespace, config: Config) -> None:
+        from sessionquery.cli._parser import source_options
+
         self.args = args
         self.config = config
-        self._selection: Selection | None = None
-        self._persistence: SessionPersistence | None = None
-        self._snapshot: SessionPersistence | None = None
+        self.app = App(config, source_options(args))
         self.summarise_problems = True
+
+    @property
+    def json(self) -> bool:
+        """Whether the command prints one JSON document."""
+        return bool(self.args.json)
 
     @property
     def selection(self) -> Selection:
         """The sources and index this command uses."""
-        if self._selection is None:
-            self._selection = select_sources(self.args, self.config)
-        return self._selection
+        return self.app.selection
 
     def persistence(self) -> SessionPersistence:
         """The selected sources, opened once per command."""
-        if self._persistence is None:
-            self._persistence = open_sources(self.selection, self.config)
-        return self._persistence
+        return self.app.persistence()
 
     def snapshot(self) -> SessionPersistence:
-        """The sources listed once, for reads that only need a consistent listing (titles).
+        """The sources listed once (:meth:`App.snapshot`)."""
+        return self.app.snapshot()
 
-        Never for the search index: it pairs a listing with the store's change token, and an
-        older listing under a newer token would hide a change from every later search.
+    def resolve(self, text: str) -> str:
+        """The session id ``text`` names: a full id, a short id, or a unique start.
+
+        Raises:
+            SessionQueryError: ``SESSION_NOT_FOUND``; ``AmbiguousId`` (a usage error here).
         """
-        if self._snapshot is None:
-            self._snapshot = cast(SessionPersistence, ListedOnce(self.persistence()))
-        return self._snapshot
+        return self.app.resolve(text)
 
     @contextmanager
     def query(self, *, search: bool = False) -> Iterator[SessionQuery]:
         """The query service over the selected sources (with the search index when asked).
 
+        Without the index, the service reads the command's one listing (:meth:`snapshot`).
         With the index on a terminal, the index is brought up to date first under a progress
         bar, so a first search over a large history shows what it is doing.
         """
-        persistence = self.persistence()
-        selection = self.selection
-        backend = open_index(selection.index, selection.postgres) if search else None
-        with SessionQuery(persistence=persistence, search=backend) as query:
-            if backend is not None and sys.stderr.isatty():
+        if not search:
+            with self.app.service(snapshot=True) as query:
+                yield query
+            return
+        backend = self.app.open_index()
+        with self.app.service(backend) as query:
+            if sys.stderr.isatty():
                 progress = Progress(sys.stderr, "Indexing", quiet=True)
                 try:
                     backend.update(query.corpus, progress=progress)
@@ -348,10 +95,10 @@ class Invocation:
 
     def report_problems(self, stream: TextIO) -> None:
         """One stderr line counting the sources' problems, if any (never raises)."""
-        if self._persistence is None or not self.summarise_problems:
+        if not self.app.opened or not self.summarise_problems:
             return
         try:
-            count = len(problems_of(self._persistence))
+            count = len(self.app.problems())
         except Exception:  # the command's own outcome matters more than this summary
             return
         if count:
@@ -377,7 +124,7 @@ def style_for(config: Config) -> render.Style:
 
 def emit(inv: Invocation, document: Any, text: Callable[[render.Style], list[str]]) -> int:
     """Print the command's result: one JSON document, or safe text lines."""
-    if getattr(inv.args, "json", False):
+    if inv.json:
         sys.stdout.write(render.dumps(document) + "\n")
     else:
         style = style_for(inv.config)

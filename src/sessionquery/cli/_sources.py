@@ -9,16 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from sessionquery.app import SourceEntry, open_sources, problems_of
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
-from sessionquery.cli._services import (
-    Invocation,
-    SourceEntry,
-    emit,
-    open_sources,
-    problems_of,
-)
-from sessionquery.cli._services import Selection as _Selection
+from sessionquery.cli._services import Invocation, emit
+from sessionquery.errors import SessionQueryError
 
 __all__ = ["PROBLEMS_SHOWN", "cmd_sources"]
 
@@ -41,15 +36,16 @@ def _inspect(entry: SourceEntry, inv: Invocation) -> dict[str, Any]:
     }
     if not entry.exists and entry.origin == "default":
         return item
-    one = _Selection((entry,), inv.selection.index, inv.selection.index_origin)
     try:
-        source = open_sources(one, inv.config)
+        source = open_sources(inv.selection.only(entry), inv.config)
         item["sessions"] = len(source.list())
         item["problems"] = [
             {"path": p.path, "line": p.line, "message": p.message} for p in problems_of(source)
         ]
+    except SessionQueryError as error:
+        item["error"] = error.message
     except Exception as error:  # a diagnostic command: show every source's failure, go on
-        item["error"] = str(getattr(error, "message", None) or error)
+        item["error"] = str(error)
     return item
 
 

@@ -37,6 +37,7 @@ from sessionquery.query.types import (
     SessionSearchHit,
     SessionSearchPage,
 )
+from sessionquery.search.cursor import CursorCodec, CursorPosition, Scope
 from sessionquery.search.predicates import (
     EVENT_PREDICATE_LIMIT,
     SESSION_PREDICATE_LIMIT,
@@ -44,8 +45,7 @@ from sessionquery.search.predicates import (
     FilterDialect,
 )
 from sessionquery.search.request import SearchRequest, event_request, session_request
-from sessionquery.search.sqlite.cursor import CursorCodec, CursorPosition, Scope
-from sessionquery.search.sqlite.reconcile import IndexUpdate, ProgressCallback
+from sessionquery.search.update import IndexUpdate, ProgressCallback
 
 __all__ = ["OpenAt", "SearchBase", "Window"]
 
@@ -302,7 +302,7 @@ class SearchBase(ABC, Generic[ConnT]):
 
         Raises:
             SessionQueryError: ``STALE_CURSOR`` for a position of another generation
-                (:func:`~sessionquery.search.sqlite.cursor.page_offset`), ``ABORTED``,
+                (:func:`~sessionquery.search.cursor.page_offset`), ``ABORTED``,
                 ``INDEX_FAILED`` and the corpus errors.
         """
 

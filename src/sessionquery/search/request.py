@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.model.textmatch import collapse_whitespace
 from sessionquery.query.backend import SearchMatch, validate_match
 from sessionquery.query.filters import (
     EventFilter,
@@ -18,10 +19,59 @@ from sessionquery.query.filters import (
     validate_event_filters,
     validate_session_filters,
 )
-from sessionquery.search.sqlite.cursor import request_fingerprint
-from sessionquery.search.sqlite.query import normalize_query, validate_limit
+from sessionquery.search.cursor import request_fingerprint
 
-__all__ = ["SearchRequest", "event_request", "session_request"]
+__all__ = [
+    "MAX_QUERY_BYTES",
+    "SearchRequest",
+    "event_request",
+    "normalize_query",
+    "session_request",
+    "validate_limit",
+]
+
+MAX_QUERY_BYTES = 1 << 20
+"""Queries longer than 1 MiB (UTF-8, after normalisation) are refused."""
+
+
+def _invalid_query(message: str) -> SessionQueryError:
+    return SessionQueryError(ErrorCode.INVALID_QUERY, message)
+
+
+def normalize_query(query: object) -> str:
+    """Trim and collapse whitespace; refuse non-strings, empty queries, NUL and > 1 MiB.
+
+    Raises:
+        SessionQueryError: ``INVALID_QUERY``.
+    """
+    if not isinstance(query, str):
+        raise _invalid_query(f"session-search query must be a string, not {type(query).__name__}")
+    if "\x00" in query:
+        raise _invalid_query("session-search query must not contain NUL characters")
+    normalized = collapse_whitespace(query)  # the original's (JavaScript's) whitespace
+    if not normalized:
+        raise _invalid_query("session-search query must contain non-whitespace text")
+    if len(normalized) > MAX_QUERY_BYTES // 4 and (
+        len(normalized.encode("utf-8", "surrogatepass")) > MAX_QUERY_BYTES
+    ):
+        raise _invalid_query("session-search query is longer than 1 MiB")
+    return normalized
+
+
+def validate_limit(limit: object, default: int, maximum: int) -> int:
+    """``limit`` or ``default``; must be an integer in ``[1, maximum]``.
+
+    Raises:
+        SessionQueryError: ``INVALID_LIMIT``.
+    """
+    if limit is None:
+        return default
+    if type(limit) is not int or not 1 <= limit <= maximum:
+        raise SessionQueryError(
+            ErrorCode.INVALID_LIMIT,
+            f"session-search limit must be an integer between 1 and {maximum}, not {limit!r}",
+        )
+    return limit
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sessionquery.search.snippet import MATCH_MARK
 from sessionquery.search.sqlite import db
 from sessionquery.search.sqlite.query import query_tokens, quote_phrase, words_expression
-from sessionquery.search.sqlite.snippet import MATCH_MARK
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Tests for sessionquery.search.sqlite.query: normalisation, quoting, budgets, limits."""
+"""Tests for sessionquery.search.sqlite.query: quoting, budgets, match modes and ranking."""
 
 from __future__ import annotations
 
@@ -22,44 +22,17 @@ from sessionquery.query.filters import (
     SessionFilter,
     TypeIn,
 )
+from sessionquery.search.request import normalize_query
+from sessionquery.search.snippet import MATCH_MARK
 from sessionquery.search.sqlite import SqliteSearch, db
 from sessionquery.search.sqlite.query import (
     EVENT_PREDICATE_LIMIT,
     SESSION_PREDICATE_LIMIT,
     compile_filters,
-    normalize_query,
     query_tokens,
     quote_phrase,
-    validate_limit,
     words_expression,
 )
-from sessionquery.search.sqlite.snippet import MATCH_MARK
-
-
-def test_queries_are_trimmed_and_whitespace_collapsed() -> None:
-    assert normalize_query("  failed \t\n  test  ") == "failed test"
-
-
-def test_query_whitespace_is_the_ecmascript_set() -> None:
-    assert normalize_query("\ufefffailed\ufeff\u3000test") == "failed test"
-    assert normalize_query("a\x1c\x85b") == "a\x1c\x85b"
-    with pytest.raises(SessionQueryError) as caught:
-        normalize_query("\ufeff")
-    assert caught.value.code is ErrorCode.INVALID_QUERY
-
-
-@pytest.mark.parametrize("query", ["", "   \n\t", "a\x00b", None, 5, b"bytes"])
-def test_empty_nul_and_non_string_queries_are_invalid(query: object) -> None:
-    with pytest.raises(SessionQueryError) as caught:
-        normalize_query(query)
-    assert caught.value.code is ErrorCode.INVALID_QUERY
-
-
-def test_queries_up_to_one_mebibyte_are_accepted_and_longer_ones_refused() -> None:
-    assert len(normalize_query("a" * (1 << 20))) == 1 << 20
-    with pytest.raises(SessionQueryError) as caught:
-        normalize_query("é" * (1 << 19) + "x")
-    assert caught.value.code is ErrorCode.INVALID_QUERY
 
 
 @given(st.text())
@@ -118,18 +91,6 @@ def test_too_many_bound_values_are_refused_before_any_statement() -> None:
     compile_filters(
         [IdIn([f"id{n}" for n in range(32_756)])], (), predicate_limit=SESSION_PREDICATE_LIMIT
     )
-
-
-@pytest.mark.parametrize("limit", [0, -1, 101, 1.5, True, "5"])
-def test_limits_outside_one_to_max_are_invalid(limit: object) -> None:
-    with pytest.raises(SessionQueryError) as caught:
-        validate_limit(limit, 20, 100)
-    assert caught.value.code is ErrorCode.INVALID_LIMIT
-
-
-def test_a_missing_limit_means_the_default() -> None:
-    assert validate_limit(None, 20, 100) == 20
-    assert validate_limit(100, 20, 100) == 100
 
 
 # -- match="words" ---------------------------------------------------------------------------

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from search_sqlite_support import FakeCorpus, FakePersistence, header, log
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.query.cancel import CancelToken
+from sessionquery.search.snippet import MATCH_MARK, snippet_around, snippet_at
 from sessionquery.search.sqlite import SqliteSearch, db, spans
 from sessionquery.search.sqlite.query import query_tokens, quote_phrase, words_expression
-from sessionquery.search.sqlite.snippet import MATCH_MARK, snippet_around, snippet_at
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ from sessionquery.query.backend import Corpus
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.types import EventSearchHit, SessionRecord, SessionSearchHit
 from sessionquery.search.base import OpenAt, SearchBase, Window
+from sessionquery.search.cursor import CursorPosition, page_offset
 from sessionquery.search.postgres import schema
 from sessionquery.search.postgres.overlay import LiveHit, LiveOverlay
 from sessionquery.search.postgres.sql import (
@@ -52,9 +53,8 @@ from sessionquery.search.postgres.tokens import (
     match_plan,
 )
 from sessionquery.search.request import SearchRequest
-from sessionquery.search.sqlite.cursor import CursorPosition, page_offset
-from sessionquery.search.sqlite.reconcile import IndexUpdate, ProgressCallback
-from sessionquery.search.sqlite.snippet import MATCH_MARK, snippet_from_highlight
+from sessionquery.search.snippet import MATCH_MARK, snippet_from_highlight
+from sessionquery.search.update import IndexUpdate, ProgressCallback
 
 __all__ = ["PostgresSearch"]
 

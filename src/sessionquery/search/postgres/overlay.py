@@ -29,7 +29,7 @@ from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.filters import EventFilter, SessionFilter, event_matches, session_matches
 from sessionquery.search.live import extends, fold_live, unchanged
 from sessionquery.search.postgres.tokens import MatchPlan, span_count, tokens
-from sessionquery.search.sqlite.snippet import sanitize_text
+from sessionquery.search.snippet import sanitize_text
 
 __all__ = ["LiveDoc", "LiveHit", "LiveOverlay", "LiveSession"]
 

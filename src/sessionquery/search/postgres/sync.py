@@ -49,8 +49,8 @@ from sessionquery.query.backend import Corpus
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.search.postgres import schema
 from sessionquery.search.postgres.tokens import lexeme, normal_form, tokens
-from sessionquery.search.sqlite.reconcile import ProgressCallback
-from sessionquery.search.sqlite.snippet import sanitize_text
+from sessionquery.search.snippet import sanitize_text
+from sessionquery.search.update import ProgressCallback
 
 __all__ = ["SyncResult", "sync_persisted"]
 

@@ -5,6 +5,6 @@
 """
 
 from sessionquery.search.sqlite.index import SqliteSearch
-from sessionquery.search.sqlite.reconcile import IndexUpdate
+from sessionquery.search.update import IndexUpdate
 
 __all__ = ["IndexUpdate", "SqliteSearch"]

@@ -38,6 +38,7 @@ from sessionquery.query.corpus import documents_of
 from sessionquery.search.sqlite import db
 from sessionquery.search.sqlite.overlay import LiveState
 from sessionquery.search.sqlite.rows import DURABLE, Row, document_rows, key_range
+from sessionquery.search.update import ProgressCallback
 
 __all__ = [
     "BATCH_DOCUMENTS",
@@ -50,13 +51,9 @@ __all__ = [
     "DurablePass",
     "IndexAccess",
     "IndexState",
-    "ProgressCallback",
     "keyed_token",
     "same_listing",
 ]
-
-ProgressCallback = Callable[[int, int], None]
-"""Called as ``progress(done, total)`` while persisted sessions are (re)indexed."""
 
 BATCH_DOCUMENTS: Final = 2000
 """A batch is committed once it holds this many documents..."""

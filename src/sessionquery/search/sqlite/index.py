@@ -43,9 +43,14 @@ from sessionquery.query.backend import Corpus, SearchMatch
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.types import EventSearchHit, SessionRecord, SessionSearchHit
 from sessionquery.search.base import OpenAt, SearchBase, Window
+from sessionquery.search.cursor import CursorPosition, page_offset
 from sessionquery.search.request import SearchRequest
+from sessionquery.search.snippet import (
+    MATCH_MARK,
+    snippet_around,
+    snippet_from_highlight,
+)
 from sessionquery.search.sqlite import db, schema, spans
-from sessionquery.search.sqlite.cursor import CursorPosition, page_offset
 from sessionquery.search.sqlite.query import (
     SEQ_BITS,
     SEQ_MASK,
@@ -59,17 +64,8 @@ from sessionquery.search.sqlite.query import (
     text_sql,
     words_expression,
 )
-from sessionquery.search.sqlite.reconcile import (
-    IndexState,
-    IndexUpdate,
-    ProgressCallback,
-    reconcile,
-)
-from sessionquery.search.sqlite.snippet import (
-    MATCH_MARK,
-    snippet_around,
-    snippet_from_highlight,
-)
+from sessionquery.search.sqlite.reconcile import IndexState, reconcile
+from sessionquery.search.update import IndexUpdate, ProgressCallback
 
 __all__ = ["OpenAt", "SqliteSearch"]
 

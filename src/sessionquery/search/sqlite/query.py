@@ -22,8 +22,6 @@ from collections.abc import Sequence
 
 import apsw
 
-from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.model.textmatch import collapse_whitespace
 from sessionquery.search.predicates import (
     EVENT_PREDICATE_LIMIT,
     MAX_BOUND_PARAMETERS,
@@ -31,28 +29,22 @@ from sessionquery.search.predicates import (
     CompiledFilters,
     FilterDialect,
 )
+from sessionquery.search.snippet import sanitize_text
 from sessionquery.search.sqlite import db
-from sessionquery.search.sqlite.snippet import sanitize_text
 
 __all__ = [
     "EVENT_PREDICATE_LIMIT",
     "MAX_BOUND_PARAMETERS",
-    "MAX_QUERY_BYTES",
     "SEQ_BITS",
     "SESSION_PREDICATE_LIMIT",
     "CompiledFilters",
     "compile_filters",
     "event_search_sql",
-    "normalize_query",
     "query_tokens",
     "quote_phrase",
     "session_search_sql",
-    "validate_limit",
     "words_expression",
 ]
-
-MAX_QUERY_BYTES = 1 << 20
-"""Queries longer than 1 MiB (UTF-8, after normalisation) are refused."""
 
 SEQ_BITS = 32
 """Document rowid = ``session_key << SEQ_BITS | seq``: one contiguous rowid range per session."""
@@ -68,30 +60,6 @@ SESSION_ORDER = "mc DESC, length ASC, time DESC, session_id ASC, seq DESC"
 _MATERIALIZED = "MATERIALIZED "
 # Without it SQLite may evaluate each candidate's match count twice: once for a sort key and
 # once for the row.
-
-
-def _invalid_query(message: str) -> SessionQueryError:
-    return SessionQueryError(ErrorCode.INVALID_QUERY, message)
-
-
-def normalize_query(query: object) -> str:
-    """Trim and collapse whitespace; refuse non-strings, empty queries, NUL and > 1 MiB.
-
-    Raises:
-        SessionQueryError: ``INVALID_QUERY``.
-    """
-    if not isinstance(query, str):
-        raise _invalid_query(f"session-search query must be a string, not {type(query).__name__}")
-    if "\x00" in query:
-        raise _invalid_query("session-search query must not contain NUL characters")
-    normalized = collapse_whitespace(query)  # the original's (JavaScript's) whitespace
-    if not normalized:
-        raise _invalid_query("session-search query must contain non-whitespace text")
-    if len(normalized) > MAX_QUERY_BYTES // 4 and (
-        len(normalized.encode("utf-8", "surrogatepass")) > MAX_QUERY_BYTES
-    ):
-        raise _invalid_query("session-search query is longer than 1 MiB")
-    return normalized
 
 
 def quote_phrase(normalized: str) -> str:
@@ -122,22 +90,6 @@ def words_expression(tokens: Sequence[str]) -> str:
     if not distinct:
         return '""'
     return " AND ".join('"' + token.replace('"', '""') + '"' for token in distinct)
-
-
-def validate_limit(limit: object, default: int, maximum: int) -> int:
-    """``limit`` or ``default``; must be an integer in ``[1, maximum]``.
-
-    Raises:
-        SessionQueryError: ``INVALID_LIMIT``.
-    """
-    if limit is None:
-        return default
-    if type(limit) is not int or not 1 <= limit <= maximum:
-        raise SessionQueryError(
-            ErrorCode.INVALID_LIMIT,
-            f"session-search limit must be an integer between 1 and {maximum}, not {limit!r}",
-        )
-    return limit
 
 
 def _sql_number(value: float) -> float:

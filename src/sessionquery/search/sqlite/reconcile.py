@@ -37,7 +37,6 @@ followed by the live overlay (:mod:`.overlay`, this process only). Invariants:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from sessionquery.persistence.base import PersistedSession
@@ -52,10 +51,10 @@ from sessionquery.search.sqlite.durable import (
     DurablePass,
     IndexAccess,
     IndexState,
-    ProgressCallback,
     keyed_token,
 )
 from sessionquery.search.sqlite.overlay import LiveOverlay, live_unchanged
+from sessionquery.search.update import IndexUpdate, ProgressCallback
 
 __all__ = [
     "BATCH_DOCUMENTS",
@@ -64,35 +63,11 @@ __all__ = [
     "CATCH_UP_PASSES",
     "IndexAccess",
     "IndexState",
-    "IndexUpdate",
-    "ProgressCallback",
     "reconcile",
 ]
 
 CATCH_UP_PASSES: Final = 3
 """Durable passes one reconciliation makes while the store keeps changing under it."""
-
-
-@dataclass(frozen=True, slots=True)
-class IndexUpdate:
-    """What one reconciliation did.
-
-    Attributes:
-        skipped: nothing could have changed (same change token, same live lengths), so nothing
-            was listed or read.
-        persisted_indexed: persisted sessions (re)indexed.
-        persisted_removed: persisted sessions dropped from the index.
-        live_indexed: live sessions whose rows were written.
-        live_removed: sessions that stopped being live.
-        documents_written: documents inserted or re-classified.
-    """
-
-    skipped: bool = False
-    persisted_indexed: int = 0
-    persisted_removed: int = 0
-    live_indexed: int = 0
-    live_removed: int = 0
-    documents_written: int = 0
 
 
 class _Lookup:

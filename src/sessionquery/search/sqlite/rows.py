@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionEvent, SurfaceFolder, extract_event_text
 from sessionquery.persistence.base import TextDocument
+from sessionquery.search.snippet import sanitize_text
 from sessionquery.search.sqlite import db
 from sessionquery.search.sqlite.query import SEQ_BITS, SEQ_MASK
-from sessionquery.search.sqlite.snippet import sanitize_text
 
 __all__ = ["DURABLE", "LIVE", "DocTables", "Row", "document_rows", "event_rows", "key_range"]
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sessionquery.query.cancel import CancelToken, check_cancel
+from sessionquery.search.snippet import MATCH_MARK
 from sessionquery.search.sqlite import db
-from sessionquery.search.sqlite.snippet import MATCH_MARK
 
 __all__ = [
     "PIECE_CHARS",

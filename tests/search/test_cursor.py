@@ -1,4 +1,4 @@
-"""Tests for sessionquery.search.sqlite.cursor: binding, tampering and fingerprints."""
+"""Tests for sessionquery.search.cursor: binding, tampering and fingerprints."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.query.filters import IdIn, SeqBetween, TypeIn
-from sessionquery.search.sqlite.cursor import CursorCodec, page_offset, request_fingerprint
+from sessionquery.search.cursor import CursorCodec, page_offset, request_fingerprint
 
 
 def test_a_cursor_round_trips_its_position() -> None:

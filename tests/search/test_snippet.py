@@ -1,11 +1,11 @@
-"""Tests for sessionquery.search.sqlite.snippet: the snippet window and sanitisation."""
+"""Tests for sessionquery.search.snippet: the snippet window and sanitisation."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionquery.search.sqlite.snippet import (
+from sessionquery.search.snippet import (
     ELLIPSIS,
     MATCH_MARK,
     make_snippet,

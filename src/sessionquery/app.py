@@ -1,0 +1,547 @@
+"""The composition root: from a :class:`~sessionquery.config.Config` and the sources an
+operator chose to opened sources, a search index and the query service.
+
+Every entry point (the command line, ``sessionquery mcp``, the web viewer, ``push``) builds one
+:class:`App` and asks it for what it needs; nothing else opens sources or indexes. The one id
+resolver (:class:`SessionIds`) and the one problems helper (:func:`problems_of`) live here too.
+
+Invariants:
+
+* sources come from the options when any source option is given, else from the config file
+  when it names sources, else from every default location that exists; a source that was
+  named (option or config file) and does not exist is ``INVALID_CONFIG`` with advice for its
+  kind, so a typo never looks like an empty history;
+* nothing is created on disk while selecting or opening sources; the index file appears when
+  the index is first written;
+* every source passes through :func:`open_source` (the importer seam) and then
+  :func:`prepare_source` (the one place wrappers such as redaction apply), so no entry point
+  can open a source another way;
+* :class:`App` opens the sources once and lists them at most once for ids and titles
+  (:meth:`App.snapshot`); the search index pairs its own listing with the store's change
+  token and never uses that snapshot;
+* importing this module imports no backend: SQLite, PostgreSQL and the importers are
+  imported when first opened, so a command pays only for what it uses.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from sessionquery.config import Config
+from sessionquery.errors import ErrorCode, SessionQueryError
+
+if TYPE_CHECKING:
+    from sessionquery.model import SessionHeader
+    from sessionquery.persistence.base import Problem, SessionPersistence
+    from sessionquery.query.service import SessionQuery
+    from sessionquery.search.postgres import PostgresSearch
+    from sessionquery.search.sqlite import SqliteSearch
+
+    SearchIndex = SqliteSearch | PostgresSearch
+
+__all__ = [
+    "SHORT_ID_MIN",
+    "SOURCE_ORDER",
+    "AmbiguousId",
+    "App",
+    "ListedOnce",
+    "Origin",
+    "Selection",
+    "SessionIds",
+    "SourceEntry",
+    "SourceOptions",
+    "open_index",
+    "open_source",
+    "open_sources",
+    "prepare_source",
+    "problems_of",
+    "select_sources",
+]
+
+Origin = Literal["default", "config", "option"]
+"""Where a source or the index path came from."""
+
+SOURCE_ORDER = ("root", "claude", "codex")
+"""The kinds of source, in the order they are combined (and labelled)."""
+
+_KIND_LABEL = {"root": "store", "claude": "claude", "codex": "codex"}
+_KIND_NAME = {
+    "root": "sessionquery store",
+    "claude": "Claude Code projects directory",
+    "codex": "Codex sessions directory",
+}
+_KIND_ADVICE = {
+    "root": "a store is created when sessions are recorded into it, or try "
+    "'sessionquery quickstart' for a sample",
+    "claude": "Claude Code keeps its transcripts in ~/.claude/projects (or "
+    "$CLAUDE_CONFIG_DIR/projects)",
+    "codex": "Codex keeps its transcripts in ~/.codex/sessions (or $CODEX_HOME/sessions)",
+}
+
+
+# -- what the operator chose ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """The sources and index an operator named on the command line (typed, parsed once).
+
+    Attributes:
+        sources: ``(kind, path)`` pairs in the order given; ``kind`` is one of
+            :data:`SOURCE_ORDER`; paths are absolute.
+        postgres: a PostgreSQL DSN (session store and search index), or ``None``.
+        index: the SQLite index path, or ``None`` for the config file's or the default one.
+    """
+
+    sources: tuple[tuple[str, Path], ...] = ()
+    postgres: str | None = None
+    index: Path | None = None
+
+    @property
+    def names_sources(self) -> bool:
+        """Whether the options choose the sources (then they replace config and defaults)."""
+        return bool(self.sources) or bool(self.postgres)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceEntry:
+    """One session source and why it is used.
+
+    Attributes:
+        kind: ``root`` (a sessionquery JSONL store), ``claude`` or ``codex``.
+        path: its directory.
+        origin: ``default``, ``config`` or ``option``.
+        label: its name inside a combined source (``store``, ``claude``, ``codex2``...).
+    """
+
+    kind: str
+    path: Path
+    origin: Origin
+    label: str
+
+    @property
+    def exists(self) -> bool:
+        """Whether the directory is there."""
+        return self.path.is_dir()
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The sources and the index an entry point uses.
+
+    Attributes:
+        sources: the sources to open, in order.
+        index: the search index path.
+        index_origin: where the index path came from.
+        absent_defaults: default locations that were looked at and not found (only when the
+            defaults are used).
+        config_file: the config file consulted, or ``None`` when options replaced it.
+        postgres: a PostgreSQL DSN (``--postgres`` or the config file): a source, and the
+            search index.
+    """
+
+    sources: tuple[SourceEntry, ...]
+    index: Path
+    index_origin: Origin
+    absent_defaults: tuple[SourceEntry, ...] = ()
+    config_file: Path | None = None
+    postgres: str | None = None
+
+    def only(self, entry: SourceEntry) -> Selection:
+        """This selection reduced to one of its sources (same index)."""
+        return Selection((entry,), self.index, self.index_origin)
+
+
+def _entries(pairs: Iterable[tuple[str, Path]], origin: Origin) -> tuple[SourceEntry, ...]:
+    ordered = sorted(pairs, key=lambda pair: SOURCE_ORDER.index(pair[0]))
+    counts: dict[str, int] = {}
+    out = []
+    for kind, path in ordered:
+        counts[kind] = counts.get(kind, 0) + 1
+        number = counts[kind]
+        label = _KIND_LABEL[kind] if number == 1 else f"{_KIND_LABEL[kind]}{number}"
+        out.append(SourceEntry(kind, path, origin, label))
+    return tuple(out)
+
+
+def select_sources(config: Config, options: SourceOptions = SourceOptions()) -> Selection:
+    """Which sources and index the options, the config file and the defaults choose.
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` for a broken config file (read only when the
+            options leave the sources or the index to it).
+    """
+    settings = None
+    if not options.names_sources or options.index is None:
+        settings = config.settings()
+    index = options.index
+    index_origin: Origin = "option"
+    if index is None:
+        assert settings is not None
+        index, index_origin = (
+            (settings.index, "config")
+            if settings.index is not None
+            else (config.index_path, "default")
+        )
+    config_file = None if settings is None else settings.path
+    if options.names_sources:
+        entries = _entries(options.sources, "option")
+        return Selection(entries, index, index_origin, (), config_file, options.postgres)
+    assert settings is not None
+    if settings.names_sources:
+        pairs = [(kind, path) for kind in SOURCE_ORDER for path in settings.sources.get(kind, ())]
+        entries = _entries(pairs, "config")
+        return Selection(entries, index, index_origin, (), config_file, settings.postgres)
+    defaults = _entries(
+        [
+            ("root", config.store_root),
+            ("claude", config.claude_projects),
+            ("codex", config.codex_sessions),
+        ],
+        "default",
+    )
+    present = tuple(entry for entry in defaults if entry.exists)
+    absent = tuple(entry for entry in defaults if not entry.exists)
+    return Selection(present, index, index_origin, absent, config_file)
+
+
+# -- opening ----------------------------------------------------------------------------------
+
+
+def _advice(entry: SourceEntry) -> str:
+    where = {"option": f"--{entry.kind}", "config": "the config file", "default": "default"}
+    lead = f"no {_KIND_NAME[entry.kind]} at {entry.path} (from {where[entry.origin]})"
+    return f"{lead}; {_KIND_ADVICE[entry.kind]}"
+
+
+def _nothing_found(selection: Selection) -> SessionQueryError:
+    looked = ", ".join(
+        f"{entry.path} ({_KIND_NAME[entry.kind]})" for entry in selection.absent_defaults
+    )
+    return SessionQueryError(
+        ErrorCode.INVALID_CONFIG,
+        f"no session sources found; looked for {looked or 'nothing'}. Choose sources with "
+        "--root, --claude or --codex (or a config file), or try 'sessionquery quickstart'",
+    )
+
+
+def open_source(entry: SourceEntry, config: Config) -> SessionPersistence:
+    """One source, opened as its kind's persistence (the importer seam).
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` when its directory does not exist.
+    """
+    if not entry.exists:
+        raise SessionQueryError(ErrorCode.INVALID_CONFIG, _advice(entry))
+    if entry.kind == "root":
+        from sessionquery.persistence.jsonl import JsonlPersistence
+
+        return JsonlPersistence(entry.path)
+    # One derived cache for every importer source: rows are keyed by each file's identity.
+    if entry.kind == "claude":
+        from sessionquery.sources.claude import ClaudeCodeSource
+
+        return ClaudeCodeSource(entry.path, metadata_cache=config.importer_cache)
+    from sessionquery.sources.codex import CodexSource
+
+    return CodexSource(entry.path, metadata_cache=config.importer_cache)
+
+
+def prepare_source(
+    entry: SourceEntry | None, persistence: SessionPersistence, config: Config
+) -> SessionPersistence:
+    """Every wrapper an opened source gets before anything reads it.
+
+    The one place where redaction (contract 4) and the archive (contract 5) wrap a source;
+    ``entry`` is ``None`` for the PostgreSQL store. Today it returns ``persistence`` as is.
+    """
+    del entry, config
+    return persistence
+
+
+def _postgres_store(dsn: str) -> SessionPersistence:
+    from sessionquery.errors import PersistenceError
+
+    try:
+        from sessionquery.persistence.postgres import PostgresPersistence
+    except ImportError as exc:
+        raise _needs_psycopg() from exc
+    try:
+        return PostgresPersistence(dsn)
+    except PersistenceError as exc:
+        raise SessionQueryError(ErrorCode.PERSISTENCE_FAILED, str(exc)) from exc
+
+
+def _needs_psycopg() -> SessionQueryError:
+    return SessionQueryError(
+        ErrorCode.INVALID_CONFIG,
+        "the PostgreSQL backend needs psycopg 3: pip install 'sessionquery[postgres]'",
+    )
+
+
+def open_sources(selection: Selection, config: Config) -> SessionPersistence:
+    """The persistence the selection names (several are combined with ``MultiSource``).
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` when a selected directory does not exist or
+            nothing is selected; ``PERSISTENCE_FAILED`` when the PostgreSQL store cannot be
+            reached.
+    """
+    if not selection.sources and not selection.postgres:
+        raise _nothing_found(selection)
+    pairs: list[tuple[str, SessionPersistence]] = []
+    for entry in selection.sources:
+        pairs.append((entry.label, prepare_source(entry, open_source(entry, config), config)))
+    if selection.postgres:
+        store = _postgres_store(selection.postgres)
+        pairs.append(("postgres", prepare_source(None, store, config)))
+    if len(pairs) == 1:
+        return pairs[0][1]
+    from sessionquery.sources.multi import MultiSource
+
+    return MultiSource(pairs)
+
+
+def open_index(selection: Selection) -> SearchIndex:
+    """The search index: in the PostgreSQL database when one is selected, else the SQLite file.
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` when PostgreSQL is selected and psycopg is not
+            installed; ``INDEX_FAILED`` when the index cannot be opened.
+    """
+    if selection.postgres:
+        try:
+            from sessionquery.search.postgres import PostgresSearch
+        except ImportError as exc:
+            raise _needs_psycopg() from exc
+        return PostgresSearch(selection.postgres)
+    from sessionquery.search.sqlite import SqliteSearch
+
+    return SqliteSearch(selection.index)
+
+
+def problems_of(persistence: object) -> list[Problem]:
+    """What a source reports it could not read (empty for sources that report nothing)."""
+    from sessionquery.persistence.base import ProblemSource
+
+    return list(persistence.problems()) if isinstance(persistence, ProblemSource) else []
+
+
+class ListedOnce:
+    """A persistence whose listing is read once: one command works on one snapshot.
+
+    Every service call lists the store again (titles, id prefixes, filters), and listing a
+    large imported history is the slow part of a command; a command that finishes in
+    seconds loses nothing by reusing its first listing. Everything else is delegated, and a
+    capability the wrapped persistence lacks is missing here too, except :meth:`problems`
+    (a :class:`~sessionquery.persistence.base.ProblemSource` always; empty when the wrapped
+    persistence reports none). Not for long-running servers, and never for the search index.
+    """
+
+    def __init__(self, inner: SessionPersistence) -> None:
+        self._inner = inner
+        self._listing: list[Any] | None = None
+
+    def list(self) -> list[Any]:
+        """The wrapped persistence's listing, read on first use."""
+        if self._listing is None:
+            self._listing = list(self._inner.list())
+        return list(self._listing)
+
+    def problems(self) -> builtins.list[Problem]:
+        """The wrapped persistence's problems (:func:`problems_of`), read each time."""
+        return problems_of(self._inner)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+# -- session ids ------------------------------------------------------------------------------
+
+SHORT_ID_MIN = 4
+"""The fewest characters of an id its short id shows (the whole id if shorter)."""
+
+_CANDIDATES_SHOWN = 10
+
+
+class AmbiguousId(SessionQueryError):
+    """Text that starts several session ids (code ``INVALID_CONFIG``).
+
+    The command line reports it as a usage error; ``sessionquery mcp --session`` as the
+    server's configuration problem.
+
+    Attributes:
+        text: what was typed.
+        candidates: every id it starts, sorted.
+    """
+
+    def __init__(self, text: str, candidates: Sequence[str]) -> None:
+        shown = ", ".join(candidates[:_CANDIDATES_SHOWN])
+        extra = len(candidates) - _CANDIDATES_SHOWN
+        more = f" and {extra} more" if extra > 0 else ""
+        super().__init__(
+            ErrorCode.INVALID_CONFIG,
+            f"{text!r} is the start of {len(candidates)} session ids: {shown}{more}",
+        )
+        self.text = text
+        self.candidates = tuple(candidates)
+
+
+def _common(a: str, b: str) -> int:
+    length = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        length += 1
+    return length
+
+
+def _unique_prefixes(ids: Sequence[str], minimum: int) -> dict[str, str]:
+    ordered = sorted(set(ids))
+    out: dict[str, str] = {}
+    for position, value in enumerate(ordered):
+        need = minimum
+        for other in (position - 1, position + 1):
+            if 0 <= other < len(ordered):
+                need = max(need, _common(value, ordered[other]) + 1)
+        out[value] = value[:need]
+    return out
+
+
+class SessionIds:
+    """The session ids of one listing: a short id for each, and what typed text names.
+
+    A session is shown by the shortest start of its id, at least :data:`SHORT_ID_MIN`
+    characters, that no other id shares. :meth:`resolve` accepts a full id, or the start of
+    exactly one id.
+    """
+
+    def __init__(self, headers: Iterable[SessionHeader]) -> None:
+        self._ids = sorted({header.id for header in headers})
+        self._known = frozenset(self._ids)
+        self._short = _unique_prefixes(self._ids, SHORT_ID_MIN)
+
+    @classmethod
+    def of(cls, records: Iterable[Any]) -> SessionIds:
+        """From anything carrying a ``header`` (session records, persisted sessions)."""
+        return cls(record.header for record in records)
+
+    def short(self, session_id: str) -> str:
+        """The short id of ``session_id`` (the id itself when it is not in the listing)."""
+        return self._short.get(session_id, session_id)
+
+    def resolve(self, text: str) -> str:
+        """The full id that ``text`` names.
+
+        Raises:
+            SessionQueryError: ``SESSION_NOT_FOUND`` when it names no session.
+            AmbiguousId: when it starts several ids.
+        """
+        if text in self._known:
+            return text
+        matches = [value for value in self._ids if value.startswith(text)] if text else []
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise AmbiguousId(text, matches)
+        raise SessionQueryError(
+            ErrorCode.SESSION_NOT_FOUND, f"no session id is or starts with {text!r}"
+        )
+
+
+# -- the application --------------------------------------------------------------------------
+
+
+class App:
+    """One entry point's sources, index and service, opened from a config and options.
+
+    Opening is lazy: the selection is made, and the sources opened, on first use; a
+    configuration error is raised then (``INVALID_CONFIG``), so a server can still start and
+    report it.
+
+    Args:
+        config: where data lives (:meth:`Config.from_env` at an entry point).
+        options: the sources and index the operator named.
+    """
+
+    def __init__(self, config: Config, options: SourceOptions | None = None) -> None:
+        self.config = config
+        self.options = options if options is not None else SourceOptions()
+        self._selection: Selection | None = None
+        self._persistence: SessionPersistence | None = None
+        self._snapshot: ListedOnce | None = None
+        self._ids: SessionIds | None = None
+
+    @property
+    def selection(self) -> Selection:
+        """The sources and index in use.
+
+        Raises:
+            SessionQueryError: ``INVALID_CONFIG`` for a broken config file.
+        """
+        if self._selection is None:
+            self._selection = select_sources(self.config, self.options)
+        return self._selection
+
+    @property
+    def opened(self) -> bool:
+        """Whether the sources have been opened (their problems can be counted)."""
+        return self._persistence is not None
+
+    def persistence(self) -> SessionPersistence:
+        """The selected sources, opened once (see :func:`open_sources` for the errors)."""
+        if self._persistence is None:
+            self._persistence = open_sources(self.selection, self.config)
+        return self._persistence
+
+    def snapshot(self) -> SessionPersistence:
+        """The sources listed once, for reads that only need one consistent listing (ids,
+        titles). Never for the search index, which pairs a listing with the change token."""
+        if self._snapshot is None:
+            self._snapshot = ListedOnce(self.persistence())
+        return cast("SessionPersistence", self._snapshot)
+
+    def open_index(self) -> SearchIndex:
+        """A new handle on the selected search index (the caller closes it)."""
+        return open_index(self.selection)
+
+    def service(self, search: SearchIndex | None = None, *, snapshot: bool = False) -> SessionQuery:
+        """A query service over the sources, searching with ``search`` (closed with it).
+
+        Args:
+            search: the index to search with, or ``None`` for a service without search.
+            snapshot: read the one listing of :meth:`snapshot` (for a short command without
+                search; never with ``search``, never in a long-running server).
+        """
+        from sessionquery.query.service import SessionQuery
+
+        if snapshot and search is not None:
+            raise ValueError("the search index never reads the snapshot")
+        persistence = self.snapshot() if snapshot else self.persistence()
+        return SessionQuery(persistence=persistence, search=search)
+
+    @contextmanager
+    def query(self, *, search: bool = False) -> Iterator[SessionQuery]:
+        """The query service over the sources, with a new index handle when ``search``."""
+        backend = self.open_index() if search else None
+        with self.service(backend) as query:
+            yield query
+
+    def session_ids(self) -> SessionIds:
+        """The short ids and resolver of the sources' listing (listed once)."""
+        if self._ids is None:
+            self._ids = SessionIds.of(self.snapshot().list())
+        return self._ids
+
+    def resolve(self, text: str) -> str:
+        """The full id ``text`` names (see :meth:`SessionIds.resolve`)."""
+        return self.session_ids().resolve(text)
+
+    def problems(self) -> list[Problem]:
+        """What the opened sources could not read (empty before they are opened)."""
+        return [] if self._persistence is None else problems_of(self._persistence)
