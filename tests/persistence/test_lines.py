@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from sessionquery import JsonlPersistence, SessionQuery
 from sessionquery.errors import ErrorCode, PersistenceCorrupt, SessionQueryError
-from sessionquery.model import SessionHeader
+from sessionquery.model import SessionEvent, SessionHeader, fold_title, messages
 from sessionquery.persistence import _lines
 from sessionquery.persistence._lines import (
     INDEXED_EVENT_TEXT,
@@ -24,6 +25,7 @@ from sessionquery.persistence._lines import (
 from sessionquery.persistence.documents import checking, read_check
 from sessionquery.query.filters import TextContains
 from sessionquery.search.sqlite import SqliteSearch
+from strategies import valid_logs
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
@@ -213,3 +215,31 @@ def test_a_large_line_that_is_not_json_is_a_corrupt_line(tmp_path: Path) -> None
             list(event_records(fd, 0, str(path), read_check()))
     finally:
         os.close(fd)
+
+
+@given(valid_logs())
+def test_the_title_read_equals_the_title_of_the_exact_read(events: list[SessionEvent]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        store = JsonlPersistence(Path(folder))
+        header = SessionHeader(id="s", created_at=1, cwd="/w")
+        with store.create(header) as writer:
+            writer.append(events)
+        with store.open_read("s") as handle:
+            exact = fold_title(handle.read())
+        assert store.read_title("s") == (header, exact)
+
+
+def test_the_title_of_a_session_holding_a_huge_event_is_read_in_bounded_memory(
+    tmp_path: Path,
+) -> None:
+    store = _store_with_line(tmp_path / "s", "word " * (3 * LARGE_EVENT_BYTES // 5))
+    title = messages.session_title("the big one", [0], source="user")
+    with open(store.path_of("big"), "a", encoding="utf-8") as file:
+        line = {"type": "session/title", "seq": 2, "time": 3, "data": title}
+        file.write(json.dumps(line) + "\n")
+    with SessionQuery(persistence=store) as query:
+        (result,) = query.read_title_snapshots(["big"])
+        assert result.error is None and result.title is not None
+        assert result.title.title == "the big one" and result.title.event_seq == 2
+    header, snapshot = store.read_title("big")
+    assert header.id == "big" and snapshot == result.title

@@ -74,6 +74,12 @@ def main() -> None:
             seconds.append(time.monotonic() - started)
             rss.append(rss_mib())
             assert "Session small " in result.text, result.text
+        for _ in range(3):  # a hit on the huge session: its title is read in bounded memory
+            started = time.monotonic()
+            result = tools.call("session_search", {"query": "headword"}, caller)
+            seconds.append(time.monotonic() - started)
+            rss.append(rss_mib())
+            assert "Session huge " in result.text, result.text
         token = CancelToken(deadline=time.monotonic() + timeout_ms / 1000)
         head = [hit.record.id for hit in query.search_sessions("headword", cancel=token).items]
         tail = [hit.record.id for hit in query.search_sessions("tailword").items]

@@ -6,7 +6,8 @@ A JSONL store holds a small session and a session whose one event is a single li
 calls, no call may outlive its deadline by much, the process's resident memory must stay
 bounded (it is measured in a child process, alone) and must not grow from call to call; the
 huge event is then searchable by the start of its text (the index keeps the first
-``INDEXED_EVENT_TEXT`` bytes of it) and not by its end.
+``INDEXED_EVENT_TEXT`` bytes of it) and not by its end, and a ``session_search`` hit on it
+answers (its title is read without reading the log into events) in the same bounds.
 """
 
 from __future__ import annotations

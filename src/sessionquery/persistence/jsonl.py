@@ -40,7 +40,13 @@ from sessionquery.errors import (
     PersistenceExists,
     PersistenceNotFound,
 )
-from sessionquery.model import SessionHeader, validate_session_id
+from sessionquery.model import (
+    SessionEvent,
+    SessionHeader,
+    TitleSnapshot,
+    fold_title,
+    validate_session_id,
+)
 from sessionquery.persistence import _files, _lock
 from sessionquery.persistence._changes import ChangeLog
 from sessionquery.persistence._files import FILE_MODE, NotRegularFile
@@ -65,6 +71,7 @@ __all__ = ["HEADER_TYPE", "JsonlPersistence", "LogProblem"]
 logger = logging.getLogger(__name__)
 
 _CREATING_PREFIX = ".creating-"
+_TITLE_TYPE = "session/title"
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +311,44 @@ class JsonlPersistence:
             for _number, record in event_records(fd, end, path, read_check()):
                 builder.add(record)
             return builder.finish()
+        finally:
+            os.close(fd)
+
+    def read_title(self, session_id: str) -> tuple[SessionHeader, TitleSnapshot | None]:
+        """The stored header and title of one log, read as :meth:`read_documents` reads it:
+        a block at a time, a line over ``LARGE_EVENT_BYTES`` reduced (a title event that long
+        keeps the first ``INDEXED_EVENT_TEXT`` bytes of its title), the caller's deadline
+        checked every block; only ``session/title`` events are built, so a session holding a
+        huge event costs bounded memory. Lines are checked to be JSON, title events to be
+        valid events; other events are not validated (the exact reads do that).
+
+        Raises:
+            ValueError: ``session_id`` is not a valid session id.
+            PersistenceNotFound: the id is not stored.
+            PersistenceCorrupt: the header, a line or a title event is damaged.
+        """
+        path = self.path_of(session_id)
+        fd = self._open_existing(path, session_id, os.O_RDONLY)
+        try:
+            line, end = read_header_line(fd, path)
+            header, _inherited = parse_header(line, path)
+            if header.id != session_id:
+                raise corrupt(
+                    path, 1, f"the header names session {header.id!r}, not {session_id!r}"
+                )
+            titles: builtins.list[SessionEvent] = []
+            for number, record in event_records(fd, end, path, read_check()):
+                if type(record) is dict and record.get("type") == _TITLE_TYPE:
+                    try:
+                        event = SessionEvent.from_json(record)
+                    except (ValueError, RecursionError) as exc:
+                        raise corrupt(path, number, f"invalid event: {exc}") from None
+                    if event.seq != number - 2:
+                        raise corrupt(
+                            path, number, f"event has seq {event.seq}, expected {number - 2}"
+                        )
+                    titles.append(event)
+            return header, fold_title(titles)
         finally:
             os.close(fd)
 

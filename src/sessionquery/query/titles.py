@@ -3,7 +3,11 @@
 Ids are deduplicated keeping their first occurrence; the result has one entry per unique id
 in that order. Live ids fold their title from memory. The others share **one** persistence
 listing and are read cold by a pool of at most ``concurrency`` worker threads; each worker
-folds the title and lets go of the log before it takes the next id. A failure of one id
+folds the title and lets go of the log before it takes the next id. A log in the prepared
+cache gives its title from there; otherwise a persistence with its own title read
+(:class:`~sessionquery.persistence.base.TitleSource`: the JSONL store) reads only the title
+events, in bounded memory however large the log or one of its events; other persistences
+are read whole. A failure of one id
 (not found, corrupt, conflicting headers, a failed read) becomes that id's ``error``; a
 failed listing becomes the error of every id it was needed for. Cancellation is the one
 failure that is not per id: queued ids never start, started ones settle, then the whole call
@@ -129,6 +133,6 @@ def _read_one(
         if live is None:
             raise not_found(session_id)
         return _title_of(live)
-    with corpus.persisted_log(session_id, listed, cancel) as log:
-        live = corpus.live_log(session_id)
-        return _title_of(live if live is not None else log)
+    header, title = corpus.persisted_title(session_id, listed, cancel)
+    live = corpus.live_log(session_id)  # gone live while it was read: live wins
+    return _title_of(live) if live is not None else TitleResult(session_id, header, title, None)
