@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from sessionquery.config import Config
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.sources.registry import KINDS, SourceKind, source_kind
 
 if TYPE_CHECKING:
     from sessionquery.model import SessionHeader
@@ -55,6 +56,7 @@ __all__ = [
     "SessionIds",
     "SourceEntry",
     "SourceOptions",
+    "kind_of",
     "open_index",
     "open_source",
     "open_sources",
@@ -66,22 +68,30 @@ __all__ = [
 Origin = Literal["default", "config", "option"]
 """Where a source or the index path came from."""
 
-SOURCE_ORDER = ("root", "claude", "codex")
-"""The kinds of source, in the order they are combined (and labelled)."""
+SOURCE_ORDER = tuple("root" if kind.kind == "store" else kind.kind for kind in KINDS)
+"""The kinds of source, in the order they are combined (and labelled): ``root`` (the
+sessionquery store) and every other kind of :mod:`sessionquery.sources.registry`."""
 
-_KIND_LABEL = {"root": "store", "claude": "claude", "codex": "codex"}
-_KIND_NAME = {
-    "root": "sessionquery store",
-    "claude": "Claude Code projects directory",
-    "codex": "Codex sessions directory",
-}
-_KIND_ADVICE = {
-    "root": "a store is created when sessions are recorded into it, or try "
-    "'sessionquery quickstart' for a sample",
-    "claude": "Claude Code keeps its transcripts in ~/.claude/projects (or "
-    "$CLAUDE_CONFIG_DIR/projects)",
-    "codex": "Codex keeps its transcripts in ~/.codex/sessions (or $CODEX_HOME/sessions)",
-}
+_STORE_ADVICE = (
+    "a store is created when sessions are recorded into it, or try "
+    "'sessionquery quickstart' for a sample"
+)
+_LEGACY_OPTIONS = ("root", "claude", "codex")  # kinds that have an option of their own
+
+
+def kind_of(name: str) -> SourceKind:
+    """The registry kind of a source kind name (``root`` is the store).
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` for a name that is no kind.
+    """
+    found = source_kind(name)
+    if found is None:
+        kinds = ", ".join(SOURCE_ORDER)
+        raise SessionQueryError(
+            ErrorCode.INVALID_CONFIG, f"unknown source kind {name!r}; expected one of {kinds}"
+        )
+    return found
 
 
 # -- what the operator chose ----------------------------------------------------------------
@@ -93,7 +103,8 @@ class SourceOptions:
 
     Attributes:
         sources: ``(kind, path)`` pairs in the order given; ``kind`` is one of
-            :data:`SOURCE_ORDER`; paths are absolute.
+            :data:`SOURCE_ORDER` (``root`` for a store, also as ``--source store=...``); paths
+            are absolute.
         postgres: a PostgreSQL DSN (session store and search index), or ``None``.
         index: the SQLite index path, or ``None`` for the config file's or the default one.
     """
@@ -113,8 +124,9 @@ class SourceEntry:
     """One session source and why it is used.
 
     Attributes:
-        kind: ``root`` (a sessionquery JSONL store), ``claude`` or ``codex``.
-        path: its directory.
+        kind: ``root`` (a sessionquery JSONL store) or another kind of :data:`SOURCE_ORDER`
+            (``claude``, ``codex``, ``gemini``...).
+        path: its directory (or database file).
         origin: ``default``, ``config`` or ``option``.
         label: its name inside a combined source (``store``, ``claude``, ``codex2``...).
     """
@@ -126,8 +138,13 @@ class SourceEntry:
 
     @property
     def exists(self) -> bool:
-        """Whether the directory is there."""
-        return self.path.is_dir()
+        """Whether the directory (or database file) is there."""
+        return self.path.exists()
+
+    @property
+    def name(self) -> str:
+        """The display name of its kind (``Claude Code``; ``store`` for a store)."""
+        return "store" if self.kind == "root" else kind_of(self.kind).name
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +181,8 @@ def _entries(pairs: Iterable[tuple[str, Path]], origin: Origin) -> tuple[SourceE
     for kind, path in ordered:
         counts[kind] = counts.get(kind, 0) + 1
         number = counts[kind]
-        label = _KIND_LABEL[kind] if number == 1 else f"{_KIND_LABEL[kind]}{number}"
+        base = kind_of(kind).label
+        label = base if number == 1 else f"{base}{number}"
         out.append(SourceEntry(kind, path, origin, label))
     return tuple(out)
 
@@ -197,36 +215,46 @@ def select_sources(config: Config, options: SourceOptions = SourceOptions()) -> 
         pairs = [(kind, path) for kind in SOURCE_ORDER for path in settings.sources.get(kind, ())]
         entries = _entries(pairs, "config")
         return Selection(entries, index, index_origin, (), config_file, settings.postgres)
+    located = config.default_sources or (
+        ("store", config.store_root),
+        ("claude", config.claude_projects),
+        ("codex", config.codex_sessions),
+    )
     defaults = _entries(
-        [
-            ("root", config.store_root),
-            ("claude", config.claude_projects),
-            ("codex", config.codex_sessions),
-        ],
-        "default",
+        [("root" if kind == "store" else kind, path) for kind, path in located], "default"
     )
     present = tuple(entry for entry in defaults if entry.exists)
-    absent = tuple(entry for entry in defaults if not entry.exists)
-    return Selection(present, index, index_origin, absent, config_file)
+    found = {entry.kind for entry in present}
+    absent: list[SourceEntry] = []
+    for entry in defaults:  # a kind's alternative locations: the first one that is absent
+        if not entry.exists and entry.kind not in found:
+            found.add(entry.kind)
+            absent.append(entry)
+    return Selection(present, index, index_origin, tuple(absent), config_file)
 
 
 # -- opening ----------------------------------------------------------------------------------
 
 
 def _advice(entry: SourceEntry) -> str:
-    where = {"option": f"--{entry.kind}", "config": "the config file", "default": "default"}
-    lead = f"no {_KIND_NAME[entry.kind]} at {entry.path} (from {where[entry.origin]})"
-    return f"{lead}; {_KIND_ADVICE[entry.kind]}"
+    option = f"--{entry.kind}" if entry.kind in _LEGACY_OPTIONS else "--source"
+    where = {"option": option, "config": "the config file", "default": "default"}
+    kind = kind_of(entry.kind)
+    lead = f"no {kind.noun} at {entry.path} (from {where[entry.origin]})"
+    if entry.kind == "root":
+        return f"{lead}; {_STORE_ADVICE}"
+    return f"{lead}; {kind.name} keeps its transcripts in {kind.where}"
 
 
 def _nothing_found(selection: Selection) -> SessionQueryError:
     looked = ", ".join(
-        f"{entry.path} ({_KIND_NAME[entry.kind]})" for entry in selection.absent_defaults
+        f"{entry.path} ({kind_of(entry.kind).noun})" for entry in selection.absent_defaults
     )
     return SessionQueryError(
         ErrorCode.INVALID_CONFIG,
         f"no session sources found; looked for {looked or 'nothing'}. Choose sources with "
-        "--root, --claude or --codex (or a config file), or try 'sessionquery quickstart'",
+        "--root, --claude, --codex or --source KIND=PATH (or a config file), or try "
+        "'sessionquery quickstart'",
     )
 
 
@@ -238,18 +266,8 @@ def open_source(entry: SourceEntry, config: Config) -> SessionPersistence:
     """
     if not entry.exists:
         raise SessionQueryError(ErrorCode.INVALID_CONFIG, _advice(entry))
-    if entry.kind == "root":
-        from sessionquery.persistence.jsonl import JsonlPersistence
-
-        return JsonlPersistence(entry.path)
-    # One derived cache for every importer source: rows are keyed by each file's identity.
-    if entry.kind == "claude":
-        from sessionquery.sources.claude import ClaudeCodeSource
-
-        return ClaudeCodeSource(entry.path, metadata_cache=config.importer_cache)
-    from sessionquery.sources.codex import CodexSource
-
-    return CodexSource(entry.path, metadata_cache=config.importer_cache)
+    # One derived cache for every importer source: rows are keyed by each unit's location.
+    return kind_of(entry.kind).open(entry.path, metadata_cache=config.importer_cache)
 
 
 def prepare_source(

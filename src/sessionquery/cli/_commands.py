@@ -22,6 +22,7 @@ from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._parser import Command, UsageError
+from sessionquery.cli._serve import cmd_serve
 from sessionquery.cli._services import EXIT_OK, Invocation, Progress, emit, style_for
 from sessionquery.cli._sources import cmd_sources
 from sessionquery.errors import ErrorCode, SessionQueryError
@@ -167,7 +168,9 @@ def _cmd_export(inv: Invocation) -> int:
     if args.format == "json":
         text = render.dumps(conversation.export_json(log, title, children)) + "\n"
     elif args.format == "html":
-        text = conversation.export_html(log.session, title, items)
+        from sessionquery.web.export import export_page, view_of
+
+        text = export_page(log, view_of(log), title, children)
     else:
         text = conversation.export_markdown(log.session, title, items)
     if args.output is None:
@@ -473,6 +476,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("index", "Bring the search index up to date (with progress).", _cmd_index),
     Command("sources", "Show which sources are used, why, and what they hold.", cmd_sources),
     Command("mcp", "Serve the five session tools over stdio (MCP).", _cmd_mcp),
+    Command("serve", "Browse every session in a local, read-only web viewer.", cmd_serve),
     Command(
         "quickstart",
         "Create a sample store from bundled example sessions and try it.",

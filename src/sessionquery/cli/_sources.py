@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sessionquery.app import SourceEntry, open_sources, problems_of
+from sessionquery.app import SourceEntry, kind_of, open_sources, problems_of
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli._services import Invocation, emit
@@ -19,8 +19,6 @@ __all__ = ["PROBLEMS_SHOWN", "cmd_sources"]
 
 PROBLEMS_SHOWN = 20
 """Problems per source listed in the text output."""
-
-_KIND_TEXT = {"root": "store", "claude": "Claude Code", "codex": "Codex"}
 
 
 def _inspect(entry: SourceEntry, inv: Invocation) -> dict[str, Any]:
@@ -61,6 +59,10 @@ def _document(inv: Invocation) -> dict[str, Any]:
     }
 
 
+def _kind_text(kind: str) -> str:
+    return "store" if kind == "root" else kind_of(kind).name
+
+
 def _count(value: object) -> str:
     return "-" if value is None else str(value)
 
@@ -71,7 +73,7 @@ def _text(document: dict[str, Any], style: render.Style) -> list[str]:
         state = "" if item["exists"] else " (not found)"
         rows.append(
             [
-                _KIND_TEXT[item["kind"]],
+                _kind_text(item["kind"]),
                 item["from"],
                 _count(item["sessions"]),
                 "-" if item["sessions"] is None else str(len(item["problems"])),
@@ -87,7 +89,7 @@ def _text(document: dict[str, Any], style: render.Style) -> list[str]:
         lines.append(f"Config file: {term.safe(config)} ({used})")
     for item in document["sources"]:
         if item["error"]:
-            lines += ["", f"{_KIND_TEXT[item['kind']]} {item['label']}: {item['error']}"]
+            lines += ["", f"{_kind_text(item['kind'])} {item['label']}: {item['error']}"]
         problems = item["problems"]
         if not problems:
             continue

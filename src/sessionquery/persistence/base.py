@@ -204,12 +204,17 @@ class DocumentLog:
         documents: one entry per event with non-empty text, in seq order; equal to what
             ``open_read`` + crash-tail closers + ``fold_surface`` + ``extract_event_text``
             would give.
+        titles: one entry per ``session/title`` event with a non-blank title
+            (:func:`~sessionquery.model.title.title_text`), in seq order, surface
+            ``log-only``: what relevance search ranks a session's titles by. A source that
+            does not report them leaves it empty (its sessions' titles then add nothing).
     """
 
     header: SessionHeader
     revision: str
     event_count: int
     documents: Sequence[TextDocument]
+    titles: Sequence[TextDocument] = ()
 
 
 @runtime_checkable

@@ -42,6 +42,7 @@ from sessionquery.model import (
     interrupted_turn_closers,
 )
 from sessionquery.model.surface import SurfaceError, surface_class_of
+from sessionquery.model.title import TITLE_TYPE, title_text
 from sessionquery.persistence.base import DocumentLog, SessionPersistence, TextDocument
 
 _TEXT_TYPES = frozenset(
@@ -61,6 +62,7 @@ __all__ = [
     "jsonl_documents",
     "read_check",
     "stored_documents",
+    "title_documents",
 ]
 
 CHECK_EVERY_LINES: Final = 2048
@@ -193,7 +195,16 @@ class DocumentBuilder:
         path: the file named in error messages.
     """
 
-    __slots__ = ("_docs", "_fold", "_header", "_open_turn", "_path", "_revision", "_seq")
+    __slots__ = (
+        "_docs",
+        "_fold",
+        "_header",
+        "_open_turn",
+        "_path",
+        "_revision",
+        "_seq",
+        "_titles",
+    )
 
     def __init__(self, header: SessionHeader, revision: str, path: str) -> None:
         self._header = header
@@ -201,6 +212,7 @@ class DocumentBuilder:
         self._path = path
         self._fold = SurfaceClasses()
         self._docs: list[tuple[int, str, int, str]] = []
+        self._titles: list[TextDocument] = []
         self._open_turn: list[dict[str, Any]] | None = None
         self._seq = 0
 
@@ -230,6 +242,10 @@ class DocumentBuilder:
             text = extract_text(kind, obj.get("data"))
             if text:
                 self._docs.append((seq, kind, time, text))
+        elif kind == TITLE_TYPE:
+            title = title_text(kind, obj.get("data"))
+            if title:
+                self._titles.append(TextDocument(seq, kind, time, "log-only", title))
         if kind == "turn/start":
             self._open_turn = [obj]
         elif kind == "turn/end":
@@ -269,7 +285,7 @@ class DocumentBuilder:
             TextDocument(seq, kind, time, fold.surface_class(seq), text)
             for seq, kind, time, text in self._docs
         ]
-        return DocumentLog(self._header, self._revision, count, documents)
+        return DocumentLog(self._header, self._revision, count, documents, self._titles)
 
 
 def jsonl_documents(
@@ -341,6 +357,16 @@ def event_documents(events: Sequence[SessionEvent]) -> list[TextDocument]:
     return documents
 
 
+def title_documents(events: Iterable[SessionEvent]) -> list[TextDocument]:
+    """The title documents of a log: each ``session/title`` event with a non-blank title
+    (:func:`~sessionquery.model.title.title_text`), in seq order (always ``log-only``)."""
+    return [
+        TextDocument(event.seq, event.type, event.time, "log-only", title)
+        for event in events
+        if event.type == TITLE_TYPE and (title := title_text(event.type, event.data))
+    ]
+
+
 def stored_documents(source: SessionPersistence, session_id: str) -> DocumentLog:
     """The documents of one stored log the slow, exact way: ``open_read``, the crash tail
     closed (:func:`~sessionquery.model.interrupted_turn_closers`), the fold, the texts. For
@@ -362,4 +388,4 @@ def stored_documents(source: SessionPersistence, session_id: str) -> DocumentLog
         documents = event_documents(events)
     except SurfaceError as exc:
         raise PersistenceCorrupt(f"session {session_id!r} does not fold: {exc}") from None
-    return DocumentLog(header, entry.revision, len(events), documents)
+    return DocumentLog(header, entry.revision, len(events), documents, title_documents(events))

@@ -46,7 +46,7 @@ from sessionquery.persistence.base import (
     TextDocument,
     TitleSource,
 )
-from sessionquery.persistence.documents import checking, event_documents
+from sessionquery.persistence.documents import checking, event_documents, title_documents
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken, check_cancel
@@ -320,7 +320,11 @@ class ServiceCorpus:
             raise not_found(session_id)
         log = self.read_persisted(session_id, cancel)
         return DocumentLog(
-            log.session, listed.revision, len(log.events), documents_of(session_id, log.events)
+            log.session,
+            listed.revision,
+            len(log.events),
+            documents_of(session_id, log.events),
+            title_documents(log.events),
         )
 
     # -- service-side reads --------------------------------------------------------------
