@@ -38,9 +38,9 @@ from sessionquery.query.types import (
 )
 from sessionquery.tools import SessionQueryTools
 from sessionquery.tools.access import ToolCaller
-from sessionquery.tools.arguments import parse_event_search, parse_session_search, parse_trace
 from sessionquery.tools.boundary import ServiceBoundary
 from sessionquery.tools.operations import COLLECTION_ATTEMPTS, PAGE_LIMIT, Operations
+from sessionquery.tools.specs import parse_event_search, parse_session_search, parse_trace
 
 CALLER = ToolCaller("me", "/w", 5)
 
@@ -57,6 +57,8 @@ def _hit(record: SessionRecord) -> SessionSearchHit:
 
 class FakeQuery:
     """Records every call; serves fixed records and scripted search pages."""
+
+    read_window_max = 50
 
     def __init__(self, records: Sequence[SessionRecord]) -> None:
         self.records = {r.id: r for r in records}
@@ -247,7 +249,7 @@ def test_a_corpus_that_keeps_moving_gives_the_longest_consistent_run_marked_capp
     assert not result.is_error, result.text
     assert "STALE" not in result.text
     assert "Session search results (1):" in result.text and "Session a " in result.text
-    assert "Result cap reached: only the first 1 matching sessions are shown." in result.text
+    assert "Result cap reached: these are the 1 best matching sessions" in result.text
     assert len(fake.limits) == 2 * COLLECTION_ATTEMPTS
 
 
@@ -264,7 +266,7 @@ def test_an_event_search_whose_session_keeps_moving_never_answers_stale() -> Non
     )
     assert not result.is_error, result.text
     assert "seq 3" in result.text and "seq 1" in result.text
-    assert "Result cap reached: only the first 2 matching events are shown." in result.text
+    assert "Result cap reached: these are the 2 best matching events" in result.text
 
 
 def test_a_full_answer_is_one_backend_call_of_the_largest_page() -> None:

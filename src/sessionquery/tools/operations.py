@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, Final, Protocol, TypeVar
 
@@ -60,14 +60,15 @@ from sessionquery.tools.access import (
     project_lineage,
     unauthorized,
 )
-from sessionquery.tools.arguments import (
+from sessionquery.tools.boundary import SANITIZED_MESSAGES, ServiceBoundary, sanitize
+from sessionquery.tools.specs import (
     EventReadArgs,
     EventSearchArgs,
     EventTraceArgs,
     SessionSearchArgs,
+    ToolMatch,
     TraceArgs,
 )
-from sessionquery.tools.boundary import SANITIZED_MESSAGES, ServiceBoundary, sanitize
 
 __all__ = ["COLLECTION_ATTEMPTS", "PAGE_LIMIT", "Operations", "QueryService"]
 
@@ -102,6 +103,11 @@ _GONE_CODES = frozenset({ToolErrorCode.UNAUTHORIZED, ErrorCode.SESSION_NOT_FOUND
 
 class QueryService(Protocol):
     """The part of :class:`sessionquery.query.SessionQuery` the tools use."""
+
+    @property
+    def read_window_max(self) -> int:
+        """The largest ``before``/``after`` :meth:`read_event` accepts."""
+        ...
 
     def filter_sessions(
         self, filters: Sequence[SessionFilter], *, cancel: CancelToken | None = None
@@ -174,15 +180,24 @@ class Operations:
         caller: who is calling.
         boundary: the sanitizer every service call goes through.
         max_results: the search result cap.
+        match: the search tools' mode when the model does not choose one.
     """
 
     def __init__(
-        self, query: QueryService, caller: ToolCaller, boundary: ServiceBoundary, max_results: int
+        self,
+        query: QueryService,
+        caller: ToolCaller,
+        boundary: ServiceBoundary,
+        max_results: int,
+        *,
+        match: ToolMatch = "relevance",
     ) -> None:
         self._query = query
         self._caller = caller
         self._boundary = boundary
         self._max = max_results
+        self._match: ToolMatch = match
+        self._corrections: dict[str, str] = {}
 
     # --- the five tools ---------------------------------------------------------------------
 
@@ -205,6 +220,7 @@ class Operations:
         if args.empty:
             return render.NO_SESSION_MATCHES
         fallback = False
+        match = args.match or self._match
         own = self._caller.session_id
         # The backend's cwd filter admits only workspace sessions: the one hit the tool may
         # still skip is the caller's own session.
@@ -216,8 +232,8 @@ class Operations:
             )
             return self._collect(fetch, self._acceptable_hit, _session_key, skippable)
 
-        hits, capped = collect("phrase")
-        if not hits and _several_words(args.query):
+        hits, capped = collect(match)
+        if not hits and match == "phrase" and _several_words(args.query):
             hits, capped = collect("words")
             fallback = bool(hits)
         cap = len(hits) if capped else self._max  # fewer than the cap when the corpus kept moving
@@ -232,7 +248,10 @@ class Operations:
         rows = [
             (hit, titles[hit.record.id], self._parent_text(hit, visible_parents)) for hit in hits
         ]
-        return render.render_session_search(rows, capped=capped, cap=cap, words_fallback=fallback)
+        corrections = _shown_corrections(self._corrections, [hit.best_match for hit in hits])
+        return render.render_session_search(
+            rows, capped=capped, cap=cap, words_fallback=fallback, corrections=corrections
+        )
 
     def session_event_search(self, args: EventSearchArgs) -> str:
         """``session_event_search``: one session's events matching the query."""
@@ -254,19 +273,26 @@ class Operations:
         if seq_from is not None or seq_to is not None:
             filters.append(SeqBetween(seq_from, seq_to))
         filters.extend(args.other_filters)
+        match = args.match or self._match
 
         def collect(match: SearchMatch) -> tuple[list[EventSearchHit], bool]:
             fetch = partial(self._event_page, target, args.query, tuple(filters), match=match)
             return self._collect(fetch, _accept_any, _event_key, frozenset())
 
-        hits, capped = collect("phrase")
+        hits, capped = collect(match)
         fallback = False
-        if not hits and _several_words(args.query):
+        if not hits and match == "phrase" and _several_words(args.query):
             hits, capped = collect("words")
             fallback = bool(hits)
         cap = len(hits) if capped else self._max  # as in session_search
         return render.render_event_search(
-            target, title, hits, capped=capped, cap=cap, words_fallback=fallback
+            target,
+            title,
+            hits,
+            capped=capped,
+            cap=cap,
+            words_fallback=fallback,
+            corrections=_shown_corrections(self._corrections, hits),
         )
 
     def session_trace(self, args: TraceArgs) -> str:
@@ -426,6 +452,8 @@ class Operations:
             return search(cancel=token, match=match)
 
         page = self._boundary.run(call)
+        if cursor is None:
+            self._corrections = dict(page.corrections)
         return page.items, page.next_cursor
 
     def _event_page(
@@ -449,6 +477,8 @@ class Operations:
 
         page = self._boundary.run(call)
         self._post_check(page.session.id, page.session.cwd, target)
+        if cursor is None:
+            self._corrections = dict(page.corrections)
         return page.items, page.next_cursor
 
     def _collect(
@@ -553,6 +583,20 @@ def _accept_any(_hit: EventSearchHit) -> bool:
 
 
 _WORD = re.compile(r"[^\W_]+")
+
+
+def _shown_corrections(
+    corrections: Mapping[str, str], hits: Sequence[EventSearchHit]
+) -> dict[str, str]:
+    """The corrections the model may see: only those whose searched word is in one of the
+    hits' snippets, text of the caller's own workspace. The backend picks a correction from
+    the whole index's words, so a word only another workspace holds is never shown."""
+    snippets = [set(_WORD.findall(hit.snippet.casefold())) for hit in hits]
+    return {
+        typed: searched
+        for typed, searched in corrections.items()
+        if any(searched.casefold() in words for words in snippets)
+    }
 
 
 def _several_words(query: str) -> bool:
