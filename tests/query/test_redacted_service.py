@@ -147,3 +147,6 @@ def test_a_ruleset_version_change_re_redacts_an_existing_index_on_the_next_searc
     ) as query:
         assert query.search_sessions(secret).items == []
         assert query.search_sessions("stripe-live-key redacted", match="words").items
+    if storage.backend == "sqlite":  # secure_delete: the file keeps no copy of the old text
+        files = [p for p in storage.root.iterdir() if p.name.startswith("index.sqlite")]
+        assert files and all(secret.encode() not in p.read_bytes() for p in files)
