@@ -114,12 +114,13 @@ def _cmd_list(inv: Invocation) -> int:
             records = records[: args.limit]
         view = None if args.no_titles else _listing_titles(inv, [r.id for r in records])
     titles = None if view is None else view.titles
-    prefixes = term.unique_prefixes([record.id for record in everything])
-    document = render.records_json(records, titles)
+    ids = inv.app.session_ids()
+    short = {record.id: ids.short(record.id) for record in everything}
+    document = render.records_json(records, titles, short)
     document["total"] = total
 
     def text(style: render.Style) -> list[str]:
-        lines = render.records_text(records, titles, style, prefixes=prefixes, total=total)
+        lines = render.records_text(records, titles, style, short_ids=short, total=total)
         return lines if view is None or view.note is None else [*lines, style.dim(view.note)]
 
     return emit(inv, document, text)
@@ -315,12 +316,16 @@ def _cmd_search(inv: Invocation) -> int:
             mode=mode,
         )
         titles = _listing_titles(inv, [hit.record.id for hit in page.items]).titles
-    document = render.session_hits_json(args.query, page, titles)
+    ids = inv.app.session_ids()
+    short = {hit.record.id: ids.short(hit.record.id) for hit in page.items}
+    document = render.session_hits_json(args.query, page, titles, short)
     document["match"] = mode
     return emit(
         inv,
         document,
-        lambda s: render.session_hits_text(args.query, page, titles, s, match=mode),
+        lambda s: render.session_hits_text(
+            args.query, page, titles, s, match=mode, short_ids=short
+        ),
     )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -200,12 +200,16 @@ def title_json(title: TitleSnapshot | None) -> dict[str, Any] | None:
 
 
 def records_json(
-    records: Sequence[SessionRecord], titles: dict[str, str | None] | None
+    records: Sequence[SessionRecord],
+    titles: dict[str, str | None] | None,
+    short_ids: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``list --json``: ``{"sessions": [record + "title"?]}``."""
+    """``list --json``: ``{"sessions": [record + "short_id"? + "title"?]}``."""
     items = []
     for record in records:
         item = record_json(record)
+        if short_ids is not None:
+            item["short_id"] = short_ids.get(record.id, record.id)
         if titles is not None:
             item["title"] = titles.get(record.id)
         items.append(item)
@@ -217,7 +221,7 @@ def records_text(
     titles: dict[str, str | None] | None,
     style: Style,
     *,
-    prefixes: dict[str, str] | None = None,
+    short_ids: Mapping[str, str] | None = None,
     total: int | None = None,
 ) -> list[str]:
     """``list`` as an aligned table, newest first, no wider than ``style.width``.
@@ -226,28 +230,28 @@ def records_text(
         records: the sessions to show.
         titles: each session's title (``None``: no title column).
         style: output styling and width.
-        prefixes: the shortest unique prefix of each id (shown instead of the full id).
+        short_ids: the short id of each session (shown, never cut, instead of the full id).
         total: how many sessions exist (a footer says when only some are shown).
     """
     if not records:
         return ["No sessions."]
-    prefixes = prefixes or {}
+    short_ids = short_ids or {}
     safe_rows = []
     for record in records:
         h = record.header
-        shown_id = term.safe(prefixes.get(h.id, h.id))
+        shown_id = term.safe(short_ids.get(h.id, h.id))
         kind = f"[{h.origin}] " if h.origin else ""
         title = (titles or {}).get(h.id) or "untitled"
         safe_rows.append(
             (shown_id, time_text(h.created_at)[:16], term.safe(_or_dash(h.cwd)), kind + title)
         )
-    id_width = min(20, max(2, *(term.display_width(row[0]) for row in safe_rows)))
+    id_width = max(2, *(term.display_width(row[0]) for row in safe_rows))
     ws_cap = 28 if titles is not None else style.width - id_width - 20
     ws_width = min(ws_cap, max(9, *(term.display_width(row[2]) for row in safe_rows)))
-    title_width = style.width - id_width - 16 - ws_width - 6
+    title_width = max(12, style.width - id_width - 16 - ws_width - 6)
     rows = []
     for shown_id, created, cwd, title in safe_rows:
-        row = [term.cut(shown_id, id_width), created, term.cut_left(cwd, ws_width)]
+        row = [shown_id, created, term.cut_left(cwd, ws_width)]
         if titles is not None:
             row.append(term.cut(term.safe(title), title_width))
         rows.append(row)
@@ -456,18 +460,24 @@ def _hit_json(hit: EventSearchHit) -> dict[str, Any]:
 
 
 def session_hits_json(
-    query: str, page: SessionSearchPage, titles: dict[str, str | None]
+    query: str,
+    page: SessionSearchPage,
+    titles: dict[str, str | None],
+    short_ids: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``search --json``: ``{"query", "items": [{session, title, best_match}], "more"}``.
+    """``search --json``: ``{"query", "items": [{session, short_id, title, best_match}],
+    "more"}``.
 
     ``more`` is true when further hits exist beyond the requested limit (the CLI pages
     internally; continuation cursors are bound to one process and never printed).
     """
+    short_ids = short_ids or {}
     return {
         "query": query,
         "items": [
             {
                 "session": record_json(hit.record),
+                "short_id": short_ids.get(hit.record.id, hit.record.id),
                 "title": titles.get(hit.record.id),
                 "best_match": _hit_json(hit.best_match),
             }
@@ -499,11 +509,14 @@ def session_hits_text(
     style: Style,
     *,
     match: str = "phrase",
+    short_ids: Mapping[str, str] | None = None,
 ) -> list[str]:
     """``search``: numbered hits with title, workspace, best match and highlighted snippet.
 
-    Every line fits ``style.width`` columns; the snippet takes at most three lines.
+    Every line fits ``style.width`` columns; the snippet takes at most three lines. Sessions
+    are named by their short ids when given.
     """
+    short_ids = short_ids or {}
     shown = term.cut(term.safe(query), 40)
     if not page.items:
         return [f"No sessions match {shown!r} ({_mode_text(match)})."]
@@ -513,7 +526,7 @@ def session_hits_text(
         title = term.safe(titles.get(h.id) or "untitled")
         origin = f" [{h.origin}]" if h.origin else ""
         lead = f"{number}. "
-        sid = term.cut(term.safe(h.id), style.width - len(lead))
+        sid = term.cut(term.safe(short_ids.get(h.id, h.id)), style.width - len(lead))
         rest = style.width - len(lead) - term.display_width(sid) - 3
         heading = f"{lead}{style.bold(sid)}"
         if rest > 1:
