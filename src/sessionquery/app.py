@@ -8,7 +8,8 @@ resolver (:class:`SessionIds`) and the one problems helper (:func:`problems_of`)
 Invariants:
 
 * sources come from the options when any source option is given, else from the config file
-  when it names sources, else from every default location that exists; a source that was
+  when it names sources, else from every default location that exists (the store, the sample
+  ``quickstart`` built, Claude Code, Codex, in that order); a source that was
   named (option or config file) and does not exist is ``INVALID_CONFIG`` with advice for its
   kind, so a typo never looks like an empty history;
 * nothing is created on disk while selecting or opening sources; the index file appears when
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     SearchIndex = SqliteSearch | PostgresSearch
 
 __all__ = [
+    "SAMPLE_LABEL",
     "SHORT_ID_MIN",
     "SOURCE_ORDER",
     "AmbiguousId",
@@ -69,7 +71,11 @@ Origin = Literal["default", "config", "option"]
 SOURCE_ORDER = ("root", "claude", "codex")
 """The kinds of source, in the order they are combined (and labelled)."""
 
+SAMPLE_LABEL = "sample"
+"""The label of the sample store ``quickstart`` builds, a default source while it exists."""
+
 _KIND_LABEL = {"root": "store", "claude": "claude", "codex": "codex"}
+_KIND_TEXT = {"root": "store", "claude": "Claude Code", "codex": "Codex"}
 _KIND_NAME = {
     "root": "sessionquery store",
     "claude": "Claude Code projects directory",
@@ -128,6 +134,11 @@ class SourceEntry:
     def exists(self) -> bool:
         """Whether the directory is there."""
         return self.path.is_dir()
+
+    @property
+    def title(self) -> str:
+        """How a person calls it (``store``, ``sample``, ``Claude Code``, ``Codex``)."""
+        return SAMPLE_LABEL if self.label == SAMPLE_LABEL else _KIND_TEXT[self.kind]
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +208,7 @@ def select_sources(config: Config, options: SourceOptions = SourceOptions()) -> 
         pairs = [(kind, path) for kind in SOURCE_ORDER for path in settings.sources.get(kind, ())]
         entries = _entries(pairs, "config")
         return Selection(entries, index, index_origin, (), config_file, settings.postgres)
-    defaults = _entries(
+    store, claude, codex = _entries(
         [
             ("root", config.store_root),
             ("claude", config.claude_projects),
@@ -205,8 +216,9 @@ def select_sources(config: Config, options: SourceOptions = SourceOptions()) -> 
         ],
         "default",
     )
-    present = tuple(entry for entry in defaults if entry.exists)
-    absent = tuple(entry for entry in defaults if not entry.exists)
+    sample = SourceEntry("root", config.sample_store, "default", SAMPLE_LABEL)
+    present = tuple(e for e in (store, sample, claude, codex) if e.exists)
+    absent = tuple(e for e in (store, claude, codex) if not e.exists)  # the sample is optional
     return Selection(present, index, index_origin, absent, config_file)
 
 

@@ -18,7 +18,8 @@ per-user data directory (``platformdirs.user_data_dir("sessionquery")``, e.g.
 * ``index.sqlite3`` is the default search index,
 * ``importer-cache.sqlite3`` is the importers' derived metadata cache,
 * ``titles.sqlite3`` is the command line's derived cache of session titles,
-* ``quickstart/`` holds the sample store and index that ``sessionquery quickstart`` builds.
+* ``quickstart/`` holds the sample store and index that ``sessionquery quickstart`` builds;
+  while the sample store exists it is one of the default sources (labelled ``sample``).
 
 The default importer directories are Claude Code's ``$CLAUDE_CONFIG_DIR/projects`` (else
 ``~/.claude/projects``) and Codex's ``$CODEX_HOME/sessions`` (else ``~/.codex/sessions``).
@@ -179,6 +180,17 @@ class Config:
     codex_sessions: Path
     config_file: Path
     no_color: bool = False
+
+    @property
+    def sample_store(self) -> Path:
+        """The sample store ``quickstart`` builds, ``<home>/quickstart/sessions``: a default
+        source while it exists."""
+        return self.quickstart_dir / "sessions"
+
+    @property
+    def sample_index(self) -> Path:
+        """The index of the sample store, ``<home>/quickstart/index.sqlite3``."""
+        return self.quickstart_dir / "index.sqlite3"
 
     @classmethod
     def for_home(

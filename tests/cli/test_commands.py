@@ -5,8 +5,18 @@ End-to-end checks through a real ``sessionquery`` process are in ``test_cli.py``
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+
 from cli_support import CLAUDE_ID, CODEX_ID, Cli, make_agent_home, make_subagents
-from sessionquery.examples import build_examples
+from sessionquery.cli._launcher import launcher
+from sessionquery.examples import EXAMPLE_SESSION_IDS, build_examples
 
 
 def _claude_family(cli: Cli, children: int = 3) -> list[str]:
@@ -63,3 +73,79 @@ def test_a_start_of_two_roots_is_a_usage_error_listing_both(cli: Cli) -> None:
         "SESSION_QUERY_USAGE: 'dashboard' is the start of 2 session ids: "
         "dashboard-dark-mode, dashboard-websocket\n"
     )
+
+
+# -- the first hour: quickstart's sample, the printed commands, the MCP registration --------------
+
+
+def test_quickstarts_sample_is_a_default_source_until_it_is_deleted(cli: Cli) -> None:
+    assert cli("quickstart").status == 0
+    listed = cli("list", "--json").json()
+    assert {item["id"] for item in listed["sessions"]} == set(EXAMPLE_SESSION_IDS)
+    sources = cli("sources", "--json").json()["sources"]
+    assert [(s["label"], s["name"], s["sessions"]) for s in sources if s["exists"]] == [
+        ("sample", "sample", 5)
+    ]
+    shutil.rmtree(cli.data / "quickstart" / "sessions")
+    ran = cli("list")
+    assert ran.status == 1 and ran.err.startswith("SESSION_QUERY_INVALID_CONFIG: no session")
+
+
+def test_quickstarts_closing_commands_use_the_absolute_path_when_not_on_the_path(
+    cli: Cli, tmp_path: Path
+) -> None:
+    cli.setenv("PATH", str(tmp_path))  # no sessionquery there
+    ran = cli("quickstart")
+    assert ran.status == 0, ran.err
+    tail = ran.out[ran.out.index("Try it yourself:") :].splitlines()
+    command = shlex.join(launcher())
+    assert tail[1:4] == [
+        f"  {command} list",
+        f"  {command} search websocket",
+        f"  {command} trace-event billing-rounding 20",
+    ]
+    assert "not on your PATH" in tail[-1]
+
+
+def test_quickstarts_closing_commands_are_bare_when_sessionquery_is_on_the_path(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "sessionquery").symlink_to(launcher()[0])
+    cli.setenv("PATH", str(tmp_path / "bin"))
+    ran = cli("quickstart", "--root", str(tmp_path / "sample"))
+    tail = ran.out[ran.out.index("Try it yourself:") :].splitlines()
+    assert tail[1].startswith("  sessionquery list --root ")
+    assert "PATH" not in ran.out[ran.out.index("Try it yourself:") :]
+
+
+def _registration(client: str, text: str) -> tuple[str, list[str]]:
+    if client == "claude":
+        words = shlex.split(text)
+        assert words[:6] == ["claude", "mcp", "add", "--scope", "user", "sessionquery"]
+        assert words[6] == "--"
+        return words[7], words[8:]
+    if client == "codex":
+        table = tomllib.loads(text)["mcp_servers"]["sessionquery"]
+        return table["command"], table["args"]
+    server = json.loads(text)["mcpServers"]["sessionquery"]
+    return server["command"], server["args"]
+
+
+@pytest.mark.parametrize("client", ["claude", "codex", "cursor"])
+def test_print_config_registers_the_absolute_command_with_the_given_options(
+    cli: Cli, tmp_path: Path, client: str
+) -> None:
+    ran = cli("mcp", "--print-config", client, "--root", str(tmp_path), "--cwd", ".")
+    assert ran.status == 0, ran.err
+    command, args = _registration(client, ran.out)
+    assert [command, *args] == [
+        *launcher(),
+        "mcp",
+        "--root",
+        str(tmp_path),
+        "--cwd",
+        os.getcwd(),
+    ]
+    assert Path(command).is_absolute() and Path(command).exists()
+    assert ran.err.endswith(":\n") and "\n" not in ran.err[:-1]

@@ -24,6 +24,7 @@ from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._parser import Command, UsageError
 from sessionquery.cli._services import EXIT_OK, Invocation, Progress, emit, style_for
 from sessionquery.cli._sources import cmd_sources
+from sessionquery.config import Config
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.query.backend import SearchMatch
 from sessionquery.query.filters import (
@@ -387,12 +388,47 @@ def _cmd_index(inv: Invocation) -> int:
     return emit(inv, summary, text)
 
 
-def _cmd_mcp(inv: Invocation) -> int:
-    from sessionquery.mcp import run_stdio
+def _server_arguments(inv: Invocation) -> list[str]:
+    """The options of this ``mcp`` command line, as a registration repeats them."""
+    options, args = inv.app.options, inv.args
+    out: list[str] = []
+    for kind, path in options.sources:
+        out += [f"--{kind}", str(path)]
+    if options.postgres:
+        out += ["--postgres", options.postgres]
+    if options.index is not None:
+        out += ["--index", str(options.index)]
+    if args.cwd is not None:
+        out += ["--cwd", _absolute_workspace(args.cwd)]
+    if args.session is not None:
+        out += ["--session", args.session]
+    return out
 
+
+def _absolute_workspace(text: str) -> str:
+    """A workspace option as the sessions record one: relative paths against the working
+    directory (``.`` names it), absolute paths verbatim."""
+    if os.path.isabs(text):
+        return text
+    return os.path.normpath(os.path.join(os.getcwd(), os.path.expanduser(text)))
+
+
+def _cmd_mcp(inv: Invocation) -> int:
     args = inv.args
     inv.summarise_problems = False  # the server logs its own state on stderr
-    cwd = args.cwd if args.cwd is not None else (None if args.session else os.getcwd())
+    if args.print_config is not None:
+        from sessionquery.cli._launcher import registration
+
+        text, where = registration(args.print_config, _server_arguments(inv))
+        sys.stderr.write(f"{where}:\n")
+        sys.stderr.flush()
+        sys.stdout.write(text)
+        return EXIT_OK
+    from sessionquery.mcp import run_stdio
+
+    cwd: str | None = os.getcwd() if args.cwd is None else _absolute_workspace(args.cwd)
+    if args.cwd is None and args.session:
+        cwd = None  # the session's recorded cwd is the workspace
     run_stdio(inv.app, cwd=cwd, session_id=args.session)
     return EXIT_OK
 
@@ -407,8 +443,8 @@ def _cmd_quickstart(inv: Invocation) -> int:
     roots = [path for kind, path in options.sources if kind == "root"]
     if len(roots) != len(options.sources) or len(roots) > 1 or options.postgres:
         raise UsageError("quickstart takes at most one --root and no other source option")
-    root = roots[0] if roots else config.quickstart_dir / "sessions"
-    index = options.index or config.quickstart_dir / "index.sqlite3"
+    root = roots[0] if roots else config.sample_store
+    index = options.index or config.sample_index
     ids = ensure_example_store(root)
     sample = App(config, SourceOptions(sources=(("root", root),), index=index))
     out, style = sys.stdout, style_for(config)
@@ -442,14 +478,39 @@ def _cmd_quickstart(inv: Invocation) -> int:
             "full, with one neighbour on each side (sessionquery read)",
             render.event_window_text(window, style),
         )
-    flags = f"--root {_quote(root)} --index {_quote(index)}"
-    out.write(
-        "\nTry it yourself:\n"
-        f"  sessionquery list {flags}\n"
-        f"  sessionquery search websocket {flags}\n"
-        f"  sessionquery trace-event {top.record.id} {hit.seq} {flags}\n"
-    )
+    out.write(_try_it(config, root, index, f"{top.record.id} {hit.seq}"))
     return EXIT_OK
+
+
+def _try_it(config: Config, root: Path, index: Path, event: str) -> str:
+    """The closing lines of ``quickstart``: commands that work as printed, in this shell."""
+    from sessionquery.cli._launcher import launcher, on_path, shell_command
+
+    command = shell_command()
+    if root == config.sample_store:
+        intro = (
+            "The sample is now one of your default sources, beside your own history\n"
+            f"('sessionquery sources' lists them; delete {_quote(root)} to remove it).\n"
+            "Try it yourself:"
+        )
+        flags = ""
+    else:
+        intro, flags = "Try it yourself:", f" --root {_quote(root)} --index {_quote(index)}"
+    lines = [
+        "",
+        intro,
+        f"  {command} list{flags}",
+        f"  {command} search websocket{flags}",
+        f"  {command} trace-event {event}{flags}",
+    ]
+    if not on_path():
+        where = _quote(Path(launcher()[0]).parent)
+        lines += [
+            "",
+            f"('sessionquery' alone is not on your PATH: add {where} to it, or install with "
+            "pipx or uv tool, which do)",
+        ]
+    return "\n".join(lines) + "\n"
 
 
 def _quote(path: Path) -> str:

@@ -316,6 +316,15 @@ def _setup_index(p: argparse.ArgumentParser) -> None:
 
 
 def _setup_mcp(p: argparse.ArgumentParser) -> None:
+    from sessionquery.cli._launcher import CLIENTS
+
+    p.add_argument(
+        "--print-config",
+        choices=CLIENTS,
+        metavar="CLIENT",
+        help="print how to register this server with CLIENT (claude, codex or cursor), with "
+        "the absolute command that starts it, and exit",
+    )
     who = p.add_mutually_exclusive_group()
     who.add_argument(
         "--cwd",

@@ -20,12 +20,11 @@ __all__ = ["PROBLEMS_SHOWN", "cmd_sources"]
 PROBLEMS_SHOWN = 20
 """Problems per source listed in the text output."""
 
-_KIND_TEXT = {"root": "store", "claude": "Claude Code", "codex": "Codex"}
-
 
 def _inspect(entry: SourceEntry, inv: Invocation) -> dict[str, Any]:
     item: dict[str, Any] = {
         "kind": entry.kind,
+        "name": entry.title,
         "label": entry.label,
         "path": str(entry.path),
         "from": entry.origin,
@@ -71,7 +70,7 @@ def _text(document: dict[str, Any], style: render.Style) -> list[str]:
         state = "" if item["exists"] else " (not found)"
         rows.append(
             [
-                _KIND_TEXT[item["kind"]],
+                item["name"],
                 item["from"],
                 _count(item["sessions"]),
                 "-" if item["sessions"] is None else str(len(item["problems"])),
@@ -87,7 +86,7 @@ def _text(document: dict[str, Any], style: render.Style) -> list[str]:
         lines.append(f"Config file: {term.safe(config)} ({used})")
     for item in document["sources"]:
         if item["error"]:
-            lines += ["", f"{_KIND_TEXT[item['kind']]} {item['label']}: {item['error']}"]
+            lines += ["", f"{item['name']} {item['label']}: {item['error']}"]
         problems = item["problems"]
         if not problems:
             continue
