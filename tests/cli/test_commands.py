@@ -17,6 +17,9 @@ import pytest
 from cli_support import CLAUDE_ID, CODEX_ID, Cli, make_agent_home, make_subagents
 from sessionquery.cli._launcher import launcher
 from sessionquery.examples import EXAMPLE_SESSION_IDS, build_examples
+from sessionquery.live import SessionStore
+from sessionquery.model.messages import user_message
+from sessionquery.persistence import JsonlPersistence
 
 
 def _claude_family(cli: Cli, children: int = 3) -> list[str]:
@@ -149,3 +152,31 @@ def test_print_config_registers_the_absolute_command_with_the_given_options(
     ]
     assert Path(command).is_absolute() and Path(command).exists()
     assert ran.err.endswith(":\n") and "\n" not in ran.err[:-1]
+
+
+# -- workspaces ---------------------------------------------------------------------------------
+
+
+def _store_in(root: Path, workspace: Path) -> None:
+    store = SessionStore(JsonlPersistence(root))
+    session = store.create("here", cwd=str(workspace))
+    session.append(
+        "user/message", user_message("the flaky test again", id="m0"), surface_op="append"
+    )
+    store.close("here")
+
+
+@pytest.mark.parametrize("spelling", [".", "./", "../proj", "{abs}/", "{abs}/sub/.."])
+def test_cwd_is_made_absolute_before_it_is_compared(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    workspace = tmp_path / "proj"
+    (workspace / "sub").mkdir(parents=True)
+    _store_in(tmp_path / "store", workspace)
+    monkeypatch.chdir(workspace)
+    cwd = spelling.format(abs=workspace)
+    flags = ["--root", str(tmp_path / "store"), "--index", str(tmp_path / "i.sqlite3")]
+    listed = cli("list", "--cwd", cwd, "--json", *flags).json()
+    assert [item["id"] for item in listed["sessions"]] == ["here"]
+    found = cli("search", "flaky", "--cwd", cwd, "--json", *flags).json()
+    assert [item["session"]["id"] for item in found["items"]] == ["here"]

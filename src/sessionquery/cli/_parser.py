@@ -11,6 +11,7 @@ rather than overwritten; :func:`source_options` reads them, once, into the typed
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +77,12 @@ def _instant(text: str) -> Instant:
             f"expected an ISO 8601 date or time such as 2025-03-07 or 2025-03-07T09:30Z, "
             f"not {text!r}"
         ) from None
+
+
+def _workspace(text: str) -> str:
+    """A workspace filter as sessions record their cwd: absolute, ``.``/``..`` and a trailing
+    ``/`` resolved away (symlinks are kept: a recorded cwd keeps them too)."""
+    return os.path.normpath(os.path.abspath(os.path.expanduser(text)))
 
 
 def _since(text: str) -> int:
@@ -217,11 +224,21 @@ def source_options(args: argparse.Namespace) -> SourceOptions:
     return SourceOptions(sources=sources, postgres=postgres, index=index)
 
 
-_ID_HELP = "the session id, or any unique start of it"
+_ID_HELP = "the session: its id, the short id 'list' shows, or any unique start of the id"
+
+
+def _add_cwd(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cwd",
+        action="append",
+        type=_workspace,
+        metavar="DIR",
+        help="only sessions of workspace DIR (made absolute: '.' is this directory; repeatable)",
+    )
 
 
 def _setup_list(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cwd", action="append", metavar="DIR", help="only sessions of workspace DIR")
+    _add_cwd(p)
     p.add_argument("--no-titles", action="store_true", help="skip reading titles (faster)")
     p.add_argument("--titles", action="store_true", help=argparse.SUPPRESS)  # now the default
     p.add_argument("--all", action="store_true", help="show every session (no --limit)")
@@ -289,7 +306,7 @@ def _add_phrase(p: argparse.ArgumentParser) -> None:
 def _setup_search(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", metavar="QUERY", nargs="+", help=_QUERY_HELP)
     _add_phrase(p)
-    p.add_argument("--cwd", action="append", metavar="DIR", help="only sessions of workspace DIR")
+    _add_cwd(p)
     p.add_argument("--session", action="append", metavar="ID", help="only this session")
     p.add_argument("--parent", action="append", metavar="ID", help="only children of session ID")
     p.add_argument("--roots", action="store_true", help="only sessions without a parent")
@@ -301,7 +318,7 @@ def _setup_search(p: argparse.ArgumentParser) -> None:
 
 
 def _setup_search_events(p: argparse.ArgumentParser) -> None:
-    p.add_argument("session_id", metavar="ID", help="the session to search (or a unique start)")
+    p.add_argument("session_id", metavar="ID", help=_ID_HELP)
     p.add_argument("query", metavar="QUERY", nargs="+", help=_QUERY_HELP)
     _add_phrase(p)
     p.add_argument("--seq-from", type=_non_negative, metavar="SEQ", help="events at/after SEQ")
