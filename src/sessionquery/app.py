@@ -27,6 +27,7 @@ Invariants:
 from __future__ import annotations
 
 import builtins
+import shlex
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ __all__ = [
     "Origin",
     "Selection",
     "SessionIds",
+    "SessionOrigin",
     "SourceEntry",
     "SourceOptions",
     "open_index",
@@ -62,6 +64,7 @@ __all__ = [
     "open_sources",
     "prepare_source",
     "problems_of",
+    "resume_command",
     "select_sources",
 ]
 
@@ -536,6 +539,47 @@ class SessionIds:
         )
 
 
+# -- where a session comes from, and how to resume it ------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOrigin:
+    """Which source a session comes from.
+
+    Attributes:
+        entry: the source (``None`` for the PostgreSQL store).
+        own_id: the session's id inside that source (the agent's own id; it differs from the
+            combined id when that carries a ``<label>:`` prefix).
+    """
+
+    entry: SourceEntry | None
+    own_id: str
+
+
+def resume_command(kind: str, own_id: str, cwd: str | None, *, child: bool = False) -> str | None:
+    """The shell command that resumes a session in its agent, or ``None`` when it has none.
+
+    Printed for a person, never run. Claude Code resumes a session from its project
+    directory (``cd <cwd> && claude --resume <id>``); Codex with ``codex resume <id>``, also
+    from the workspace. Subagent transcripts (``child``) cannot be resumed on their own, and a
+    sessionquery store records sessions that no agent command resumes.
+
+    Args:
+        kind: the source kind (``claude``, ``codex``, ...).
+        own_id: the session's id inside its source.
+        cwd: the session's recorded workspace, if any.
+        child: whether the session has a parent (for Claude Code: a subagent's transcript).
+    """
+    if kind == "claude" and not child:
+        words = ["claude", "--resume", own_id]
+    elif kind == "codex":
+        words = ["codex", "resume", own_id]
+    else:
+        return None
+    command = shlex.join(words)
+    return f"cd {shlex.quote(cwd)} && {command}" if cwd else command
+
+
 # -- the application --------------------------------------------------------------------------
 
 
@@ -623,6 +667,31 @@ class App:
     def resolve(self, text: str) -> str:
         """The full id ``text`` names (see :meth:`SessionIds.resolve`)."""
         return self.session_ids().resolve(text)
+
+    def origin(self, session_id: str) -> SessionOrigin | None:
+        """Which selected source holds ``session_id`` (``None`` when none does)."""
+        from sessionquery.sources.multi import MultiSource
+
+        persistence = self.persistence()
+        by_label = {entry.label: entry for entry in self.selection.sources}
+        if isinstance(persistence, MultiSource):
+            found = persistence.locate(session_id)
+            return None if found is None else SessionOrigin(by_label.get(found[0]), found[1])
+        if persistence.stat(session_id) is None:
+            return None
+        only = self.selection.sources[0] if self.selection.sources else None
+        return SessionOrigin(only, session_id)
+
+    def resume(self, session_id: str, cwd: str | None, parent: str | None) -> str | None:
+        """:func:`resume_command` for a session of these sources (``None`` when it has none).
+
+        ``parent`` is the session's parent id (a Claude Code session with a parent is a
+        subagent's transcript, which is not resumable on its own).
+        """
+        origin = self.origin(session_id)
+        if origin is None or origin.entry is None:
+            return None
+        return resume_command(origin.entry.kind, origin.own_id, cwd, child=parent is not None)
 
     def problems(self) -> list[Problem]:
         """What the opened sources could not read (empty before they are opened)."""

@@ -18,6 +18,8 @@ per-user data directory (``platformdirs.user_data_dir("sessionquery")``, e.g.
 * ``index.sqlite3`` is the default search index,
 * ``importer-cache.sqlite3`` is the importers' derived metadata cache,
 * ``titles.sqlite3`` is the command line's derived cache of session titles,
+* ``problems-shown`` remembers which problems the command line last warned about (so the
+  warning is repeated only when they change),
 * ``quickstart/`` holds the sample store and index that ``sessionquery quickstart`` builds;
   while the sample store exists it is one of the default sources (labelled ``sample``).
 
@@ -164,6 +166,7 @@ class Config:
         quickstart_dir: where ``quickstart`` builds its sample data, ``<home>/quickstart``.
         importer_cache: the importers' metadata cache, ``<home>/importer-cache.sqlite3``.
         title_cache: the command line's cache of session titles, ``<home>/titles.sqlite3``.
+        problems_shown: what the command line last warned about, ``<home>/problems-shown``.
         claude_projects: the default Claude Code transcripts directory.
         codex_sessions: the default Codex transcripts directory.
         config_file: where the optional TOML config file is looked for.
@@ -176,6 +179,7 @@ class Config:
     quickstart_dir: Path
     importer_cache: Path
     title_cache: Path
+    problems_shown: Path
     claude_projects: Path
     codex_sessions: Path
     config_file: Path
@@ -225,6 +229,7 @@ class Config:
             quickstart_dir=home / "quickstart",
             importer_cache=home / "importer-cache.sqlite3",
             title_cache=home / "titles.sqlite3",
+            problems_shown=home / "problems-shown",
             claude_projects=_absolute(claude_projects or user / ".claude" / "projects"),
             codex_sessions=_absolute(codex_sessions or user / ".codex" / "sessions"),
             config_file=_absolute(config_file or home / "config.toml"),

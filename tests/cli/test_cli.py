@@ -364,8 +364,6 @@ def test_foreign_index_database_exits_1_and_is_left_untouched(
         (["show", "no-such-session"], "SESSION_QUERY_SESSION_NOT_FOUND"),
         (["trace", "no-such-session"], "SESSION_QUERY_SESSION_NOT_FOUND"),
         (["read", "billing-rounding", "9999"], "SESSION_QUERY_EVENT_NOT_FOUND"),
-        (["read", "billing-rounding", "1", "--after", "51"], "SESSION_QUERY_INVALID_WINDOW"),
-        (["search", "   "], "SESSION_QUERY_INVALID_QUERY"),
         (["search-events", "no-such-session", "x"], "SESSION_QUERY_SESSION_NOT_FOUND"),
     ],
 )
@@ -831,12 +829,17 @@ def test_bad_transcripts_give_results_and_one_problem_line_never_a_traceback(
     (projects / "-deep" / "deep.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n")
     (projects / "-bad\x1bname").mkdir()
     (projects / "-bad\x1bname" / "x\x07.jsonl").write_text('{"type": "user"}\n{oops\n')
-    for args in (["list", "--json"], ["search", "flaky", "--json"], ["read", "c0ffee", "1"]):
+    for number, args in enumerate(
+        (["list", "--json"], ["search", "flaky", "--json"], ["read", "c0ffee", "1"])
+    ):
         result = run(args, agent_home)
         assert result.returncode == 0, (args, result.stderr)
         assert "Traceback" not in result.stderr
-        (line,) = result.stderr.splitlines()
-        assert line.startswith("warning: ") and "sessionquery sources" in line, line
+        if number == 0:  # the warning is shown once, until the problems change
+            (line,) = result.stderr.splitlines()
+            assert line.startswith("warning: ") and "sessionquery sources" in line, line
+        else:
+            assert result.stderr == ""
     listed = run_json(["list"], agent_home)
     assert isinstance(listed, dict)
     assert {CLAUDE_ID, CODEX_ID} <= {s["id"] for s in listed["sessions"]}

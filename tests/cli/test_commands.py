@@ -180,3 +180,146 @@ def test_cwd_is_made_absolute_before_it_is_compared(
     assert [item["id"] for item in listed["sessions"]] == ["here"]
     found = cli("search", "flaky", "--cwd", cwd, "--json", *flags).json()
     assert [item["session"]["id"] for item in found["items"]] == ["here"]
+
+
+# -- small things that must agree (issue 24.6) -----------------------------------------------------
+
+
+def _sample(cli: Cli) -> list[str]:
+    build_examples(cli.home / "store")
+    return ["--root", str(cli.home / "store"), "--index", str(cli.home / "index.sqlite3")]
+
+
+def test_export_accepts_md_for_markdown(cli: Cli) -> None:
+    flags = _sample(cli)
+    assert (
+        cli("export", "billing-rounding", "--format", "md", *flags).out
+        == cli("export", "billing-rounding", *flags).out
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["read", "billing-rounding", "1", "--before", "100"],
+        ["read", "billing-rounding", "1", "--after", "51"],
+        ["search", " "],
+        ["search-events", "billing-rounding", "\t"],
+        ["list", "--limit", "0"],
+        ["list", "--limit", "abc"],
+        ["list", "--limit", "-3"],
+    ],
+)
+def test_a_bad_value_is_a_usage_error_with_exit_status_2(cli: Cli, args: list[str]) -> None:
+    ran = cli(*args, *_sample(cli))
+    assert ran.status == 2, ran.err
+    assert ran.err.startswith("SESSION_QUERY_USAGE: ") and ran.err.count("\n") == 1
+
+
+def test_limit_0_and_limit_abc_are_refused_with_the_same_words(cli: Cli) -> None:
+    zero, word = cli("list", "--limit", "0").err, cli("list", "--limit", "abc").err
+    assert zero.replace("'0'", "X") == word.replace("'abc'", "X")
+
+
+@pytest.mark.parametrize(
+    ("args", "suggestion"),
+    [
+        (["lsit"], "did you mean 'list'?"),
+        (["list", "--jsno"], "did you mean '--json'?"),
+        (["export", "x", "--format", "mdd"], "did you mean 'md'?"),
+    ],
+)
+def test_a_mistyped_command_option_or_choice_gets_a_did_you_mean(
+    cli: Cli, args: list[str], suggestion: str
+) -> None:
+    ran = cli(*args)
+    assert ran.status == 2 and suggestion in ran.err
+
+
+def test_an_unknown_event_type_is_warned_about_with_a_did_you_mean(cli: Cli) -> None:
+    flags = _sample(cli)
+    ran = cli("search", "round", "--type", "user/mesage", *flags)
+    assert ran.status == 0
+    assert "warning: --type 'user/mesage' is not an event type" in ran.err
+    assert "did you mean 'user/message'?" in ran.err
+    assert cli("search", "round", "--type", "user/mesage", "--quiet", *flags).err == ""
+
+
+def _damaged(cli: Cli) -> list[str]:
+    flags = _sample(cli)
+    (cli.home / "store" / "damaged.jsonl").write_bytes(b"not a header\n")
+    return flags
+
+
+def test_the_problems_warning_is_shown_again_only_when_the_problems_change(cli: Cli) -> None:
+    flags = _damaged(cli)
+    first, second = cli("list", *flags), cli("list", *flags)
+    assert "warning: 1 problem reading the session sources" in first.err
+    assert second.err == ""
+    (cli.home / "store" / "damaged2.jsonl").write_bytes(b"also not a header\n")
+    assert "warning: 2 problems" in cli("list", *flags).err
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_quiet_drops_the_problems_warning(cli: Cli, where: str) -> None:
+    flags = _damaged(cli)
+    args = ["-q", "list", *flags] if where == "before" else ["list", "--quiet", *flags]
+    ran = cli(*args)
+    assert ran.status == 0 and ran.err == ""
+
+
+def test_show_prints_what_a_person_looks_for_and_not_internal_fields(cli: Cli) -> None:
+    make_agent_home(cli.home)
+    ran = cli("show", "c0ffee00")
+    labels = [line.split("  ")[0] for line in ran.out.splitlines()]
+    assert labels == [
+        "Session",
+        "Short id",
+        "Title",
+        "Created",
+        "Workspace",
+        "Events",
+        "Source",
+        "Resume",
+    ]
+    assert f"-home-dev-app/{CLAUDE_ID}.jsonl  (Claude Code)" in ran.out
+    for internal in ("Seeded", "Depth", "Agent preset", "Format"):
+        assert internal not in ran.out
+
+
+def test_show_and_its_json_carry_a_resume_command_for_the_agent(cli: Cli) -> None:
+    make_agent_home(cli.home)
+    claude = cli("show", "c0ffee00", "--json").json()
+    assert claude["resume"] == f"cd /home/dev/app && claude --resume {CLAUDE_ID}"
+    assert claude["event_count"] > 0 and claude["short_id"] == "c0ffee00"
+    codex = cli("show", CODEX_ID[:8], "--json").json()
+    assert codex["resume"] == f"cd /home/dev/api && codex resume {CODEX_ID}"
+    assert codex["source"]["kind"] == "codex" and codex["source"]["file"].endswith(".jsonl")
+    assert (
+        f"Resume     cd /home/dev/app && claude --resume {CLAUDE_ID}" in cli("show", "c0ffee00").out
+    )
+
+
+def test_a_subagent_and_a_store_session_have_no_resume_command(cli: Cli) -> None:
+    children = _claude_family(cli, children=1)
+    assert cli("show", children[0], "--json").json()["resume"] is None
+    flags = _sample(cli)
+    assert cli("show", "billing-rounding", "--json", *flags).json()["resume"] is None
+
+
+def test_read_cuts_each_neighbours_text_and_says_how_to_read_it(cli: Cli) -> None:
+    flags = _sample(cli)
+    out = cli("read", "billing-rounding", "20", "--after", "1", *flags).out
+    after = out[out.index("After:") :].splitlines()
+    assert len(after) <= 2 + 3 + 1
+    assert after[-1].strip() == "[… 24 more characters; sessionquery read billing-rounding 21]"
+
+
+def test_events_shows_the_start_of_each_events_text(cli: Cli) -> None:
+    flags = _sample(cli)
+    out = cli("events", "dashboard-websocket", *flags).out.splitlines()
+    assert out[0].split() == ["SEQ", "TIME", "(UTC)", "SURFACE", "TYPE", "TEXT"]
+    assert "The live revenue chart reconnects" in out[2]
+    assert max(len(line) for line in out) <= 100
+    document = cli("events", "dashboard-websocket", "--json", *flags).json()
+    assert document["events"][1]["preview"].startswith("The live revenue chart reconnects")

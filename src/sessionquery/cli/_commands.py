@@ -8,10 +8,11 @@ a total and ``more`` says whether hits were left out).
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -26,6 +27,7 @@ from sessionquery.cli._services import EXIT_OK, Invocation, Progress, emit, styl
 from sessionquery.cli._sources import cmd_sources
 from sessionquery.config import Config
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.model import KNOWN_EVENT_TYPES, SessionEvent
 from sessionquery.query.backend import SearchMatch
 from sessionquery.query.filters import (
     CreatedBetween,
@@ -133,14 +135,37 @@ def _cmd_show(inv: Invocation) -> int:
         session_id = inv.resolve(args.session_id)
         if args.conversation:
             return _show_conversation(inv, query, session_id)
+        log = query.read_session(session_id)
         (result,) = query.read_title_snapshots([session_id])
     if result.error is not None:
         raise result.error
-    header = result.header
-    assert header is not None  # a result without error carries its header
-    title = result.title
-    document = render.show_json(header, title)
-    return emit(inv, document, lambda s: render.show_text(header, title, s))
+    header = log.session
+    details = render.ShowDetails(
+        header=header,
+        title=result.title,
+        short_id=inv.app.session_ids().short(session_id),
+        events=log.events,
+        source=_source_of(inv, session_id, log.events),
+        resume=inv.app.resume(session_id, header.cwd, header.parent_session),
+    )
+    return emit(inv, render.show_json(details), lambda s: render.show_text(details, s))
+
+
+def _source_of(
+    inv: Invocation, session_id: str, events: Sequence[SessionEvent]
+) -> render.SourceView | None:
+    """Where the session is stored: its source and, for an imported one, its file."""
+    origin = inv.app.origin(session_id)
+    if origin is None or origin.entry is None:
+        return None
+    entry = origin.entry
+    file = None
+    for event in events:
+        pointer = event.data.get("origin") if isinstance(event.data, Mapping) else None
+        if isinstance(pointer, Mapping) and isinstance(pointer.get("file"), str):
+            file = str(entry.path / pointer["file"])
+            break
+    return render.SourceView(entry.kind, entry.label, entry.title, str(entry.path), file)
 
 
 def _conversation_parts(
@@ -190,8 +215,10 @@ def _cmd_events(inv: Invocation) -> int:
     with inv.query() as query:
         session_id = inv.resolve(inv.args.session_id)
         events = query.list_events(session_id)
-    document = render.events_json(session_id, events)
-    return emit(inv, document, lambda s: render.events_text(events, s))
+        log = query.read_session(session_id)
+    previews = {event.seq: render.preview(event) for event in log.events}
+    document = render.events_json(session_id, events, previews)
+    return emit(inv, document, lambda s: render.events_text(events, s, previews))
 
 
 def _cmd_read(inv: Invocation) -> int:
@@ -217,13 +244,28 @@ def _cmd_trace_event(inv: Invocation) -> int:
     return emit(inv, document, lambda s: render.event_trace_text(trace, s))
 
 
-def _event_filters(args: argparse.Namespace) -> list[EventFilter]:
+def _event_filters(inv: Invocation) -> list[EventFilter]:
+    args = inv.args
     filters: list[EventFilter] = []
     if args.types:
+        for unknown in sorted(set(args.types) - KNOWN_EVENT_TYPES):
+            inv.warn(_unknown_type(unknown))
         filters.append(TypeIn(tuple(args.types)))
     if args.surfaces:
         filters.append(SurfaceIn(tuple(args.surfaces)))
     return filters
+
+
+def _unknown_type(name: str) -> str:
+    """A warning for a ``--type`` no importer or recorder writes (the vocabulary is open, so it
+    still filters: it matches only events recorded with exactly that type)."""
+    close = difflib.get_close_matches(name, sorted(KNOWN_EVENT_TYPES), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    known = ", ".join(sorted(KNOWN_EVENT_TYPES))
+    return (
+        f"--type {name!r} is not an event type with a meaning ({hint}known: {known}); it "
+        "matches only events recorded with exactly that type"
+    )
 
 
 def _session_filters(inv: Invocation) -> list[SessionFilter]:
@@ -300,20 +342,37 @@ def _search_events(
             return EventSearchPage(session=page.session, items=items, next_cursor=more)
 
 
+def _query_text(words: Sequence[str]) -> str:
+    """The query the words make (``search flaky test`` is "flaky test"), checked as the
+    index checks it, so a query it would refuse is a usage error (exit 2).
+
+    Raises:
+        UsageError: for an empty (whitespace-only) query, NUL, or more than 1 MiB.
+    """
+    from sessionquery.search.request import normalize_query
+
+    text = " ".join(words)
+    try:
+        normalize_query(text)
+    except SessionQueryError as error:
+        raise UsageError(f"QUERY: {error.message}") from None
+    return text
+
+
 def _mode(args: argparse.Namespace) -> SearchMatch:
     return "phrase" if args.phrase else "words"
 
 
 def _cmd_search(inv: Invocation) -> int:
     args, mode = inv.args, _mode(inv.args)
-    args.query = " ".join(args.query)  # `search flaky test` is the query "flaky test"
+    args.query = _query_text(args.query)
     with inv.query(search=True) as query:
         page = _search_sessions(
             query,
             args.query,
             args.limit,
             _session_filters(inv),
-            _event_filters(args),
+            _event_filters(inv),
             mode=mode,
         )
         titles = _listing_titles(inv, [hit.record.id for hit in page.items]).titles
@@ -332,8 +391,8 @@ def _cmd_search(inv: Invocation) -> int:
 
 def _cmd_search_events(inv: Invocation) -> int:
     args, mode = inv.args, _mode(inv.args)
-    args.query = " ".join(args.query)
-    filters = _event_filters(args)
+    args.query = _query_text(args.query)
+    filters = _event_filters(inv)
     if args.seq_from is not None or args.seq_to is not None:
         filters.append(SeqBetween(args.seq_from, args.seq_to))
     with inv.query(search=True) as query:

@@ -11,7 +11,9 @@ rather than overwritten; :func:`source_options` reads them, once, into the typed
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ __all__ = [
     "Parser",
     "UsageError",
     "build_parser",
+    "is_quiet",
     "source_options",
     "version_text",
 ]
@@ -41,30 +44,75 @@ class UsageError(Exception):
     """A command line that cannot be run as given (exit status 2)."""
 
 
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from (?P<choices>.*)\)$")
+_UNRECOGNIZED = re.compile(r"^unrecognized arguments: (?P<first>\S+)")
+
+
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one ``CODE: message`` line and exit status 2."""
+    """An argument parser whose errors are one ``CODE: message`` line and exit status 2,
+    with a "did you mean" for a mistyped command, choice or option."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        hint = self._suggestion(message)
+        raise UsageError(f"{message}{hint} (see '{self.prog} --help')")
+
+    def _suggestion(self, message: str) -> str:
+        choice = _INVALID_CHOICE.search(message)
+        if choice is not None:
+            known = re.findall(r"'([^']*)'", choice.group("choices"))
+            return _did_you_mean(choice.group("value"), known)
+        unrecognized = _UNRECOGNIZED.search(message)
+        if unrecognized is not None:
+            first = unrecognized.group("first").split("=", 1)[0]
+            if first.startswith("-"):
+                return _did_you_mean(first, sorted(self._every_option()))
+        return ""
+
+    def _every_option(self) -> set[str]:
+        found = set(self._option_string_actions)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    found |= set(child._option_string_actions)
+        return found
+
+
+def _did_you_mean(value: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(value, known, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 # -- argument types -------------------------------------------------------------------------
 
 
-def _non_negative(text: str) -> int:
+def _integer(text: str, minimum: int, wanted: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, not {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, not {text!r}")
+        value = minimum - 1
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {wanted}, not {text!r}")
     return value
 
 
+def _non_negative(text: str) -> int:
+    return _integer(text, 0, "a non-negative integer")
+
+
 def _positive(text: str) -> int:
-    value = _non_negative(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("expected a positive integer, not 0")
+    return _integer(text, 1, "a positive integer")
+
+
+WINDOW_MAX = 50
+"""The most neighbours ``read --before/--after`` shows on each side (the service's limit)."""
+
+
+def _window(text: str) -> int:
+    value = _integer(text, 0, f"a number of events from 0 to {WINDOW_MAX}")
+    if value > WINDOW_MAX:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of events from 0 to {WINDOW_MAX}, not {text!r}"
+        )
     return value
 
 
@@ -145,6 +193,23 @@ def _add_sources(parser: argparse.ArgumentParser, prefix: str) -> None:
     )
 
 
+def _add_quiet(parser: argparse.ArgumentParser, prefix: str) -> None:
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        dest=f"{prefix}quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no warnings on stderr (errors are still printed)",
+    )
+
+
+def is_quiet(args: argparse.Namespace) -> bool:
+    """Whether ``--quiet`` was given, before or after the subcommand."""
+    given = vars(args)
+    return bool(given.get("quiet") or given.get("pre_quiet"))
+
+
 def _add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON document instead of text"
@@ -194,11 +259,13 @@ def build_parser(commands: Sequence[Command]) -> Parser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version_text()}")
     _add_sources(parser, "pre_")
+    _add_quiet(parser, "pre_")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in commands:
         child = sub.add_parser(command.name, help=command.help, description=command.help)
         SETUP[command.name](child)
         _add_sources(child, "")
+        _add_quiet(child, "")
         child.set_defaults(run=command.run, json=False)
     return parser
 
@@ -264,9 +331,9 @@ def _setup_export(p: argparse.ArgumentParser) -> None:
     p.add_argument("session_id", metavar="ID", help=_ID_HELP)
     p.add_argument(
         "--format",
-        choices=("markdown", "html", "json"),
+        choices=("markdown", "md", "html", "json"),
         default="markdown",
-        help="markdown (default), a self-contained html page, or json",
+        help="markdown (default; also md), a self-contained html page, or json",
     )
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (default: stdout)")
 
@@ -282,8 +349,8 @@ def _setup_seq(p: argparse.ArgumentParser) -> None:
 
 def _setup_read(p: argparse.ArgumentParser) -> None:
     _setup_seq(p)
-    p.add_argument("--before", type=_non_negative, default=0, metavar="N", help="N events before")
-    p.add_argument("--after", type=_non_negative, default=0, metavar="N", help="N events after")
+    p.add_argument("--before", type=_window, default=0, metavar="N", help="N events before (≤ 50)")
+    p.add_argument("--after", type=_window, default=0, metavar="N", help="N events after (≤ 50)")
     _add_json(p)
 
 

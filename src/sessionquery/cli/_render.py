@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,6 +36,8 @@ from sessionquery.query.types import (
 )
 
 __all__ = [
+    "ShowDetails",
+    "SourceView",
     "Style",
     "dumps",
     "event_hits_json",
@@ -265,30 +268,109 @@ def records_text(
     return [*lines, "", style.dim(count)]
 
 
-def show_json(header: SessionHeader, title: TitleSnapshot | None) -> dict[str, Any]:
-    """``show --json``: ``{"session": header, "title": title | null}``."""
-    return {"session": header_json(header), "title": title_json(title)}
+@dataclass(frozen=True, slots=True)
+class SourceView:
+    """Where a shown session is stored.
+
+    Attributes:
+        kind: the source kind (``root``, ``claude``, ``codex``).
+        label: its label among the sources.
+        name: how a person calls it (``sample``, ``Claude Code``...).
+        path: the source's directory.
+        file: the transcript file the session was read from, when known.
+    """
+
+    kind: str
+    label: str
+    name: str
+    path: str
+    file: str | None = None
 
 
-def show_text(header: SessionHeader, title: TitleSnapshot | None, style: Style) -> list[str]:
-    """``show``: one labelled line per header field, title first."""
+@dataclass(frozen=True, slots=True)
+class ShowDetails:
+    """Everything ``show`` prints about one session."""
+
+    header: SessionHeader
+    title: TitleSnapshot | None
+    short_id: str
+    events: Sequence[SessionEvent]
+    source: SourceView | None
+    resume: str | None
+
+    @property
+    def model(self) -> str | None:
+        """The model of the latest assistant message that records one."""
+        return _last_data_text(self.events, "model", "assistant/message")
+
+    @property
+    def branch(self) -> str | None:
+        """The latest git branch an event records (``gitBranch``)."""
+        return _last_data_text(self.events, "gitBranch")
+
+
+def _last_data_text(
+    events: Sequence[SessionEvent], key: str, kind: str | None = None
+) -> str | None:
+    for event in reversed(events):
+        if kind is not None and event.type != kind:
+            continue
+        value = event.data.get(key) if isinstance(event.data, Mapping) else None
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def show_json(details: ShowDetails) -> dict[str, Any]:
+    """``show --json``: the header, the title and what the text view adds (short id, event
+    count, source, model, branch, the resume command)."""
+    source = details.source
+    return {
+        "session": header_json(details.header),
+        "title": title_json(details.title),
+        "short_id": details.short_id,
+        "event_count": len(details.events),
+        "last_event_at": details.events[-1].time if details.events else None,
+        "source": None
+        if source is None
+        else {"kind": source.kind, "label": source.label, "path": source.path, "file": source.file},
+        "model": details.model,
+        "branch": details.branch,
+        "resume": details.resume,
+    }
+
+
+def show_text(details: ShowDetails, style: Style) -> list[str]:
+    """``show``: one labelled line per fact a person looks for, title first; lines for facts
+    the session does not record are left out."""
+    header, title = details.header, details.title
     title_line = "untitled"
     if title is not None:
         title_line = f"{title.title}  {style.dim(f'(seq {title.event_seq})')}"
-    fields = [
+    events = details.events
+    count = (
+        f"{len(events)}"
+        if not events
+        else f"{len(events)}, the last at {time_text(events[-1].time)} UTC"
+    )
+    source = details.source
+    fields: list[tuple[str, str | None]] = [
         ("Session", style.bold(header.id)),
+        ("Short id", details.short_id if details.short_id != header.id else None),
         ("Title", title_line),
         ("Created", f"{time_text(header.created_at)} UTC"),
         ("Workspace", _or_dash(header.cwd)),
-        ("Parent", _or_dash(header.parent_session)),
-        ("Origin", _or_dash(header.origin)),
-        ("Seeded", "yes" if header.is_seeded else "no"),
-        ("Depth", str(header.delegation_depth)),
-        ("Agent preset", _or_dash(header.agent_preset)),
-        ("Format", f"version {header.version}"),
+        ("Parent", header.parent_session),
+        ("Origin", header.origin),
+        ("Events", count),
+        ("Source", None if source is None else f"{source.file or source.path}  ({source.name})"),
+        ("Model", details.model),
+        ("Branch", details.branch),
+        ("Resume", details.resume),
     ]
-    width = max(len(label) for label, _ in fields)
-    return [f"{style.dim(label.ljust(width))}  {value}" for label, value in fields]
+    shown = [(label, value) for label, value in fields if value is not None]
+    width = max(len(label) for label, _ in shown)
+    return [f"{style.dim(label.ljust(width))}  {value}" for label, value in shown]
 
 
 # -- events ----------------------------------------------------------------------------------
@@ -299,15 +381,46 @@ def event_record_json(event: EventRecord) -> dict[str, Any]:
     return {"seq": event.seq, "type": event.type, "time": event.time, "surface": event.surface}
 
 
-def events_json(session_id: str, events: Sequence[EventRecord]) -> dict[str, Any]:
-    """``events --json``: ``{"session_id", "events": [{seq, type, time, surface}]}``."""
-    return {"session_id": session_id, "events": [event_record_json(e) for e in events]}
+PREVIEW_CHARS = 200
+"""Characters of an event's text ``events --json`` carries as its preview."""
 
 
-def events_text(events: Sequence[EventRecord], style: Style) -> list[str]:
-    """``events``: one row per raw event."""
+def preview(event: SessionEvent) -> str:
+    """The start of an event's searchable text on one line (empty when it has none)."""
+    text = " ".join(extract_event_text(event)[: PREVIEW_CHARS * 4].split())
+    return text[:PREVIEW_CHARS]
+
+
+def events_json(
+    session_id: str, events: Sequence[EventRecord], previews: Mapping[int, str] | None = None
+) -> dict[str, Any]:
+    """``events --json``: ``{"session_id", "events": [{seq, type, time, surface, preview}]}``."""
+    items = []
+    for event in events:
+        item = event_record_json(event)
+        if previews is not None:
+            item["preview"] = previews.get(event.seq, "")
+        items.append(item)
+    return {"session_id": session_id, "events": items}
+
+
+def events_text(
+    events: Sequence[EventRecord], style: Style, previews: Mapping[int, str] | None = None
+) -> list[str]:
+    """``events``: one row per raw event, with the start of its text, no wider than
+    ``style.width``."""
+    previews = previews or {}
     rows = [[str(e.seq), time_text(e.time), e.surface, e.type] for e in events]
-    return [*table(rows, ["SEQ", "TIME (UTC)", "SURFACE", "TYPE"], style)]
+    widths = [
+        max([len(header), *(len(row[i]) for row in rows)])
+        for i, header in enumerate(["SEQ", "TIME (UTC)", "SURFACE", "TYPE"])
+    ]
+    room = style.width - sum(widths) - 2 * len(widths)
+    if room >= 12:
+        for row, event in zip(rows, events, strict=True):
+            row.append(term.cut(term.safe(previews.get(event.seq, "")), room))
+        return table(rows, ["SEQ", "TIME (UTC)", "SURFACE", "TYPE", "TEXT"], style)
+    return table(rows, ["SEQ", "TIME (UTC)", "SURFACE", "TYPE"], style)
 
 
 def event_window_json(window: EventWindow) -> dict[str, Any]:
@@ -326,11 +439,28 @@ def _event_line(event: SessionEvent, style: Style) -> str:
     return f"{style.bold(f'seq {event.seq}')}  {event.type}  {style.dim(time_text(event.time))}"
 
 
-def _neighbour(event: SessionEvent, style: Style) -> list[str]:
+NEIGHBOUR_LINES = 3
+"""Lines of a neighbour's text ``read`` shows (the target is always shown in full)."""
+
+NEIGHBOUR_CHARS = 300
+"""Characters of a neighbour's text ``read`` shows."""
+
+
+def _neighbour(session_id: str, event: SessionEvent, style: Style) -> list[str]:
     text = extract_event_text(event)
     if not text:
         return [f"  {_event_line(event, style)}  {style.dim('(no text)')}"]
-    return [f"  {_event_line(event, style)}", *(f"      {line}" for line in text.splitlines())]
+    lines = text.splitlines()[:NEIGHBOUR_LINES]
+    shown = "\n".join(lines)
+    if len(shown) > NEIGHBOUR_CHARS:
+        shown = shown[:NEIGHBOUR_CHARS]
+        lines = shown.splitlines()
+    body = [f"      {line}" for line in lines]
+    left = len(text) - len(shown)
+    if left > 0:
+        more = f"[… {left:,} more characters; sessionquery read {session_id} {event.seq}]"
+        body.append(f"      {style.dim(more)}")
+    return [f"  {_event_line(event, style)}", *body]
 
 
 def event_window_text(window: EventWindow, style: Style) -> list[str]:
@@ -342,13 +472,13 @@ def event_window_text(window: EventWindow, style: Style) -> list[str]:
     if before:
         lines += ["Before:"]
         for event in before:
-            lines += _neighbour(event, style)
+            lines += _neighbour(window.session.id, event, style)
         lines.append("")
     lines += json.dumps(thaw(target.to_json()), indent=2, ensure_ascii=False).splitlines()
     if after:
         lines += ["", "After:"]
         for event in after:
-            lines += _neighbour(event, style)
+            lines += _neighbour(window.session.id, event, style)
     return lines
 
 

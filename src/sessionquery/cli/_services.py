@@ -13,11 +13,14 @@ Invariants:
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sessionquery.app import App, Selection
@@ -25,7 +28,7 @@ from sessionquery.cli import _render as render
 from sessionquery.config import Config
 
 if TYPE_CHECKING:
-    from sessionquery.persistence.base import SessionPersistence
+    from sessionquery.persistence.base import Problem, SessionPersistence
     from sessionquery.query.service import SessionQuery
 
 __all__ = ["EXIT_OK", "Invocation", "Progress", "emit", "style_for"]
@@ -38,12 +41,18 @@ class Invocation:
     :class:`~sessionquery.app.App`."""
 
     def __init__(self, args: argparse.Namespace, config: Config) -> None:
-        from sessionquery.cli._parser import source_options
+        from sessionquery.cli._parser import is_quiet, source_options
 
         self.args = args
         self.config = config
         self.app = App(config, source_options(args))
+        self.quiet = is_quiet(args)
         self.summarise_problems = True
+
+    def warn(self, text: str) -> None:
+        """One ``warning:`` line on stderr, unless ``--quiet``."""
+        if not self.quiet:
+            sys.stderr.write(f"warning: {text}\n")
 
     @property
     def json(self) -> bool:
@@ -94,19 +103,44 @@ class Invocation:
             yield query
 
     def report_problems(self, stream: TextIO) -> None:
-        """One stderr line counting the sources' problems, if any (never raises)."""
-        if not self.app.opened or not self.summarise_problems:
+        """One stderr line counting the sources' problems, when they differ from the ones last
+        warned about (never with ``--quiet``; never raises)."""
+        if not self.app.opened or not self.summarise_problems or self.quiet:
             return
         try:
-            count = len(self.app.problems())
+            problems = self.app.problems()
         except Exception:  # the command's own outcome matters more than this summary
             return
-        if count:
-            noun = "problem" if count == 1 else "problems"
-            stream.write(
-                f"warning: {count} {noun} reading the session sources "
-                "(run 'sessionquery sources' to see them)\n"
-            )
+        if not problems or not _first_sight(problems, self.config.problems_shown):
+            return
+        count = len(problems)
+        noun = "problem" if count == 1 else "problems"
+        stream.write(
+            f"warning: {count} {noun} reading the session sources "
+            "(run 'sessionquery sources' to see them; shown again when they change)\n"
+        )
+
+
+def _first_sight(problems: Sequence[Problem], memory: Path) -> bool:
+    """Whether these problems differ from the ones last warned about; remembers them.
+
+    The memory file is derived and disposable: unreadable or unwritable means "not seen".
+    """
+    digest = hashlib.sha256()
+    for problem in problems:
+        digest.update(json.dumps([problem.path, problem.line, problem.message]).encode())
+    value = digest.hexdigest()
+    try:
+        if memory.read_text(encoding="ascii").strip() == value:
+            return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    try:
+        memory.parent.mkdir(parents=True, exist_ok=True)
+        memory.write_text(value + "\n", encoding="ascii")
+    except OSError:
+        pass
+    return True
 
 
 # -- output ---------------------------------------------------------------------------------

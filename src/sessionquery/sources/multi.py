@@ -165,6 +165,15 @@ class MultiSource:
             raise PersistenceNotFound(f"session {session_id!r} is in none of {self.labels}")
         return route[0], route[1], owners
 
+    def locate(self, session_id: str) -> tuple[str, str] | None:
+        """Which source holds ``session_id``: its label and the id inside that source (they
+        differ when the combined id is prefixed), or ``None`` when no source has it."""
+        try:
+            index, own, _owners = self._route(session_id, relist=False)
+        except PersistenceNotFound:
+            return None
+        return self._sources[index][0], own
+
     def stat(self, session_id: str) -> PersistedSession | None:
         """One session's listing entry, or ``None``.
 
