@@ -27,6 +27,7 @@ Invariants:
 from __future__ import annotations
 
 import builtins
+import re
 import shlex
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -66,6 +67,7 @@ __all__ = [
     "problems_of",
     "resume_command",
     "select_sources",
+    "shown_dsn",
 ]
 
 Origin = Literal["default", "config", "option"]
@@ -277,6 +279,17 @@ def prepare_source(
     """
     del entry, config
     return persistence
+
+
+_URL_PASSWORD = re.compile(r"(?P<lead>postgres(?:ql)?://[^:/@?#\s]*):[^@/?#\s]*@")
+_PARAM_PASSWORD = re.compile(r"(?P<lead>\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&]+)")
+
+
+def shown_dsn(dsn: str) -> str:
+    """A PostgreSQL connection string as it may be shown to the operator: without a password
+    (in the URL's user part or as a ``password=`` parameter)."""
+    masked = _URL_PASSWORD.sub(lambda m: f"{m.group('lead')}:***@", dsn)
+    return _PARAM_PASSWORD.sub(lambda m: f"{m.group('lead')}***", masked)
 
 
 def _postgres_store(dsn: str) -> SessionPersistence:
