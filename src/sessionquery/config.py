@@ -41,6 +41,7 @@ keys mirror the command-line options (a string or a list of strings each)::
 from __future__ import annotations
 
 import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ __all__ = [
     "CODEX_HOME_ENV",
     "CONFIG_ENV",
     "HOME_ENV",
+    "MAX_CONFIG_BYTES",
     "NO_COLOR_ENV",
     "SOURCE_KINDS",
     "Config",
@@ -126,19 +128,49 @@ def _paths(path: Path, key: str, value: object) -> tuple[Path, ...]:
     return tuple(_absolute(path.parent / Path(item).expanduser()) for item in items)
 
 
+MAX_CONFIG_BYTES = 1 << 20
+"""The largest config file read (1 MiB); a config file is a few lines."""
+
+
+def _read_config_text(path: Path) -> str:
+    """The file's text, read only when it is a regular file of at most
+    :data:`MAX_CONFIG_BYTES`: a FIFO, a device or ``/dev/zero`` is refused at once instead of
+    blocking or filling memory (opened without blocking, then checked on the open file).
+
+    Raises:
+        FileNotFoundError: there is no file.
+        SessionQueryError: ``INVALID_CONFIG`` for anything but a small regular file.
+        OSError, UnicodeDecodeError: it cannot be read as UTF-8.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _invalid(path, "is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as stream:
+            data = stream.read(MAX_CONFIG_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise _invalid(path, f"is larger than {MAX_CONFIG_BYTES // 1024} KiB")
+    return data.decode("utf-8")
+
+
 def read_settings(path: Path) -> FileSettings:
     """Read a config file (TOML); a missing file names nothing.
 
     Raises:
-        SessionQueryError: ``INVALID_CONFIG`` for a file that cannot be read or parsed, an
-            unknown key, or a value of the wrong type.
+        SessionQueryError: ``INVALID_CONFIG`` for a file that cannot be read or parsed (or is
+            not a regular file, or is over 1 MiB, or nests a value too deeply), an unknown key,
+            or a value of the wrong type.
     """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(_read_config_text(path))
     except FileNotFoundError:
         return FileSettings(path=path)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise _invalid(path, str(error)) from None
+    except RecursionError:
+        raise _invalid(path, "a value is nested too deeply") from None
     unknown = sorted(set(data) - _KEYS)
     if unknown:
         raise _invalid(path, f"unknown key(s) {', '.join(unknown)}; expected {sorted(_KEYS)}")
