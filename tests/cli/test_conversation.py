@@ -80,9 +80,10 @@ def test_the_html_export_shows_the_title_as_text(cli: Cli, tmp_path: Path) -> No
     class Titles(html.parser.HTMLParser):
         def __init__(self) -> None:
             super().__init__()
-            self.inside, self.found = False, []
+            self.inside = False
+            self.found: list[str] = []
 
-        def handle_starttag(self, tag: str, attrs: object) -> None:
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
             self.inside = tag == "h1"
 
         def handle_endtag(self, tag: str) -> None:
