@@ -42,12 +42,9 @@ from __future__ import annotations
 
 import os
 import stat
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import platformdirs
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 
@@ -164,10 +161,12 @@ def read_settings(path: Path) -> FileSettings:
             or a value of the wrong type.
     """
     try:
+        import tomllib  # only when there is a file to read
+
         data = tomllib.loads(_read_config_text(path))
     except FileNotFoundError:
         return FileSettings(path=path)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+    except (OSError, UnicodeDecodeError, ValueError) as error:  # TOMLDecodeError is one
         raise _invalid(path, str(error)) from None
     except RecursionError:
         raise _invalid(path, "a value is nested too deeply") from None
@@ -278,6 +277,8 @@ class Config:
         Returns:
             The configuration rooted at ``SESSIONQUERY_HOME`` or the per-user data directory.
         """
+        import platformdirs  # only here: the per-user directories are needed by no other path
+
         env = os.environ if environ is None else environ
         raw_home = env.get(HOME_ENV, "")
         if raw_home:

@@ -993,3 +993,51 @@ def test_a_first_search_on_a_terminal_draws_the_indexing_bar(agent_home: dict[st
     assert result.returncode == 0
     assert CLAUDE_ID[:8] in result.stdout  # its short id
     assert b"Indexing [" in drawn and b"] 2/2 sessions" in drawn
+
+
+# -- start-up: import only what a command needs -----------------------------------------------
+
+_IMPORTED_BY = r"""
+import contextlib, io, json, sys
+from sessionquery.cli import main
+command = json.loads(sys.argv[1])
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(command)
+    except SystemExit:
+        pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _imported_by(args: list[str], env: dict[str, str]) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTED_BY, json.dumps(args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=True,
+    )
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_help_imports_no_command_no_service_and_no_backend(tmp_path: Path) -> None:
+    loaded = _imported_by(["--help"], _env(tmp_path))
+    for name in ("sessionquery.cli._commands", "sessionquery.query", "sessionquery.model"):
+        assert name not in loaded
+    assert not {name for name in loaded if name.startswith(("apsw", "mcp", "psycopg"))}
+
+
+def test_list_imports_no_search_index_no_tools_and_no_mcp(sample: Sample) -> None:
+    loaded = _imported_by(["list", "--limit", "5", *sample.flags], sample.env)
+    assert "sessionquery.cli._commands" in loaded  # it did run
+    unwanted = ("apsw", "mcp", "psycopg", "sessionquery.search", "sessionquery.tools", "anyio")
+    assert not {name for name in loaded if name.startswith(unwanted)}
+
+
+def test_the_parsers_surface_classes_are_the_models() -> None:
+    from sessionquery.cli._parser import SURFACES
+    from sessionquery.model import SURFACE_CLASSES
+
+    assert tuple(SURFACES) == tuple(SURFACE_CLASSES)

@@ -21,15 +21,18 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sessionquery.app import AmbiguousId
-from sessionquery.cli._commands import COMMANDS
-from sessionquery.cli._parser import UsageError, build_parser
-from sessionquery.cli._services import Invocation
+from sessionquery.cli._parser import COMMANDS, UsageError, build_parser
 from sessionquery.cli._terminal import safe
 from sessionquery.config import Config
 from sessionquery.errors import ErrorCode, PersistenceError, SessionQueryError
+
+if TYPE_CHECKING:
+    from sessionquery.cli._parser import Command
+    from sessionquery.cli._services import Invocation
 
 __all__ = ["COMMANDS", "INTERNAL_ERROR_CODE", "USAGE_ERROR_CODE", "main"]
 
@@ -63,9 +66,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     invocation: Invocation | None = None
     try:
         args = build_parser(COMMANDS).parse_args(argv)
+        from sessionquery.cli._services import Invocation  # after --help, which needs none of it
+
         invocation = Invocation(args, Config.from_env())
-        run: Callable[[Invocation], int] = args.run
-        return run(invocation)
+        command: Command = args.handler
+        return command.load()(invocation)
     except UsageError as error:
         return _fail(USAGE_ERROR_CODE, str(error), EXIT_USAGE)
     except AmbiguousId as error:  # an id argument that names no one session: usage

@@ -1,8 +1,9 @@
 """The subcommands of ``sessionquery``: each parses nothing, calls the library, renders.
 
-:data:`COMMANDS` lists them in ``--help`` order. Search commands page through the index
-within the process (continuation cursors are bound to one index instance, so ``--limit`` is
-a total and ``more`` says whether hits were left out).
+:data:`sessionquery.cli._parser.COMMANDS` names them (this module is imported only when one
+runs). Search commands page through the index within the process (continuation cursors are
+bound to one index instance, so ``--limit`` is a total and ``more`` says whether hits were
+left out).
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ from sessionquery.cli import _conversation as conversation
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli import _titlecache as titlecache
-from sessionquery.cli._parser import Command, UsageError
+from sessionquery.cli._parser import UsageError
 from sessionquery.cli._services import EXIT_OK, Invocation, Progress, emit, style_for
-from sessionquery.cli._sources import cmd_sources
 from sessionquery.config import Config
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import KNOWN_EVENT_TYPES, SessionEvent
@@ -52,7 +52,20 @@ if TYPE_CHECKING:
     from sessionquery.search.postgres import PostgresSearch
     from sessionquery.search.sqlite import SqliteSearch
 
-__all__ = ["COMMANDS"]
+__all__ = [
+    "cmd_events",
+    "cmd_export",
+    "cmd_index",
+    "cmd_list",
+    "cmd_mcp",
+    "cmd_quickstart",
+    "cmd_read",
+    "cmd_search",
+    "cmd_search_events",
+    "cmd_show",
+    "cmd_trace",
+    "cmd_trace_event",
+]
 
 _SEARCH_PAGE_MAX = 100
 """The largest page the search index serves; the CLI pages internally beyond it."""
@@ -105,7 +118,7 @@ def _listing_titles(inv: Invocation, ids: list[str]) -> TitleView:
     return TitleView(shown, note)
 
 
-def _cmd_list(inv: Invocation) -> int:
+def cmd_list(inv: Invocation) -> int:
     args = inv.args
     with inv.query() as query:
         everything = query.list_sessions()
@@ -129,7 +142,7 @@ def _cmd_list(inv: Invocation) -> int:
     return emit(inv, document, text)
 
 
-def _cmd_show(inv: Invocation) -> int:
+def cmd_show(inv: Invocation) -> int:
     args = inv.args
     with inv.query() as query:
         session_id = inv.resolve(args.session_id)
@@ -186,7 +199,7 @@ def _show_conversation(inv: Invocation, query: SessionQuery, session_id: str) ->
     )
 
 
-def _cmd_export(inv: Invocation) -> int:
+def cmd_export(inv: Invocation) -> int:
     args = inv.args
     with inv.query() as query:
         session_id = inv.resolve(args.session_id)
@@ -211,7 +224,7 @@ def _cmd_export(inv: Invocation) -> int:
     return EXIT_OK
 
 
-def _cmd_events(inv: Invocation) -> int:
+def cmd_events(inv: Invocation) -> int:
     with inv.query() as query:
         session_id = inv.resolve(inv.args.session_id)
         events = query.list_events(session_id)
@@ -221,7 +234,7 @@ def _cmd_events(inv: Invocation) -> int:
     return emit(inv, document, lambda s: render.events_text(events, s, previews))
 
 
-def _cmd_read(inv: Invocation) -> int:
+def cmd_read(inv: Invocation) -> int:
     args = inv.args
     with inv.query() as query:
         session_id = inv.resolve(args.session_id)
@@ -230,14 +243,14 @@ def _cmd_read(inv: Invocation) -> int:
     return emit(inv, document, lambda s: render.event_window_text(window, s))
 
 
-def _cmd_trace(inv: Invocation) -> int:
+def cmd_trace(inv: Invocation) -> int:
     with inv.query() as query:
         trace = query.trace_session(inv.resolve(inv.args.session_id))
     document = render.lineage_json(trace)
     return emit(inv, document, lambda s: render.lineage_text(trace, s))
 
 
-def _cmd_trace_event(inv: Invocation) -> int:
+def cmd_trace_event(inv: Invocation) -> int:
     with inv.query() as query:
         trace = query.trace_event(inv.resolve(inv.args.session_id), inv.args.seq)
     document = render.event_trace_json(trace)
@@ -363,7 +376,7 @@ def _mode(args: argparse.Namespace) -> SearchMatch:
     return "phrase" if args.phrase else "words"
 
 
-def _cmd_search(inv: Invocation) -> int:
+def cmd_search(inv: Invocation) -> int:
     args, mode = inv.args, _mode(inv.args)
     args.query = _query_text(args.query)
     with inv.query(search=True) as query:
@@ -389,7 +402,7 @@ def _cmd_search(inv: Invocation) -> int:
     )
 
 
-def _cmd_search_events(inv: Invocation) -> int:
+def cmd_search_events(inv: Invocation) -> int:
     args, mode = inv.args, _mode(inv.args)
     args.query = _query_text(args.query)
     filters = _event_filters(inv)
@@ -427,7 +440,7 @@ def _update_index(
     }
 
 
-def _cmd_index(inv: Invocation) -> int:
+def cmd_index(inv: Invocation) -> int:
     index, postgres = inv.selection.index, inv.selection.postgres
     inv.persistence()  # a missing source is reported before the index is created
     with inv.app.open_index() as search, inv.app.service(search) as query:
@@ -472,7 +485,7 @@ def _absolute_workspace(text: str) -> str:
     return os.path.normpath(os.path.join(os.getcwd(), os.path.expanduser(text)))
 
 
-def _cmd_mcp(inv: Invocation) -> int:
+def cmd_mcp(inv: Invocation) -> int:
     args = inv.args
     inv.summarise_problems = False  # the server logs its own state on stderr
     if args.print_config is not None:
@@ -495,7 +508,7 @@ def _cmd_mcp(inv: Invocation) -> int:
 _QUICKSTART_QUERY = "float round"
 
 
-def _cmd_quickstart(inv: Invocation) -> int:
+def cmd_quickstart(inv: Invocation) -> int:
     from sessionquery.examples import ensure_example_store
 
     config, options = inv.config, inv.app.options
@@ -575,33 +588,3 @@ def _try_it(config: Config, root: Path, index: Path, event: str) -> str:
 def _quote(path: Path) -> str:
 
     return shlex.quote(str(path))
-
-
-COMMANDS: tuple[Command, ...] = (
-    Command("list", "List sessions, newest first, with titles and short ids.", _cmd_list),
-    Command(
-        "show",
-        "Show one session's header and title, or (--conversation) the whole conversation.",
-        _cmd_show,
-    ),
-    Command("export", "Write a whole session as Markdown, HTML or JSON.", _cmd_export),
-    Command("events", "List every event of a session (seq, time, surface, type).", _cmd_events),
-    Command("read", "Read one event in full, with optional neighbours.", _cmd_read),
-    Command("trace", "Show a session's lineage: ancestors, forks and subagents.", _cmd_trace),
-    Command(
-        "trace-event",
-        "Show an event's replacements, cited sources and derived events.",
-        _cmd_trace_event,
-    ),
-    Command("search", "Search all sessions; best-matching event per session.", _cmd_search),
-    Command("search-events", "Search the events of one session.", _cmd_search_events),
-    Command("index", "Bring the search index up to date (with progress).", _cmd_index),
-    Command("sources", "Show which sources are used, why, and what they hold.", cmd_sources),
-    Command("mcp", "Serve the five session tools over stdio (MCP).", _cmd_mcp),
-    Command(
-        "quickstart",
-        "Create a sample store from bundled example sessions and try it.",
-        _cmd_quickstart,
-    ),
-)
-"""Every subcommand, in the order ``--help`` lists them."""

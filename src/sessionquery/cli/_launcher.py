@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,6 +43,8 @@ def launcher() -> list[str]:
 
 def on_path() -> bool:
     """Whether a bare ``sessionquery`` typed in a shell runs this installation."""
+    import shutil  # imports compression modules: only when asked
+
     found = shutil.which("sessionquery")
     first = launcher()
     if found is None or len(first) != 1:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -20,14 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from sessionquery.app import SOURCE_ORDER, SourceOptions
-from sessionquery.model import SURFACE_CLASSES
-from sessionquery.model.timestamp import Instant, TimestampError, parse_iso_timestamp
 
 if TYPE_CHECKING:
     from sessionquery.cli._services import Invocation
+    from sessionquery.model.timestamp import Instant
 
 __all__ = [
-    "SETUP",
+    "COMMANDS",
     "Command",
     "Parser",
     "UsageError",
@@ -37,7 +37,9 @@ __all__ = [
     "version_text",
 ]
 
-SURFACES = SURFACE_CLASSES
+SURFACES = ("current", "shadowed", "log-only")
+"""The surface classes (``sessionquery.model.SURFACE_CLASSES``, spelled here so that building
+the parser imports no model; a test keeps them equal)."""
 
 
 class UsageError(Exception):
@@ -118,6 +120,8 @@ def _window(text: str) -> int:
 
 def _instant(text: str) -> Instant:
     """An ISO 8601 date or date-time (UTC when it has no offset), exactly."""
+    from sessionquery.model.timestamp import TimestampError, parse_iso_timestamp
+
     try:
         return parse_iso_timestamp(text, naive_utc=True, allow_date=True)
     except TimestampError:
@@ -246,9 +250,27 @@ def _add_limit(parser: argparse.ArgumentParser, default: int | None) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Command:
+    """One subcommand: its name, help line, options and the function that runs it.
+
+    Attributes:
+        name: the subcommand's name.
+        help: its one-line help.
+        setup: adds its own options to its parser.
+        target: ``"module:function"`` of the function that runs it with the
+            :class:`~sessionquery.cli._services.Invocation` (imported only when it runs, so
+            ``--help`` and every other command pay nothing for it).
+    """
+
     name: str
     help: str
-    run: Callable[[Invocation], int]
+    setup: Callable[[argparse.ArgumentParser], None]
+    target: str
+
+    def load(self) -> Callable[[Invocation], int]:
+        """The function that runs the command."""
+        module, _, function = self.target.partition(":")
+        run: Callable[[Invocation], int] = getattr(importlib.import_module(module), function)
+        return run
 
 
 def build_parser(commands: Sequence[Command]) -> Parser:
@@ -257,16 +279,16 @@ def build_parser(commands: Sequence[Command]) -> Parser:
         description="Search, trace and read past AI agent sessions.",
         epilog="Run 'sessionquery quickstart' to try it on bundled example sessions.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version_text()}")
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     _add_sources(parser, "pre_")
     _add_quiet(parser, "pre_")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in commands:
         child = sub.add_parser(command.name, help=command.help, description=command.help)
-        SETUP[command.name](child)
+        command.setup(child)
         _add_sources(child, "")
         _add_quiet(child, "")
-        child.set_defaults(run=command.run, json=False)
+        child.set_defaults(handler=command, json=False)
     return parser
 
 
@@ -426,21 +448,108 @@ def _setup_quickstart(p: argparse.ArgumentParser) -> None:
     del p  # only the shared source options (--root, --index)
 
 
-SETUP: dict[str, Callable[[argparse.ArgumentParser], None]] = {
-    "list": _setup_list,
-    "show": _setup_show,
-    "export": _setup_export,
-    "events": _setup_id,
-    "read": _setup_read,
-    "trace": _setup_id,
-    "trace-event": _setup_trace_event,
-    "search": _setup_search,
-    "search-events": _setup_search_events,
-    "index": _setup_index,
-    "sources": _setup_sources,
-    "mcp": _setup_mcp,
-    "quickstart": _setup_quickstart,
-}
+_COMMANDS = "sessionquery.cli._commands"
+_SOURCES = "sessionquery.cli._sources"
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "list",
+        "List sessions, newest first, with titles and short ids.",
+        _setup_list,
+        f"{_COMMANDS}:cmd_list",
+    ),
+    Command(
+        "show",
+        "Show one session's header and title, or (--conversation) the whole conversation.",
+        _setup_show,
+        f"{_COMMANDS}:cmd_show",
+    ),
+    Command(
+        "export",
+        "Write a whole session as Markdown, HTML or JSON.",
+        _setup_export,
+        f"{_COMMANDS}:cmd_export",
+    ),
+    Command(
+        "events",
+        "List every event of a session (seq, time, surface, type, text).",
+        _setup_id,
+        f"{_COMMANDS}:cmd_events",
+    ),
+    Command(
+        "read",
+        "Read one event in full, with optional neighbours.",
+        _setup_read,
+        f"{_COMMANDS}:cmd_read",
+    ),
+    Command(
+        "trace",
+        "Show a session's lineage: ancestors, forks and subagents.",
+        _setup_id,
+        f"{_COMMANDS}:cmd_trace",
+    ),
+    Command(
+        "trace-event",
+        "Show an event's replacements, cited sources and derived events.",
+        _setup_trace_event,
+        f"{_COMMANDS}:cmd_trace_event",
+    ),
+    Command(
+        "search",
+        "Search all sessions; best-matching event per session.",
+        _setup_search,
+        f"{_COMMANDS}:cmd_search",
+    ),
+    Command(
+        "search-events",
+        "Search the events of one session.",
+        _setup_search_events,
+        f"{_COMMANDS}:cmd_search_events",
+    ),
+    Command(
+        "index",
+        "Bring the search index up to date (with progress).",
+        _setup_index,
+        f"{_COMMANDS}:cmd_index",
+    ),
+    Command(
+        "sources",
+        "Show which sources are used, why, and what they hold.",
+        _setup_sources,
+        f"{_SOURCES}:cmd_sources",
+    ),
+    Command(
+        "mcp",
+        "Serve the five session tools over stdio (MCP).",
+        _setup_mcp,
+        f"{_COMMANDS}:cmd_mcp",
+    ),
+    Command(
+        "quickstart",
+        "Create a sample store from bundled example sessions and try it.",
+        _setup_quickstart,
+        f"{_COMMANDS}:cmd_quickstart",
+    ),
+)
+"""Every subcommand, in the order ``--help`` lists them."""
+
+
+class _Version(argparse.Action):
+    """``--version``, which reads the installed version only when asked (package metadata
+    costs a noticeable part of a ``--help``)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        del kwargs
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        parser.exit(message=f"{parser.prog} {version_text()}\n")
 
 
 def version_text() -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -152,6 +151,8 @@ def style_for(config: Config) -> render.Style:
     tty = sys.stdout.isatty()
     width = render.WIDTH
     if tty:
+        import shutil  # only on a terminal: it imports the compression modules
+
         width = min(width, shutil.get_terminal_size((render.WIDTH, 24)).columns)
     return render.Style(tty and not config.no_color, width)
 
