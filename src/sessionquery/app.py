@@ -29,7 +29,7 @@ from __future__ import annotations
 import builtins
 import re
 import shlex
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -649,19 +649,30 @@ class App:
         """A new handle on the selected search index (the caller closes it)."""
         return open_index(self.selection)
 
-    def service(self, search: SearchIndex | None = None, *, snapshot: bool = False) -> SessionQuery:
+    def service(
+        self,
+        search: SearchIndex | None = None,
+        *,
+        snapshot: bool = False,
+        through: Callable[[SessionPersistence], SessionPersistence] | None = None,
+    ) -> SessionQuery:
         """A query service over the sources, searching with ``search`` (closed with it).
 
         Args:
             search: the index to search with, or ``None`` for a service without search.
             snapshot: read the one listing of :meth:`snapshot` (for a short command without
                 search; never with ``search``, never in a long-running server).
+            through: a wrapper the service reads the sources through (an observer such as
+                the command line's title recorder; it must delegate everything it does not
+                observe).
         """
         from sessionquery.query.service import SessionQuery
 
         if snapshot and search is not None:
             raise ValueError("the search index never reads the snapshot")
         persistence = self.snapshot() if snapshot else self.persistence()
+        if through is not None:
+            persistence = through(persistence)
         return SessionQuery(persistence=persistence, search=search)
 
     @contextmanager

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cli_support import CLAUDE_ID, CODEX_ID, Cli, make_agent_home, make_subagents
+from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._launcher import launcher
 from sessionquery.examples import EXAMPLE_SESSION_IDS, build_examples
 from sessionquery.live import SessionStore
@@ -323,3 +324,53 @@ def test_events_shows_the_start_of_each_events_text(cli: Cli) -> None:
     assert max(len(line) for line in out) <= 100
     document = cli("events", "dashboard-websocket", "--json", *flags).json()
     assert document["events"][1]["preview"].startswith("The live revenue chart reconnects")
+
+
+# -- titles --------------------------------------------------------------------------------------
+
+
+def _many_claude_sessions(home: Path, count: int) -> None:
+    project = home / ".claude" / "projects" / "-home-dev-many"
+    project.mkdir(parents=True)
+    for number in range(count):
+        line = {
+            "type": "user",
+            "sessionId": f"many-{number:03d}",
+            "cwd": "/home/dev/many",
+            "uuid": f"u{number}",
+            "parentUuid": None,
+            "timestamp": f"2025-03-07T10:{number // 60:02d}:{number % 60:02d}.000Z",
+            "message": {"role": "user", "content": f"task number {number} about the parser"},
+        }
+        (project / f"many-{number:03d}.jsonl").write_text(json.dumps(line) + "\n")
+
+
+def test_index_remembers_every_sessions_title_so_list_reads_no_transcript(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _many_claude_sessions(cli.home, 30)
+    monkeypatch.setattr(titlecache, "BUDGET_S", 0.0)  # only the first ten would be read
+    assert cli("index").status == 0
+    ran = cli("list", "--all")
+    assert ran.status == 0 and "not read yet" not in ran.out, ran.out
+    assert "task number 29 about the parser" in ran.out and "task number 0 " in ran.out
+
+
+def test_a_search_remembers_the_titles_of_the_sessions_it_indexed(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _many_claude_sessions(cli.home, 30)
+    monkeypatch.setattr(titlecache, "BUDGET_S", 0.0)
+    assert cli("search", "parser").status == 0
+    assert "not read yet" not in cli("list", "--all").out
+
+
+def test_a_first_list_without_an_index_marks_the_titles_it_did_not_read(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _many_claude_sessions(cli.home, 30)
+    monkeypatch.setattr(titlecache, "BUDGET_S", 0.0)
+    out = cli("list", "--all").out
+    assert out.count("[title not read yet]") == 30 - 12  # three batches of four read first
+    assert "18 title(s) not read yet" in out and "'sessionquery index' reads them all" in out
+    assert cli("list", "--all", "--json").json()["sessions"][0]["title"]  # JSON reads all

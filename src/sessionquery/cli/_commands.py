@@ -77,7 +77,7 @@ def _titles(query: SessionQuery, ids: list[str]) -> dict[str, str | None]:
     }
 
 
-_NOT_READ_TEXT = "…"
+_NOT_READ_TEXT = "[title not read yet]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +96,7 @@ def _listing_titles(inv: Invocation, ids: list[str]) -> TitleView:
     """
     # Titles are read over the command's one listing (each title read would list again).
     budget = float("inf") if inv.json else titlecache.BUDGET_S
+    inv.save_titles()  # what the index read for this command is remembered already
     snapshot = inv.snapshot()
     with SessionQuery(persistence=snapshot) as titles_query:
         found = titlecache.read_titles(
@@ -112,8 +113,9 @@ def _listing_titles(inv: Invocation, ids: list[str]) -> TitleView:
     note = None
     if missing:
         note = (
-            f"{missing} title(s) not read yet ({_NOT_READ_TEXT}): titles are remembered as "
-            "they are read, so the next run shows more; --no-titles skips them"
+            f"{missing} title(s) not read yet within the command's second: titles are "
+            "remembered as they are read, so the next run shows more ('sessionquery index' "
+            "reads them all); --no-titles skips them"
         )
     return TitleView(shown, note)
 
@@ -443,9 +445,15 @@ def _update_index(
 def cmd_index(inv: Invocation) -> int:
     index, postgres = inv.selection.index, inv.selection.postgres
     inv.persistence()  # a missing source is reported before the index is created
-    with inv.app.open_index() as search, inv.app.service(search) as query:
+    with (
+        inv.app.open_index() as search,
+        inv.app.service(search, through=inv.recording_titles) as query,
+    ):
         place = "the PostgreSQL database" if postgres else str(index)
-        summary = {"index": place, **_update_index(search, query, sys.stderr)}
+        try:
+            summary = {"index": place, **_update_index(search, query, sys.stderr)}
+        finally:
+            inv.save_titles()  # kept also when the build is interrupted
 
     def text(style: render.Style) -> list[str]:
         where = style.bold(term.safe(place))

@@ -20,13 +20,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from sessionquery.app import App, Selection
 from sessionquery.cli import _render as render
 from sessionquery.config import Config
 
 if TYPE_CHECKING:
+    from sessionquery.cli._titlecache import TitleRecorder
     from sessionquery.persistence.base import Problem, SessionPersistence
     from sessionquery.query.service import SessionQuery
 
@@ -47,6 +48,7 @@ class Invocation:
         self.app = App(config, source_options(args))
         self.quiet = is_quiet(args)
         self.summarise_problems = True
+        self._recorders: list[TitleRecorder] = []
 
     def warn(self, text: str) -> None:
         """One ``warning:`` line on stderr, unless ``--quiet``."""
@@ -92,14 +94,31 @@ class Invocation:
                 yield query
             return
         backend = self.app.open_index()
-        with self.app.service(backend) as query:
-            if sys.stderr.isatty():
-                progress = Progress(sys.stderr, "Indexing", quiet=True)
-                try:
-                    backend.update(query.corpus, progress=progress)
-                finally:
-                    progress.finish()
-            yield query
+        try:
+            with self.app.service(backend, through=self.recording_titles) as query:
+                if sys.stderr.isatty():
+                    progress = Progress(sys.stderr, "Indexing", quiet=True)
+                    try:
+                        backend.update(query.corpus, progress=progress)
+                    finally:
+                        progress.finish()
+                yield query
+        finally:
+            self.save_titles()
+
+    def recording_titles(self, persistence: SessionPersistence) -> SessionPersistence:
+        """``persistence`` read through a :class:`TitleRecorder` (for the search index: each
+        log it reads leaves its title in the title cache; see :meth:`save_titles`)."""
+        from sessionquery.cli._titlecache import TitleRecorder
+
+        recorder = TitleRecorder(persistence, self.config.title_cache)
+        self._recorders.append(recorder)
+        return cast("SessionPersistence", recorder)
+
+    def save_titles(self) -> None:
+        """Write the titles the index has read so far to the title cache."""
+        for recorder in self._recorders:
+            recorder.save()
 
     def report_problems(self, stream: TextIO) -> None:
         """One stderr line counting the sources' problems, when they differ from the ones last

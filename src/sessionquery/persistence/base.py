@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
-from sessionquery.model import SessionEvent, SessionHeader, SurfaceClass
+from sessionquery.model import SessionEvent, SessionHeader, SurfaceClass, TitleSnapshot
 
 __all__ = [
     "ChangeJournal",
@@ -203,12 +203,18 @@ class DocumentLog:
         documents: one entry per event with non-empty text, in seq order; equal to what
             ``open_read`` + crash-tail closers + ``fold_surface`` + ``extract_event_text``
             would give.
+        title: the session's title as :func:`~sessionquery.model.fold_title` gives it at this
+            revision, when ``title_read``; readers that see every event anyway fold it in the
+            same pass, so whoever indexes a session can remember its title for free.
+        title_read: whether ``title`` was computed (``False``: unknown, not untitled).
     """
 
     header: SessionHeader
     revision: str
     event_count: int
     documents: Sequence[TextDocument]
+    title: TitleSnapshot | None = None
+    title_read: bool = False
 
 
 @runtime_checkable

@@ -34,7 +34,7 @@ from sessionquery.errors import (
     PersistenceNotFound,
     SessionQueryError,
 )
-from sessionquery.model import SessionEvent, SessionHeader, interrupted_turn_closers
+from sessionquery.model import SessionEvent, SessionHeader, fold_title, interrupted_turn_closers
 from sessionquery.model.surface import SurfaceError
 from sessionquery.persistence.base import (
     ChangeJournal,
@@ -318,9 +318,10 @@ class ServiceCorpus:
         if listed is None:
             raise not_found(session_id)
         log = self.read_persisted(session_id, cancel)
-        return DocumentLog(
-            log.session, listed.revision, len(log.events), documents_of(session_id, log.events)
-        )
+        documents = documents_of(session_id, log.events)
+        title = fold_title(log.events)
+        count = len(log.events)
+        return DocumentLog(log.session, listed.revision, count, documents, title, title_read=True)
 
     # -- service-side reads --------------------------------------------------------------
 

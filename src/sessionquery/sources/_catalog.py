@@ -40,7 +40,7 @@ from sessionquery.errors import (
     PersistenceNotFound,
     SessionQueryError,
 )
-from sessionquery.model import SessionEvent, SessionHeader, extract_event_text
+from sessionquery.model import SessionEvent, SessionHeader, extract_event_text, fold_title
 from sessionquery.model.repair import interrupted_turn_closers
 from sessionquery.model.surface import SurfaceClass
 from sessionquery.persistence.base import DocumentLog, PersistedSession, TextDocument
@@ -445,7 +445,9 @@ class FileCatalog:
             if text:
                 surface = "current" if event.surface_op is not None else "log-only"
                 documents.append(TextDocument(event.seq, event.type, event.time, surface, text))
-        return DocumentLog(header, revision, len(drafts) + len(closers), documents)
+        title = fold_title(cast(Sequence[SessionEvent], drafts))  # closers add no title
+        count = len(drafts) + len(closers)
+        return DocumentLog(header, revision, count, documents, title, title_read=True)
 
     def problems(self) -> builtins.list[Problem]:
         """Problems of the folder and of the current revision of every file, in path order."""
