@@ -99,7 +99,11 @@ def _wall(argv: list[str], env: dict[str, str]) -> float:
 
 def _work(list_args: list[str], env: dict[str, str]) -> float:
     done = subprocess.run(
-        [sys.executable, "-c", _WORK, *list_args], env=env, capture_output=True, text=True
+        [sys.executable, "-c", _WORK, *list_args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     found = re.search(r"^WORK ([0-9.]+)$", done.stderr, re.MULTILINE)
     if done.returncode != 0 or found is None:
@@ -159,14 +163,14 @@ def render(figures: dict[str, dict[str, Any]], baseline: str, reps: int, load: s
         return f"{value * 1000:.0f} ms"
 
     def ratio(key: str) -> str:
-        return f"{before[key] / after[key]:.1f}× less" if after[key] else "-"
+        return f"{before[key] / after[key]:.1f}x less" if after[key] else "-"
 
     rows = [
         ("`python -c pass` (the floor)", "python", False),
         ("`sessionquery --help`", "help", True),
         ("`sessionquery list --limit 5` (sample store)", "list", True),
         ("  its own work (second call in one process)", "work", False),
-        ("  its start-up cost (wall − own work)", "list_startup", True),
+        ("  its start-up cost (wall - own work)", "list_startup", True),
     ]
     lines = [
         "## Start-up cost",
