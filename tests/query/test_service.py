@@ -945,7 +945,7 @@ def test_the_match_mode_is_passed_to_the_backend_and_an_unknown_one_is_refused()
         for bad in ("Words", "any", None, 1):
             with raises_code(ErrorCode.INVALID_QUERY) as caught:
                 query.search_sessions("q", match=bad)  # type: ignore[arg-type]
-            assert "'phrase' or 'words'" in caught.value.message
+            assert "'phrase', 'words' or 'relevance'" in caught.value.message
             with raises_code(ErrorCode.INVALID_QUERY):
                 query.search_events("alpha", "q", match=bad)  # type: ignore[arg-type]
         assert len(backend.calls) == 2  # refused before the backend is asked

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from sessionquery.model.event import SessionEvent
 from sessionquery.model.jsonvalue import JsonValue, freeze_json
 
-__all__ = ["TitleSnapshot", "fold_title"]
+__all__ = ["TITLE_TYPE", "TitleSnapshot", "fold_title", "title_text"]
+
+TITLE_TYPE = "session/title"
+"""The event type that names a session."""
 
 _SOURCE_FIELDS = ("kind", "provider", "model")
 _MODEL_FIELDS = ("provider", "model")
@@ -86,3 +89,17 @@ def fold_title(events: Iterable[SessionEvent]) -> TitleSnapshot | None:
         if event.type == "session/title":
             found = _snapshot(event) or found
     return found
+
+
+def title_text(kind: str, data: object) -> str:
+    """The searchable text of a title event: its ``title``, trimmed (``""`` for any other
+    event, or a title that is missing, not a string or blank).
+
+    ``data`` may be frozen event data or plain parsed JSON, so an indexer can read titles
+    without building events. Titles are searched only by relevance search (SPEC §14.1);
+    :func:`~sessionquery.model.extract_event_text` of a title event stays empty.
+    """
+    if kind != TITLE_TYPE or not isinstance(data, Mapping):
+        return ""
+    title = data.get("title")
+    return title.strip() if isinstance(title, str) else ""

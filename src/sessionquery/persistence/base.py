@@ -203,6 +203,10 @@ class DocumentLog:
         documents: one entry per event with non-empty text, in seq order; equal to what
             ``open_read`` + crash-tail closers + ``fold_surface`` + ``extract_event_text``
             would give.
+        titles: one entry per ``session/title`` event with a non-blank title
+            (:func:`~sessionquery.model.title.title_text`), in seq order, surface
+            ``log-only``: what relevance search ranks a session's titles by. A source that
+            does not report them leaves it empty (its sessions' titles then add nothing).
         title: the session's title as :func:`~sessionquery.model.fold_title` gives it at this
             revision, when ``title_read``; readers that see every event anyway fold it in the
             same pass, so whoever indexes a session can remember its title for free.
@@ -213,6 +217,7 @@ class DocumentLog:
     revision: str
     event_count: int
     documents: Sequence[TextDocument]
+    titles: Sequence[TextDocument] = ()
     title: TitleSnapshot | None = None
     title_read: bool = False
 

@@ -44,6 +44,7 @@ from sessionquery.model import (
     interrupted_turn_closers,
 )
 from sessionquery.model.surface import SurfaceError, surface_class_of
+from sessionquery.model.title import TITLE_TYPE, title_text
 from sessionquery.persistence.base import DocumentLog, SessionPersistence, TextDocument
 
 _TEXT_TYPES = frozenset(
@@ -63,6 +64,7 @@ __all__ = [
     "jsonl_documents",
     "read_check",
     "stored_documents",
+    "title_documents",
 ]
 
 CHECK_EVERY_LINES: Final = 2048
@@ -204,6 +206,7 @@ class DocumentBuilder:
         "_revision",
         "_seq",
         "_title_record",
+        "_titles",
     )
 
     def __init__(self, header: SessionHeader, revision: str, path: str) -> None:
@@ -212,6 +215,7 @@ class DocumentBuilder:
         self._path = path
         self._fold = SurfaceClasses()
         self._docs: list[tuple[int, str, int, str]] = []
+        self._titles: list[TextDocument] = []
         self._open_turn: list[dict[str, Any]] | None = None
         self._title_record: dict[str, Any] | None = None
         self._seq = 0
@@ -242,6 +246,10 @@ class DocumentBuilder:
             text = extract_text(kind, obj.get("data"))
             if text:
                 self._docs.append((seq, kind, time, text))
+        elif kind == TITLE_TYPE:
+            title = title_text(kind, obj.get("data"))
+            if title:
+                self._titles.append(TextDocument(seq, kind, time, "log-only", title))
         if kind == "session/title" and _has_title(obj.get("data")):
             self._title_record = obj  # fold_title's rule: the last one with a string title
         if kind == "turn/start":
@@ -284,7 +292,15 @@ class DocumentBuilder:
             for seq, kind, time, text in self._docs
         ]
         title, read = self._title()
-        return DocumentLog(self._header, self._revision, count, documents, title, read)
+        return DocumentLog(
+            self._header,
+            self._revision,
+            count,
+            documents,
+            self._titles,
+            title=title,
+            title_read=read,
+        )
 
     def _title(self) -> tuple[TitleSnapshot | None, bool]:
         """The log's title from its last ``session/title`` record (crash-tail closers never
@@ -370,6 +386,16 @@ def event_documents(events: Sequence[SessionEvent]) -> list[TextDocument]:
     return documents
 
 
+def title_documents(events: Iterable[SessionEvent]) -> list[TextDocument]:
+    """The title documents of a log: each ``session/title`` event with a non-blank title
+    (:func:`~sessionquery.model.title.title_text`), in seq order (always ``log-only``)."""
+    return [
+        TextDocument(event.seq, event.type, event.time, "log-only", title)
+        for event in events
+        if event.type == TITLE_TYPE and (title := title_text(event.type, event.data))
+    ]
+
+
 def stored_documents(source: SessionPersistence, session_id: str) -> DocumentLog:
     """The documents of one stored log the slow, exact way: ``open_read``, the crash tail
     closed (:func:`~sessionquery.model.interrupted_turn_closers`), the fold, the texts. For
@@ -392,5 +418,11 @@ def stored_documents(source: SessionPersistence, session_id: str) -> DocumentLog
     except SurfaceError as exc:
         raise PersistenceCorrupt(f"session {session_id!r} does not fold: {exc}") from None
     return DocumentLog(
-        header, entry.revision, len(events), documents, fold_title(events), title_read=True
+        header,
+        entry.revision,
+        len(events),
+        documents,
+        title_documents(events),
+        title=fold_title(events),
+        title_read=True,
     )

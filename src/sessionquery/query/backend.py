@@ -27,12 +27,13 @@ __all__ = [
     "validate_match",
 ]
 
-SearchMatch = Literal["phrase", "words"]
-"""How a search query matches an event (SPEC §13.3): ``"phrase"`` (the default) is the query
-as one literal phrase (SPEC §7); ``"words"`` is every word of the query somewhere in the
-event, in any order."""
+SearchMatch = Literal["phrase", "words", "relevance"]
+"""How a search query matches an event (SPEC §13.3, §14.1): ``"phrase"`` (the default) is the
+query as one literal phrase (SPEC §7); ``"words"`` is every word of the query somewhere in the
+event, in any order; ``"relevance"`` is any of its words, events ranked by BM25 and each
+session by its best event and its titles (:mod:`sessionquery.search.relevance`)."""
 
-SEARCH_MATCHES: tuple[SearchMatch, ...] = ("phrase", "words")
+SEARCH_MATCHES: tuple[SearchMatch, ...] = ("phrase", "words", "relevance")
 """The accepted ``match`` values; anything else is ``INVALID_QUERY``."""
 
 
@@ -42,11 +43,12 @@ def validate_match(match: object) -> SearchMatch:
     Raises:
         SessionQueryError: ``INVALID_QUERY`` naming the accepted values.
     """
-    if isinstance(match, str) and match in SEARCH_MATCHES:
-        return "words" if match == "words" else "phrase"
+    for known in SEARCH_MATCHES:
+        if match == known and type(match) is str:
+            return known
     raise SessionQueryError(
         ErrorCode.INVALID_QUERY,
-        f"session-search match must be 'phrase' or 'words', not {match!r}",
+        f"session-search match must be 'phrase', 'words' or 'relevance', not {match!r}",
     )
 
 

@@ -45,7 +45,7 @@ from sessionquery.persistence.base import (
     SessionPersistence,
     TextDocument,
 )
-from sessionquery.persistence.documents import checking, event_documents
+from sessionquery.persistence.documents import checking, event_documents, title_documents
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken, check_cancel
@@ -318,10 +318,15 @@ class ServiceCorpus:
         if listed is None:
             raise not_found(session_id)
         log = self.read_persisted(session_id, cancel)
-        documents = documents_of(session_id, log.events)
-        title = fold_title(log.events)
-        count = len(log.events)
-        return DocumentLog(log.session, listed.revision, count, documents, title, title_read=True)
+        return DocumentLog(
+            log.session,
+            listed.revision,
+            len(log.events),
+            documents_of(session_id, log.events),
+            title_documents(log.events),
+            title=fold_title(log.events),
+            title_read=True,
+        )
 
     # -- service-side reads --------------------------------------------------------------
 

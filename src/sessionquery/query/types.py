@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
 from sessionquery.errors import SessionQueryError
@@ -167,16 +167,32 @@ class SessionSearchHit:
 
 @dataclass(frozen=True, slots=True)
 class SessionSearchPage:
-    """One page of session hits; ``next_cursor`` is set iff more exist."""
+    """One page of session hits; ``next_cursor`` is set iff more exist.
+
+    Attributes:
+        items: the hits, best first.
+        next_cursor: where the next page starts, or ``None``.
+        corrections: for ``match="relevance"``, each query word no document holds that was
+            searched as another, indexed word (typed → searched); empty otherwise.
+    """
 
     items: Sequence[SessionSearchHit]
     next_cursor: str | None = None
+    corrections: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class EventSearchPage:
-    """One page of event hits in one session (the header is present even with no hits)."""
+    """One page of event hits in one session (the header is present even with no hits).
+
+    Attributes:
+        session: the session's header.
+        items: the hits, best first.
+        next_cursor: where the next page starts, or ``None``.
+        corrections: as :attr:`SessionSearchPage.corrections`.
+    """
 
     session: SessionHeader
     items: Sequence[EventSearchHit]
     next_cursor: str | None = None
+    corrections: Mapping[str, str] = field(default_factory=dict)

@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import ClassVar, Final, Generic, Literal, Self, TypeVar
 
@@ -71,12 +71,14 @@ class Window(Generic[HitT]):
         more: whether another hit follows the page (it gets a next cursor).
         generation: the generation the page was read at (bound into its cursor).
         offset: where the page starts.
+        corrections: query words searched as others (relevance), typed → searched.
     """
 
     hits: list[HitT]
     more: bool
     generation: str
     offset: int
+    corrections: Mapping[str, str] = field(default_factory=dict)
 
 
 def _positive_int(
@@ -236,7 +238,9 @@ class SearchBase(ABC, Generic[ConnT]):
         position = self._decode(cursor, "sessions", request.fingerprint)
         window = self._sessions(corpus, request, compiled, position=position, cancel=cancel)
         return SessionSearchPage(
-            items=window.hits, next_cursor=self._next_cursor("sessions", request, window)
+            items=window.hits,
+            next_cursor=self._next_cursor("sessions", request, window),
+            corrections=dict(window.corrections),
         )
 
     def search_events(
@@ -280,6 +284,7 @@ class SearchBase(ABC, Generic[ConnT]):
             session=header,
             items=window.hits,
             next_cursor=self._next_cursor("events", request, window),
+            corrections=dict(window.corrections),
         )
 
     @abstractmethod

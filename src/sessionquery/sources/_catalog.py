@@ -43,6 +43,7 @@ from sessionquery.errors import (
 from sessionquery.model import SessionEvent, SessionHeader, extract_event_text, fold_title
 from sessionquery.model.repair import interrupted_turn_closers
 from sessionquery.model.surface import SurfaceClass
+from sessionquery.model.title import TITLE_TYPE, title_text
 from sessionquery.persistence.base import DocumentLog, PersistedSession, TextDocument
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import Draft
@@ -430,12 +431,15 @@ class FileCatalog:
         session, header, revision, path = self._locate(session_id)
         drafts = session.events
         documents: list[TextDocument] = []
+        titles: list[TextDocument] = []
         tick = read_check()
         for draft, surface in zip(drafts, session.surface, strict=True):
             text = extract_event_text(cast(SessionEvent, draft))
             tick(len(text))
             if text:
                 documents.append(TextDocument(draft.seq, draft.type, draft.time, surface, text))
+            elif draft.type == TITLE_TYPE and (title := title_text(draft.type, draft.data)):
+                titles.append(TextDocument(draft.seq, draft.type, draft.time, "log-only", title))
         try:
             closers = _closers(drafts)
         except (ValueError, RecursionError) as exc:
@@ -445,9 +449,9 @@ class FileCatalog:
             if text:
                 surface = "current" if event.surface_op is not None else "log-only"
                 documents.append(TextDocument(event.seq, event.type, event.time, surface, text))
-        title = fold_title(cast(Sequence[SessionEvent], drafts))  # closers add no title
+        snapshot = fold_title(cast(Sequence[SessionEvent], drafts))  # closers add no title
         count = len(drafts) + len(closers)
-        return DocumentLog(header, revision, count, documents, title, title_read=True)
+        return DocumentLog(header, revision, count, documents, titles, snapshot, title_read=True)
 
     def problems(self) -> builtins.list[Problem]:
         """Problems of the folder and of the current revision of every file, in path order."""

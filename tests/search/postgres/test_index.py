@@ -17,7 +17,7 @@ from postgres_support import PostgresServer
 from search_sqlite_support import FakeCorpus, FakePersistence, header, log, summary, user
 from sessionquery import SessionQuery, SessionStore
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.model import SessionHeader
+from sessionquery.model import SessionEvent, SessionHeader
 from sessionquery.persistence import JsonlPersistence
 from sessionquery.persistence.base import DocumentLog, PersistedSession
 from sessionquery.persistence.postgres import PostgresPersistence
@@ -145,13 +145,28 @@ def corpora(draw: st.DrawFn) -> tuple[dict[str, list[str]], dict[str, list[str]]
     return persisted, live
 
 
+def _titled(docs: list[str]) -> list[SessionEvent]:
+    """The messages, then (for two or more) a title made of the last one's text."""
+    events = log(*docs)
+    if len(docs) > 1:
+        events.append(
+            SessionEvent(
+                type="session/title",
+                seq=len(events),
+                time=5_000,
+                data={"title": docs[-1], "messageSeqs": [0], "source": {"kind": "summary"}},
+            )
+        )
+    return events
+
+
 def build_corpus(persisted: dict[str, list[str]], live: dict[str, list[str]]) -> FakeCorpus:
     store = FakePersistence()
     for i, (sid, docs) in enumerate(sorted(persisted.items())):
-        store.put(header(sid, created_at=i, cwd="/w" if i % 2 else "/v"), log(*docs))
+        store.put(header(sid, created_at=i, cwd="/w" if i % 2 else "/v"), _titled(docs))
     corpus = FakeCorpus(store=store)
     for sid, docs in live.items():
-        corpus.live[sid] = (header(sid, created_at=9, cwd="/w"), log(*docs))
+        corpus.live[sid] = (header(sid, created_at=9, cwd="/w"), _titled(docs))
     return corpus
 
 
@@ -174,9 +189,11 @@ def all_pages(
 @given(
     corpus_spec=corpora(),
     query=st.lists(
-        st.sampled_from([*WORDS, "*", "foo.py", "a a", '"bar']), min_size=1, max_size=3
+        st.sampled_from([*WORDS, "*", "foo.py", "a a", '"bar', "tset", "barr", "the"]),
+        min_size=1,
+        max_size=3,
     ).map(" ".join),
-    match=st.sampled_from(["phrase", "words"]),
+    match=st.sampled_from(["phrase", "words", "relevance"]),
 )
 def test_session_and_event_search_answer_exactly_as_sqlite(
     postgres_server: PostgresServer,
@@ -574,3 +591,75 @@ def test_a_sync_batch_ends_at_its_byte_budget_but_always_holds_one_session(
         batch, rest = sync._take(rest)  # pyright: ignore[reportPrivateUsage]
         batches.append([entry.header.id for entry in batch])
     assert batches == [["s0", "s1"], ["s2"], ["s3"], ["s4", "s5"]]  # no size: counts 0
+
+
+# --- relevance -------------------------------------------------------------------------------
+
+RELEVANCE_QUERIES = [
+    "where did we fix the failing test",
+    "foo bar",
+    "prisma migraton",
+    "café naïve",
+    "tset",
+    "the",
+    "x_y py",
+]
+
+
+def _relevance_corpus() -> FakeCorpus:
+    corpus = build_corpus(
+        {
+            "p": ["we fixed the failing test", "foo bar foo", "Prisma migration"],
+            "q": ["foo", "bar bar bar", "test failing again"],
+            "r": ["café naïve cafe", "nothing here"],
+            "s": ["x_y py py", "a test of the migration", "foo"],
+            "t": ["the the the", "unrelated"],
+        },
+        {"L": ["foo bar", "live test", "migration"], "M": ["naïve"]},
+    )
+    return corpus
+
+
+def test_relevance_pages_and_statistics_equal_sqlite_on_a_corpus_with_titles_and_live(
+    postgres_server: PostgresServer,
+) -> None:
+    corpus = _relevance_corpus()
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
+            compared = 0
+            for query in RELEVANCE_QUERIES:
+                pages = all_pages(pg, corpus, query, match="relevance")
+                assert pages == all_pages(lite, corpus, query, match="relevance"), query
+                compared += len(pages)
+                pg_first = pg.search_sessions(corpus, query, match="relevance")
+                lite_first = lite.search_sessions(corpus, query, match="relevance")
+                assert pg_first.corrections == lite_first.corrections
+                for sid in ("p", "q", "L"):
+                    pg_events = pg.search_events(corpus, sid, query, match="relevance")
+                    lite_events = lite.search_events(corpus, sid, query, match="relevance")
+                    assert shape_events(pg_events) == shape_events(lite_events), (query, sid)
+            assert compared > 10
+            assert pg.search_sessions(corpus, "prisma migraton", match="relevance").corrections
+    finally:
+        postgres_server.drop_schema(dsn)
+
+
+def test_relevance_statistics_follow_deletes_and_rewrites(
+    postgres_server: PostgresServer,
+) -> None:
+    corpus = _relevance_corpus()
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
+            for step in range(3):
+                if step == 1:
+                    corpus.store.delete("q")  # type: ignore[union-attr]
+                if step == 2:
+                    corpus.store.put(header("q", created_at=7), _titled(["foo foo", "new title"]))  # type: ignore[union-attr]
+                for query in ("foo", "test failing", "title"):
+                    assert all_pages(pg, corpus, query, match="relevance") == all_pages(
+                        lite, corpus, query, match="relevance"
+                    ), (step, query)
+    finally:
+        postgres_server.drop_schema(dsn)

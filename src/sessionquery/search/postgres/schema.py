@@ -6,10 +6,14 @@ in the DSN to keep several indexes in one database):
 * ``sqi_state``: one row: which corpus the index mirrors (``source``), the corpus change token
   it was last brought up to date with, and the index ``generation`` (bumped by every change);
 * ``sqi_sessions``: one row per indexed persisted session (header fields used by filters);
-* ``sqi_docs``: one row per event with text: metadata, the text, its normal form
-  (:func:`~.tokens.normal_form`) and a position-less ``tsvector`` of its lexemes (GIN
-  indexed). A document whose lexemes exceed the tsvector size limit stores ``NULL`` there
-  and is always a candidate (a partial index finds them).
+* ``sqi_docs``: one row per event with text, and one per title event (``title`` true; only
+  relevance search reads those): metadata, the text, its normal form
+  (:func:`~.tokens.normal_form`), its token count (``ntokens``) and a position-less
+  ``tsvector`` of its lexemes (GIN indexed). A document whose lexemes exceed the tsvector
+  size limit stores ``NULL`` there and is always a candidate (a partial index finds them);
+* ``sqi_terms``: for each lexeme, how many rows of ``sqi_docs`` hold it, and in
+  ``sqi_state`` how many rows there are and how many tokens they hold (``documents``,
+  ``tokens``): the statistics relevance search ranks by, kept current by every update.
 
 Invariants: the index is derived and disposable (a source switch or an unknown schema rebuilds
 it); migrations run under an advisory lock, so concurrent openers never race.
@@ -95,10 +99,28 @@ _TABLES: Final = (
     END $$""",
 )
 
-MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (("m001_initial", _TABLES),)
+_RELEVANCE: Final = (
+    # Derived data: the rows written before this migration lack token counts and titles, so
+    # the index is emptied and the next update rebuilds it.
+    "TRUNCATE sqi_docs, sqi_sessions",
+    "UPDATE sqi_state SET token = NULL, source = NULL, generation = generation + 1",
+    "ALTER TABLE sqi_docs ADD COLUMN ntokens integer NOT NULL DEFAULT 0",
+    "ALTER TABLE sqi_docs ADD COLUMN title boolean NOT NULL DEFAULT false",
+    "ALTER TABLE sqi_state ADD COLUMN documents bigint NOT NULL DEFAULT 0",
+    "ALTER TABLE sqi_state ADD COLUMN tokens bigint NOT NULL DEFAULT 0",
+    """CREATE TABLE sqi_terms (
+        term text COLLATE "C" PRIMARY KEY,
+        docs bigint NOT NULL)""",
+)
+
+MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
+    ("m001_initial", _TABLES),
+    ("m002_relevance", _RELEVANCE),
+)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 _DROP: Final = (
+    "DROP TABLE IF EXISTS sqi_terms",
     "DROP TABLE IF EXISTS sqi_docs",
     "DROP TABLE IF EXISTS sqi_sessions",
     "DROP TABLE IF EXISTS sqi_state",

@@ -85,6 +85,7 @@ def _match(plan: MatchPlan) -> tuple[str, str]:
         predicate = f"(d.tsv @@ %(tsq)s::tsquery OR (d.tsv IS NULL{contains}))"
     else:
         predicate = f"(d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL){contains}"
+    predicate += " AND NOT d.title"  # titles are ranked by relevance search only
     if plan.simple:
         count = " + ".join(
             f"(length(d.norm) - length(replace(d.norm, {name}, ''))) / length({name})"

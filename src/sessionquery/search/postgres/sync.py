@@ -44,7 +44,7 @@ from sessionquery.persistence.base import (
     PersistedSession,
     SessionPersistence,
 )
-from sessionquery.persistence.documents import checking, read_check
+from sessionquery.persistence.documents import checking, read_check, title_documents
 from sessionquery.query.backend import Corpus
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.search.postgres import schema
@@ -52,12 +52,13 @@ from sessionquery.search.postgres.tokens import lexeme, normal_form, tokens
 from sessionquery.search.snippet import sanitize_text
 from sessionquery.search.update import ProgressCallback
 
-__all__ = ["SyncResult", "sync_persisted"]
+__all__ = ["SyncResult", "forget_sessions", "sync_persisted"]
 
 _TSVECTOR_BUDGET: Final = 1_000_000
 """Bytes of lexemes above which a document stores no tsvector (PostgreSQL's limit is 1 MiB)."""
 
-_DocRow = tuple[str, int, str, int, str, int, str, str, str | None]
+_DocRow = tuple[str, int, str, int, str, int, str, str, str | None, int, bool]
+"""``(session_id, seq, type, time, surface, length, text, norm, tsv, ntokens, title)``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +95,79 @@ def _tsvector(words: Sequence[str]) -> str | None:
     return " ".join(f"'{item}'" for item in sorted(lexemes))
 
 
-def _doc_row(sid: str, seq: int, kind: str, time: int, surface: str, raw: str) -> _DocRow:  # noqa: PLR0917
+def _doc_row(  # noqa: PLR0917
+    sid: str, seq: int, kind: str, time: int, surface: str, raw: str, title: bool = False
+) -> tuple[_DocRow, set[str]]:
+    """The row of one document and its distinct lexemes (for the term statistics)."""
     text = sanitize_text(raw)
     words = tokens(text)
-    return (sid, seq, kind, time, surface, len(text), text, normal_form(words), _tsvector(words))
+    row = (
+        sid,
+        seq,
+        kind,
+        time,
+        surface,
+        len(text),
+        text,
+        normal_form(words),
+        _tsvector(words),
+        len(words),
+        title,
+    )
+    return row, {lexeme(word) for word in words}
+
+
+def forget_sessions(conn: psycopg.Connection[Any], ids: Sequence[str]) -> None:
+    """Take the rows of sessions ``ids`` out of the term statistics (before deleting them)."""
+    if not ids:
+        return
+    conn.execute(
+        "WITH gone AS (SELECT count(*) AS n, coalesce(sum(ntokens), 0) AS t FROM sqi_docs "
+        "WHERE session_id = ANY(%s::text[])) "
+        "UPDATE sqi_state SET documents = documents - gone.n, tokens = tokens - gone.t "
+        "FROM gone",
+        (list(ids),),
+    )
+    counts: dict[str, int] = {}
+    rows = conn.execute(
+        "SELECT t, count(*) FROM sqi_docs, unnest(tsvector_to_array(tsv)) AS t "
+        "WHERE session_id = ANY(%s::text[]) AND tsv IS NOT NULL GROUP BY t",
+        (list(ids),),
+    ).fetchall()
+    for term, n in rows:
+        counts[str(term)] = int(n)
+    for (norm,) in conn.execute(
+        "SELECT norm FROM sqi_docs WHERE session_id = ANY(%s::text[]) AND tsv IS NULL",
+        (list(ids),),
+    ):
+        for term in {lexeme(word) for word in str(norm).split(" ") if word}:
+            counts[term] = counts.get(term, 0) + 1
+    if counts:
+        terms = sorted(counts)
+        conn.execute(
+            "UPDATE sqi_terms AS k SET docs = k.docs - g.n "
+            "FROM unnest(%s::text[], %s::bigint[]) AS g(term, n) WHERE k.term = g.term",
+            (terms, [counts[term] for term in terms]),
+        )
+        conn.execute("DELETE FROM sqi_terms WHERE term = ANY(%s::text[]) AND docs <= 0", (terms,))
+
+
+def _remember(
+    conn: psycopg.Connection[Any], rows: Sequence[_DocRow], terms: dict[str, int]
+) -> None:
+    """Add written rows (their counts, their lexemes' document counts) to the statistics."""
+    if rows:
+        conn.execute(
+            "UPDATE sqi_state SET documents = documents + %s, tokens = tokens + %s",
+            (len(rows), sum(row[9] for row in rows)),
+        )
+    if terms:
+        names = sorted(terms)
+        conn.execute(
+            "INSERT INTO sqi_terms (term, docs) SELECT * FROM unnest(%s::text[], %s::bigint[]) "
+            "ON CONFLICT (term) DO UPDATE SET docs = sqi_terms.docs + excluded.docs",
+            (names, [terms[name] for name in names]),
+        )
 
 
 def _storage_error(session_id: str, exc: BaseException) -> SessionQueryError:
@@ -149,7 +219,8 @@ def sync_persisted(
         stored_source, stored_token, generation = row[0], row[1], int(row[2])
         wiped = stored_source != source
         if wiped:
-            conn.execute("TRUNCATE sqi_docs, sqi_sessions")
+            conn.execute("TRUNCATE sqi_docs, sqi_sessions, sqi_terms")
+            conn.execute("UPDATE sqi_state SET documents = 0, tokens = 0")
             stored_token = None
         elif token is not None and stored_token == token:
             return SyncResult(generation=generation)  # another process already did this work
@@ -168,6 +239,7 @@ def sync_persisted(
         if progress is not None and entries:
             progress(0, len(entries))
         if gone:
+            forget_sessions(conn, gone)
             conn.execute("DELETE FROM sqi_sessions WHERE id = ANY(%s::text[])", (gone,))
         work.vanished.extend(gone)
         generation += 1
@@ -249,6 +321,7 @@ class _Batches:
             if self.progress is not None:
                 self.progress(self.indexed, self.total)
         if vanished:
+            forget_sessions(self.conn, vanished)
             self.conn.execute("DELETE FROM sqi_sessions WHERE id = ANY(%s::text[])", (vanished,))
         self.vanished.extend(vanished)
         if batch:
@@ -350,10 +423,12 @@ def _write_one(
         except _STORAGE_ERRORS as exc:
             raise _storage_error(sid, exc) from exc
         header, revision = log.header, log.revision
-        rows = []
+        built = []
         for d in log.documents:
             tick(len(d.text))
-            rows.append(_doc_row(sid, d.seq, d.type, d.time, d.surface, d.text))
+            built.append(_doc_row(sid, d.seq, d.type, d.time, d.surface, d.text))
+        for d in log.titles:
+            built.append(_doc_row(sid, d.seq, d.type, d.time, d.surface, d.text, title=True))
     else:
         cold = corpus.read_persisted(sid, cancel)
         header, revision = cold.session, entry.revision
@@ -365,18 +440,26 @@ def _write_one(
             raise SessionQueryError(
                 ErrorCode.CORRUPT_SESSION, f"stored session {sid!r} is corrupt: {exc}"
             ) from None
-        rows = []
+        built = []
         for event in cold.events:
             text = extract_event_text(event)
             tick(len(text))
             if text:
                 surface = folder.surface_class(event.seq)
-                rows.append(_doc_row(sid, event.seq, event.type, event.time, surface, text))
+                built.append(_doc_row(sid, event.seq, event.type, event.time, surface, text))
+        for d in title_documents(cold.events):
+            built.append(_doc_row(sid, d.seq, d.type, d.time, d.surface, d.text, title=True))
     if not header.is_compatible(entry.header):
         raise SessionQueryError(
             ErrorCode.SOURCE_CONFLICT,
             f"session {sid!r} has incompatible headers in two observations",
         )
+    rows = [row for row, _terms in built]
+    terms: dict[str, int] = {}
+    for _row, held in built:
+        for term in held:
+            terms[term] = terms.get(term, 0) + 1
+    forget_sessions(conn, [sid])
     conn.execute("DELETE FROM sqi_sessions WHERE id = %s", (sid,))
     conn.execute(
         "INSERT INTO sqi_sessions (id, created_at, cwd, parent_session, header_json, "
@@ -394,11 +477,12 @@ def _write_one(
     with (
         conn.cursor() as cur,
         cur.copy(
-            "COPY sqi_docs (session_id, seq, type, time, surface, length, text, norm, tsv) "
-            "FROM STDIN"
+            "COPY sqi_docs (session_id, seq, type, time, surface, length, text, norm, tsv, "
+            "ntokens, title) FROM STDIN"
         ) as copy,
     ):
         for row in rows:
             tick(row[5])
             copy.write_row(row)
+    _remember(conn, rows, terms)
     return len(rows)

@@ -32,12 +32,20 @@ from typing import Any, Final, Protocol
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence.base import DocumentLog, PersistedSession, SessionPersistence
+from sessionquery.persistence.documents import title_documents
 from sessionquery.query.backend import Corpus
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.corpus import documents_of
 from sessionquery.search.sqlite import db
 from sessionquery.search.sqlite.overlay import LiveState
-from sessionquery.search.sqlite.rows import DURABLE, Row, document_rows, key_range
+from sessionquery.search.sqlite.rows import (
+    DURABLE,
+    TITLES,
+    DocTables,
+    Row,
+    document_rows,
+    key_range,
+)
 from sessionquery.search.update import ProgressCallback
 
 __all__ = [
@@ -198,7 +206,11 @@ def _read(corpus: Corpus, entry: PersistedSession, cancel: CancelToken | None) -
     else:  # a corpus without the fast path: fold the exact read
         log = corpus.read_persisted(sid, cancel)
         document_log = DocumentLog(
-            log.session, entry.revision, len(log.events), documents_of(sid, log.events)
+            log.session,
+            entry.revision,
+            len(log.events),
+            documents_of(sid, log.events),
+            title_documents(log.events),
         )
     if not document_log.header.is_compatible(entry.header):
         raise _conflict(sid)
@@ -441,6 +453,7 @@ class DurablePass:
         if final:
             for key in plan.removed:
                 DURABLE.delete_key(conn, key)
+                TITLES.delete_key(conn, key)
                 conn.execute("DELETE FROM main.persisted_sessions WHERE key = ?", (key,))
             changed = changed or bool(plan.removed)
             token = None if plan.deferred else self.token
@@ -484,7 +497,9 @@ class DurablePass:
             rows = document_rows(key, document_log.documents)
             _fits_before_deadline(self.cancel, max((len(row[1]) for row in rows), default=0))
             DURABLE.insert(conn, rows)
-            return len(rows)
+            titles = document_rows(key, document_log.titles)
+            TITLES.insert(conn, titles)
+            return len(rows) + len(titles)
         key = row[0]
         conn.execute(
             "UPDATE main.persisted_sessions SET created_at = ?, cwd = ?, parent_session = ?, "
@@ -492,13 +507,20 @@ class DurablePass:
             (*values, key),
         )
         rows = document_rows(key, document_log.documents)
-        return _rewrite(conn, key, rows, lambda chars: _fits_before_deadline(self.cancel, chars))
+        written = _rewrite(
+            conn, DURABLE, key, rows, lambda chars: _fits_before_deadline(self.cancel, chars)
+        )
+        return written + _rewrite(conn, TITLES, key, document_rows(key, document_log.titles))
 
 
 def _rewrite(
-    conn: db.Connection, key: int, rows: list[Row], before: Callable[[int], None] | None = None
+    conn: db.Connection,
+    tables: DocTables,
+    key: int,
+    rows: list[Row],
+    before: Callable[[int], None] | None = None,
 ) -> int:
-    """Write only the difference between the stored rows of ``key`` and ``rows``.
+    """Write only the difference between the stored rows of ``key`` in ``tables`` and ``rows``.
 
     An appended log keeps its earlier documents untouched (no re-tokenising); documents whose
     surface class changed are updated in place. ``before`` is called with the length of the
@@ -507,7 +529,7 @@ def _rewrite(
     existing = {
         int(rid): (str(text), str(kind), int(time), str(surface))
         for rid, text, kind, time, surface in conn.execute(
-            "SELECT id, text, type, time, surface FROM main.doc_rows WHERE id BETWEEN ? AND ?",
+            f"SELECT id, text, type, time, surface FROM {tables.rows} WHERE id BETWEEN ? AND ?",
             key_range(key),
         )
     }
@@ -530,9 +552,9 @@ def _rewrite(
     longest = max([longest, *(len(old[0]) for old in existing.values())])
     if before is not None:
         before(longest)
-    DURABLE.delete_ids(conn, deletes)
-    conn.executemany("UPDATE main.doc_rows SET surface = ? WHERE id = ?", updates)
-    DURABLE.insert(conn, inserts)
+    tables.delete_ids(conn, deletes)
+    conn.executemany(f"UPDATE {tables.rows} SET surface = ? WHERE id = ?", updates)
+    tables.insert(conn, inserts)
     return len(inserts) + len(updates)
 
 

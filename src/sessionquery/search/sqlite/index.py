@@ -44,13 +44,14 @@ from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.types import EventSearchHit, SessionRecord, SessionSearchHit
 from sessionquery.search.base import OpenAt, SearchBase, Window
 from sessionquery.search.cursor import CursorPosition, page_offset
+from sessionquery.search.relevance import TITLE_WEIGHT, RelevancePlan, plan_relevance
 from sessionquery.search.request import SearchRequest
 from sessionquery.search.snippet import (
     MATCH_MARK,
     snippet_around,
     snippet_from_highlight,
 )
-from sessionquery.search.sqlite import db, schema, spans
+from sessionquery.search.sqlite import db, relevance, schema, spans
 from sessionquery.search.sqlite.query import (
     SEQ_BITS,
     SEQ_MASK,
@@ -166,8 +167,10 @@ class SqliteSearch(SearchBase[db.Connection]):
                     ErrorCode.INDEX_FAILED,
                     f"session-search index {self._path!r} failed to open: {exc}",
                 ) from exc
-        self._conn = schema.open_index(self._real, self._journal_mode)
-        return self._conn
+        conn = schema.open_index(self._real, self._journal_mode)
+        relevance.install(conn)
+        self._conn = conn
+        return conn
 
     def _disconnect(self, conn: db.Connection) -> None:
         schema.close_quietly(conn)
@@ -298,8 +301,18 @@ class SqliteSearch(SearchBase[db.Connection]):
             state = self._state
             generation = f"{state.epoch}:{durable}:{state.live_generation}"
             offset = page_offset(position, generation)
-            matcher = self._matcher(conn, text, mode, cancel)
             persisted = corpus.persistence is not None
+            if mode == "relevance":
+                return self._relevance_sessions(
+                    conn,
+                    request,
+                    compiled,
+                    persisted=persisted,
+                    offset=offset,
+                    generation=generation,
+                    cancel=cancel,
+                )
+            matcher = self._matcher(conn, text, mode, cancel)
             sql = session_search_sql(compiled, include_persisted=persisted)
             params = {
                 **compiled.params,
@@ -326,6 +339,19 @@ class SqliteSearch(SearchBase[db.Connection]):
         with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
             live, key, header, generation = self._target(conn, corpus, session_id)
             offset = page_offset(position, generation)
+            if mode == "relevance":
+                window = self._relevance_events(
+                    conn,
+                    request,
+                    compiled,
+                    live=live,
+                    key=key,
+                    session_id=session_id,
+                    offset=offset,
+                    generation=generation,
+                    cancel=cancel,
+                )
+                return header, window
             matcher = self._matcher(conn, text, mode, cancel)
             params = {
                 **compiled.params,
@@ -343,7 +369,138 @@ class SqliteSearch(SearchBase[db.Connection]):
             ]
         return header, Window(hits, len(rows) > page_size, generation, offset)
 
+    # -- relevance -------------------------------------------------------------------
+
+    @staticmethod
+    def _plan(conn: db.Connection, text: str) -> RelevancePlan | None:
+        return plan_relevance(
+            query_tokens(conn, text),
+            relevance.corpus_stats(conn),
+            lambda words: relevance.document_counts(conn, words),
+        )
+
+    def _relevance_sessions(
+        self,
+        conn: db.Connection,
+        request: SearchRequest,
+        compiled: CompiledFilters,
+        *,
+        persisted: bool,
+        offset: int,
+        generation: str,
+        cancel: CancelToken | None,
+    ) -> Window[SessionSearchHit]:
+        page_size = request.page_size
+        plan = self._plan(conn, request.text)
+        if plan is None:
+            return Window([], False, generation, offset)
+        sql = relevance.session_relevance_sql(compiled, include_persisted=persisted)
+        with relevance.installed_plan(plan) as plan_id:
+            params = {
+                **compiled.params,
+                "q": relevance.or_expression(plan),
+                "plan": plan_id,
+                "title_weight": TITLE_WEIGHT,
+                "lim": page_size + 1,
+                "off": offset,
+            }
+            rows = conn.execute(sql, params).fetchall()
+        hits = []
+        for src, title, rid, session_id, *event, _score in rows[:page_size]:
+            live = src == 1
+            sid = str(session_id)
+            best = self._relevance_hit(
+                conn, plan, cancel, live=live, title=bool(title), session_id=sid, row=(rid, *event)
+            )
+            assert isinstance(rid, int)
+            record = self._record(conn, live, sid, rid)
+            hits.append(SessionSearchHit(record=record, best_match=best))
+        return Window(hits, len(rows) > page_size, generation, offset, plan.corrections)
+
+    def _relevance_events(
+        self,
+        conn: db.Connection,
+        request: SearchRequest,
+        compiled: CompiledFilters,
+        *,
+        live: bool,
+        key: int,
+        session_id: str,
+        offset: int,
+        generation: str,
+        cancel: CancelToken | None,
+    ) -> Window[EventSearchHit]:
+        page_size = request.page_size
+        plan = self._plan(conn, request.text)
+        if plan is None:
+            return Window([], False, generation, offset)
+        with relevance.installed_plan(plan) as plan_id:
+            params = {
+                **compiled.params,
+                "q": relevance.or_expression(plan),
+                "plan": plan_id,
+                "title_weight": TITLE_WEIGHT,
+                "lo": key << SEQ_BITS,
+                "hi": (key << SEQ_BITS) | SEQ_MASK,
+                "lim": page_size + 1,
+                "off": offset,
+            }
+            rows = conn.execute(relevance.event_relevance_sql(compiled, live=live), params)
+            found = rows.fetchall()
+        hits = [
+            self._relevance_hit(
+                conn,
+                plan,
+                cancel,
+                live=live,
+                title=bool(title),
+                session_id=session_id,
+                row=(rid, *event),
+            )
+            for title, rid, *event in found[:page_size]
+        ]
+        return Window(hits, len(found) > page_size, generation, offset, plan.corrections)
+
+    def _relevance_hit(
+        self,
+        conn: db.Connection,
+        plan: RelevancePlan,
+        cancel: CancelToken | None,
+        *,
+        live: bool,
+        title: bool,
+        session_id: str,
+        row: Sequence[object],
+    ) -> EventSearchHit:
+        """The hit for one ranked document, its snippet cut around the most selective
+        searched word it holds."""
+        rid = row[0]
+        assert isinstance(rid, int)
+        term = next(
+            (
+                word
+                for word in plan.terms
+                if conn.execute(
+                    relevance.holds_term_sql(live, title), {"q": _quoted(word), "rid": rid}
+                ).fetchone()
+            ),
+            plan.terms[0],
+        )
+        matcher = spans.Matcher(_quoted(term), ((term,),), cancel)
+        return self._event_hit(conn, matcher, live, session_id, row, title=title)
+
     # -- helpers ---------------------------------------------------------------------
+
+    def _record(self, conn: db.Connection, live: bool, session_id: str, rid: int) -> SessionRecord:
+        if live:
+            state = self._state.live[session_id]
+            return SessionRecord(state.header, live=True, persisted=state.persisted)
+        (header_json,) = db.one(
+            conn,
+            "SELECT header_json FROM main.persisted_sessions WHERE key = ?",
+            (rid >> SEQ_BITS,),
+        )
+        return SessionRecord(self._header(str(header_json)), live=False, persisted=True)
 
     def _target(
         self, conn: db.Connection, corpus: Corpus, session_id: str
@@ -376,15 +533,22 @@ class SqliteSearch(SearchBase[db.Connection]):
             words_expression(distinct), tuple((token,) for token in distinct), cancel
         )
 
-    def _snippet(self, conn: db.Connection, matcher: spans.Matcher, live: bool, rid: int) -> str:
-        stored = conn.execute(text_sql(live), {"rid": rid}).fetchone()
+    def _snippet(
+        self,
+        conn: db.Connection,
+        matcher: spans.Matcher,
+        live: bool,
+        rid: int,
+        title: bool = False,
+    ) -> str:
+        stored = conn.execute(text_sql(live, title), {"rid": rid}).fetchone()
         if stored is not None and int(stored[1]) > spans.SMALL_DOCUMENT:
             # Long document: locate the first span without highlighting all of it.
             text = str(stored[0])
             first = spans.first_span_offset(conn, text, matcher.expression, matcher.cancel)
             return snippet_around(text, first, self._snippet_chars)
         row = conn.execute(
-            highlight_sql(live), {"q": matcher.expression, "mark": MATCH_MARK, "rid": rid}
+            highlight_sql(live, title), {"q": matcher.expression, "mark": MATCH_MARK, "rid": rid}
         ).fetchone()
         return snippet_from_highlight(str(row[0]) if row else "", self._snippet_chars)
 
@@ -395,6 +559,8 @@ class SqliteSearch(SearchBase[db.Connection]):
         live: bool,
         session_id: str,
         row: Sequence[object],
+        *,
+        title: bool = False,
     ) -> EventSearchHit:
         rid, seq, kind, time, surface = row
         assert isinstance(rid, int) and isinstance(seq, int) and isinstance(time, int)
@@ -404,7 +570,7 @@ class SqliteSearch(SearchBase[db.Connection]):
             type=str(kind),
             time=time,
             surface=surface,  # type: ignore[arg-type]  # stored from SurfaceClass values
-            snippet=self._snippet(conn, matcher, live, rid),
+            snippet=self._snippet(conn, matcher, live, rid, title),
         )
 
     def _session_hit(
@@ -414,19 +580,14 @@ class SqliteSearch(SearchBase[db.Connection]):
         assert isinstance(rid, int)
         sid = str(session_id)
         live = src == 1
-        if live:
-            state = self._state.live[sid]
-            record = SessionRecord(state.header, live=True, persisted=state.persisted)
-        else:
-            (header_json,) = db.one(
-                conn,
-                "SELECT header_json FROM main.persisted_sessions WHERE key = ?",
-                (rid >> SEQ_BITS,),
-            )
-            header = self._header(str(header_json))
-            record = SessionRecord(header, live=False, persisted=True)
+        record = self._record(conn, live, sid, rid)
         best = self._event_hit(conn, matcher, live, sid, (rid, *event))
         return SessionSearchHit(record=record, best_match=best)
+
+
+def _quoted(word: str) -> str:
+    """A single-token FTS5 phrase for ``word`` (a token of the index's own tokenizer)."""
+    return '"' + word.replace('"', '""') + '"'
 
 
 class _Access:

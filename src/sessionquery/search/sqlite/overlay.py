@@ -26,7 +26,7 @@ from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.search.live import extends, fold_live, unchanged
 from sessionquery.search.sqlite import db
 from sessionquery.search.sqlite.query import SEQ_BITS, SEQ_MASK
-from sessionquery.search.sqlite.rows import LIVE, event_rows
+from sessionquery.search.sqlite.rows import LIVE, LIVE_TITLES, event_rows, title_rows
 
 __all__ = ["LiveOverlay", "LiveState", "live_unchanged"]
 
@@ -109,6 +109,10 @@ class LiveOverlay:
             self._begin()
             self.conn.execute("INSERT INTO temp.live_fts (live_fts) VALUES ('delete-all')")
             self.conn.execute("DELETE FROM temp.live_rows")
+            self.conn.execute(
+                "INSERT INTO temp.live_title_fts (live_title_fts) VALUES ('delete-all')"
+            )
+            self.conn.execute("DELETE FROM temp.live_title_rows")
             self.conn.execute("DELETE FROM temp.live_sessions")
         seen: set[str] = set()
         for snapshot in snapshots:
@@ -132,6 +136,7 @@ class LiveOverlay:
 
     def _drop(self, key: int) -> None:
         LIVE.delete_key(self.conn, key)
+        LIVE_TITLES.delete_key(self.conn, key)
         self.conn.execute("DELETE FROM temp.live_sessions WHERE key = ?", (key,))
 
     def _one(self, snapshot: LiveSnapshot, old: LiveState | None, persisted: bool) -> LiveState:
@@ -154,6 +159,7 @@ class LiveOverlay:
         fold_live(header.id, events, folder)
         rows = event_rows(key, events, folder)
         LIVE.insert(self.conn, rows)
+        LIVE_TITLES.insert(self.conn, title_rows(key, events))
         self.indexed += 1
         self.documents += len(rows)
         return LiveState(
@@ -188,6 +194,7 @@ class LiveOverlay:
             self.documents += len(gone)
         rows = event_rows(old.key, new_events, old.folder)
         LIVE.insert(self.conn, rows)
+        LIVE_TITLES.insert(self.conn, title_rows(old.key, new_events))
         current.update(row[0] & SEQ_MASK for row in rows if row[4] == "current")
         self.indexed += 1
         self.documents += len(rows)

@@ -34,7 +34,9 @@ from sessionquery.search.sqlite import db
 
 __all__ = [
     "EVENT_PREDICATE_LIMIT",
+    "LIVE_COLUMNS",
     "MAX_BOUND_PARAMETERS",
+    "PERSISTED_COLUMNS",
     "SEQ_BITS",
     "SESSION_PREDICATE_LIMIT",
     "CompiledFilters",
@@ -117,7 +119,7 @@ compile_filters = SQLITE_FILTERS.compile
 """Compile validated metadata filters (:meth:`.predicates.FilterDialect.compile`)."""
 
 
-_PERSISTED_COLUMNS = {
+PERSISTED_COLUMNS = {
     "id": "s.id",
     "cwd": "s.cwd",
     "parent": "s.parent_session",
@@ -129,7 +131,9 @@ _PERSISTED_COLUMNS = {
     "type": "r.type",
     "surface": "r.surface",
 }
-_LIVE_COLUMNS = {**_PERSISTED_COLUMNS, "live": "1", "persisted": "s.persisted"}
+"""Filter columns of a stored session's documents (``s``: its session row, ``r``: its row)."""
+LIVE_COLUMNS = {**PERSISTED_COLUMNS, "live": "1", "persisted": "s.persisted"}
+"""Filter columns of a live session's documents."""
 
 
 def match_count(fts: str) -> str:
@@ -139,8 +143,8 @@ def match_count(fts: str) -> str:
 
 
 _SOURCES = {
-    False: ("main", "doc_fts", "doc_rows", "persisted_sessions", _PERSISTED_COLUMNS),
-    True: ("temp", "live_fts", "live_rows", "live_sessions", _LIVE_COLUMNS),
+    False: ("main", "doc_fts", "doc_rows", "persisted_sessions", PERSISTED_COLUMNS),
+    True: ("temp", "live_fts", "live_rows", "live_sessions", LIVE_COLUMNS),
 }
 """Per branch (``live``): schema, FTS table, rows, sessions and the filters' columns."""
 
@@ -233,15 +237,18 @@ def session_search_sql(filters: CompiledFilters, *, include_persisted: bool) -> 
     )
 
 
-def _tables(live: bool) -> tuple[str, str, str]:
+def _tables(live: bool, title: bool = False) -> tuple[str, str, str]:
     schema, fts, rows, _sessions, _columns = _SOURCES[live]
+    if title:
+        prefix = "live_" if live else ""
+        return schema, f"{prefix}title_fts", f"{prefix}title_rows"
     return schema, fts, rows
 
 
 def event_search_sql(filters: CompiledFilters, *, live: bool) -> str:
     """Events of one session (rowids ``:lo..:hi``), ranked; binds ``:q :overlap :lo :hi``..."""
     schema, fts, rows = _tables(live)
-    where = filters.where(_PERSISTED_COLUMNS)
+    where = filters.where(PERSISTED_COLUMNS)
     return (
         f"SELECT r.id AS rid, r.id & {SEQ_MASK} AS seq, r.type AS type, r.time AS time, "
         "r.surface AS surface, r.length AS length, "
@@ -252,15 +259,15 @@ def event_search_sql(filters: CompiledFilters, *, live: bool) -> str:
     )
 
 
-def text_sql(live: bool) -> str:
-    """One document's stored text and length (binds ``:rid``)."""
-    schema, _fts, rows = _tables(live)
+def text_sql(live: bool, title: bool = False) -> str:
+    """One document's (``title``: one title's) stored text and length (binds ``:rid``)."""
+    schema, _fts, rows = _tables(live, title)
     return f"SELECT text, length FROM {schema}.{rows} WHERE id = :rid"
 
 
-def highlight_sql(live: bool) -> str:
+def highlight_sql(live: bool, title: bool = False) -> str:
     """One document's text with ``:mark`` before each match span (binds ``:q :mark :rid``)."""
-    schema, fts, _rows = _tables(live)
+    schema, fts, _rows = _tables(live, title)
     return (
         f"SELECT highlight({fts}, 0, :mark, '') FROM {schema}.{fts} "
         f"WHERE {fts} MATCH :q AND {fts}.rowid = :rid"

@@ -3,8 +3,9 @@
 A row id is ``session_key << SEQ_BITS | seq``, so every row of one session lies in one id
 range (:func:`key_range`). Text is sanitised (:func:`~.snippet.sanitize_text`) before it is
 stored and its length is the code-point count of the stored text. The durable tables
-(``main.doc_rows``/``doc_fts``) and the connection-local live twins (``temp.live_rows``/
-``live_fts``) share this layout (:data:`DURABLE`, :data:`LIVE`).
+(``main.doc_rows``/``doc_fts``), the titles (``main.title_rows``/``title_fts``) and their
+connection-local live twins share this layout (:data:`DURABLE`, :data:`LIVE`,
+:data:`TITLES`, :data:`LIVE_TITLES`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,23 @@ from collections.abc import Iterable, Sequence
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionEvent, SurfaceFolder, extract_event_text
 from sessionquery.persistence.base import TextDocument
+from sessionquery.persistence.documents import title_documents
 from sessionquery.search.snippet import sanitize_text
 from sessionquery.search.sqlite import db
 from sessionquery.search.sqlite.query import SEQ_BITS, SEQ_MASK
 
-__all__ = ["DURABLE", "LIVE", "DocTables", "Row", "document_rows", "event_rows", "key_range"]
+__all__ = [
+    "DURABLE",
+    "LIVE",
+    "LIVE_TITLES",
+    "TITLES",
+    "DocTables",
+    "Row",
+    "document_rows",
+    "event_rows",
+    "key_range",
+    "title_rows",
+]
 
 Row = tuple[int, str, str, int, str, int]
 """``(rowid, text, type, time, surface, length)``."""
@@ -70,6 +83,8 @@ class DocTables:
 
 DURABLE = DocTables("main", "doc_rows", "doc_fts")
 LIVE = DocTables("temp", "live_rows", "live_fts")
+TITLES = DocTables("main", "title_rows", "title_fts")
+LIVE_TITLES = DocTables("temp", "live_title_rows", "live_title_fts")
 
 
 def _beyond(seq: int) -> SessionQueryError:
@@ -92,6 +107,15 @@ def document_rows(key: int, documents: Iterable[TextDocument]) -> list[Row]:
         text = sanitize_text(doc.text)
         append((base | seq, text, doc.type, doc.time, doc.surface, len(text)))
     return rows
+
+
+def title_rows(key: int, events: Sequence[SessionEvent]) -> list[Row]:
+    """The title rows of session ``key`` for the ``session/title`` events among ``events``.
+
+    Raises:
+        SessionQueryError: ``INDEX_FAILED`` for a seq beyond the row-id range.
+    """
+    return document_rows(key, title_documents(events))
 
 
 def event_rows(key: int, events: Sequence[SessionEvent], folder: SurfaceFolder) -> list[Row]:

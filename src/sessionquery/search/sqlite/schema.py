@@ -20,11 +20,13 @@ Invariants of :func:`open_index`:
 
 Layout: ``doc_rows`` (explicit ``INTEGER PRIMARY KEY`` rowid = ``session_key << 32 | seq``)
 holds each document's text and metadata, ``doc_fts`` is an external-content FTS5 index over
-its text, written and deleted explicitly beside each row (no triggers: FTS5 flushes its
+its text (``title_rows``/``title_fts`` the same for the sessions' title events), written and
+deleted explicitly beside each row (no triggers: FTS5 flushes its
 pending terms at every trigger sub-statement, which makes trigger-fed bulk inserts several
 times slower); ``persisted_sessions`` maps session ids to keys, headers
 and revisions. Live sessions live in connection-local TEMP twins (``live_sessions``,
-``live_rows``, ``live_fts``) that vanish with the connection.
+``live_rows``, ``live_fts``, ``live_title_rows``, ``live_title_fts``) that vanish with the
+connection, beside read-only ``fts5vocab`` views of the four FTS5 indexes.
 """
 
 from __future__ import annotations
@@ -55,11 +57,13 @@ __all__ = [
 APPLICATION_ID = 0x53514958
 """``PRAGMA application_id`` of a sessionquery index (ASCII ``SQIX``)."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """``PRAGMA user_version``; any other value on a database of ours means "rebuild".
 
 Version 2 keeps in ``search_state`` what every process sharing the index must see: the store's
-change token at the last complete reconciliation and the progress of the current build."""
+change token at the last complete reconciliation and the progress of the current build.
+Version 3 adds the sessions' titles (``title_rows``/``title_fts``), which relevance search
+ranks by."""
 
 DERIVED_TABLES = frozenset(
     {
@@ -71,6 +75,12 @@ DERIVED_TABLES = frozenset(
         "doc_fts_idx",
         "doc_fts_docsize",
         "doc_fts_config",
+        "title_rows",
+        "title_fts",
+        "title_fts_data",
+        "title_fts_idx",
+        "title_fts_docsize",
+        "title_fts_config",
     }
 )
 """Every table an index of ours may contain (FTS5 shadow tables included)."""
@@ -91,6 +101,11 @@ _MAIN_SCHEMA = (
     " surface TEXT NOT NULL, length INTEGER NOT NULL)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS main.doc_fts USING fts5("
     " text, content='doc_rows', content_rowid='id', tokenize='unicode61')",
+    "CREATE TABLE IF NOT EXISTS main.title_rows ("
+    " id INTEGER PRIMARY KEY, text TEXT NOT NULL, type TEXT NOT NULL, time INTEGER NOT NULL,"
+    " surface TEXT NOT NULL, length INTEGER NOT NULL)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS main.title_fts USING fts5("
+    " text, content='title_rows', content_rowid='id', tokenize='unicode61')",
 )
 
 _TEMP_SCHEMA = (
@@ -102,6 +117,16 @@ _TEMP_SCHEMA = (
     " surface TEXT NOT NULL, length INTEGER NOT NULL)",
     "CREATE VIRTUAL TABLE temp.live_fts USING fts5("
     " text, content='live_rows', content_rowid='id', tokenize='unicode61')",
+    "CREATE TEMP TABLE live_title_rows ("
+    " id INTEGER PRIMARY KEY, text TEXT NOT NULL, type TEXT NOT NULL, time INTEGER NOT NULL,"
+    " surface TEXT NOT NULL, length INTEGER NOT NULL)",
+    "CREATE VIRTUAL TABLE temp.live_title_fts USING fts5("
+    " text, content='live_title_rows', content_rowid='id', tokenize='unicode61')",
+    # Each index's vocabulary with the number of documents holding each term (relevance).
+    "CREATE VIRTUAL TABLE temp.doc_vocab USING fts5vocab(main, doc_fts, row)",
+    "CREATE VIRTUAL TABLE temp.title_vocab USING fts5vocab(main, title_fts, row)",
+    "CREATE VIRTUAL TABLE temp.live_vocab USING fts5vocab(temp, live_fts, row)",
+    "CREATE VIRTUAL TABLE temp.live_title_vocab USING fts5vocab(temp, live_title_fts, row)",
 )
 
 
@@ -237,7 +262,17 @@ def _create_main_schema(conn: db.Connection) -> None:
 
 def create_temp_schema(conn: db.Connection) -> None:
     """(Re)create the connection-local live tables, empty."""
-    for name in ("live_fts", "live_rows", "live_sessions"):
+    for name in (
+        "doc_vocab",
+        "title_vocab",
+        "live_vocab",
+        "live_title_vocab",
+        "live_title_fts",
+        "live_title_rows",
+        "live_fts",
+        "live_rows",
+        "live_sessions",
+    ):
         conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
     for statement in _TEMP_SCHEMA:
         conn.execute(statement)

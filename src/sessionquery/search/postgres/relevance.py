@@ -1,0 +1,179 @@
+"""Relevance search on PostgreSQL: the index's statistics and the ranked SQL.
+
+The ranking is the kernel's (:mod:`sessionquery.search.relevance`); this module reads the
+statistics the index keeps current (``sqi_state.documents``/``tokens``, ``sqi_terms``) beside
+the live overlay's own, and evaluates the kernel's score formula in SQL with exactly its
+sequence of IEEE operations, so a document scores the same float here as on SQLite.
+
+Invariants:
+
+* A word's document count is looked up by its lexeme (the token cut to
+  :data:`~.tokens.LEXEME_CHARS` characters): two different tokens longer than that which
+  share their first characters count as one word (a documented corner case; SQLite counts
+  whole tokens).
+* A word's frequency in a document is the number of occurrences of its normal-form pattern
+  (`` word ``) in the document's normal form, which is exactly its token count there; a
+  candidate found through a cut lexeme that does not hold the whole word scores 0 and is
+  left out, as SQLite never finds it.
+* No value is interpolated: words, weights, constants and filter values are bound
+  parameters; only generated parameter names are joined into the SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import psycopg
+
+from sessionquery.search.postgres.overlay import LiveOverlay
+from sessionquery.search.postgres.tokens import lexeme, normal_form
+from sessionquery.search.predicates import CompiledFilters
+from sessionquery.search.relevance import TITLE_WEIGHT, CorpusStats, RelevancePlan
+
+__all__ = [
+    "corpus_stats",
+    "document_counts",
+    "event_relevance_sql",
+    "relevance_params",
+    "session_relevance_sql",
+]
+
+_COLUMNS = {
+    "id": "s.id",
+    "cwd": "s.cwd",
+    "parent": "s.parent_session",
+    "created_at": "s.created_at",
+    "seq": "d.seq",
+    "time": "d.time",
+    "type": "d.type",
+    "surface": "d.surface",
+}
+
+
+def corpus_stats(
+    conn: psycopg.Connection[Any], overlay: LiveOverlay, *, include_persisted: bool
+) -> CorpusStats:
+    """Documents and tokens of the stored index (when searched) and the live overlay."""
+    documents, tokens = overlay.totals()
+    if include_persisted:
+        row = conn.execute("SELECT documents, tokens FROM sqi_state").fetchone()
+        if row is not None:
+            documents += int(row[0])
+            tokens += int(row[1])
+    return CorpusStats(documents, tokens)
+
+
+def document_counts(
+    conn: psycopg.Connection[Any],
+    overlay: LiveOverlay,
+    words: Sequence[str],
+    *,
+    include_persisted: bool,
+) -> Mapping[str, int]:
+    """How many documents (stored, when searched, and live) hold each of ``words``."""
+    counts = {word: overlay.document_count(word) for word in words}
+    if include_persisted and words:
+        lexemes = sorted({lexeme(word) for word in words})
+        rows = conn.execute(
+            "SELECT term, docs FROM sqi_terms WHERE term = ANY(%s::text[])", (lexemes,)
+        ).fetchall()
+        stored = {str(term): int(docs) for term, docs in rows}
+        for word in words:
+            counts[word] += stored.get(lexeme(word), 0)
+    return counts
+
+
+def relevance_params(plan: RelevancePlan) -> dict[str, object]:
+    """The bound values of :func:`session_relevance_sql` / :func:`event_relevance_sql`."""
+    c1, c2, c3 = plan.constants
+    params: dict[str, object] = {
+        "rtsq": " | ".join(f"'{lexeme(term)}'" for term in plan.terms),
+        "c1": c1,
+        "c2": c2,
+        "c3": c3,
+        "tw": TITLE_WEIGHT,
+    }
+    for i, (term, weight) in enumerate(zip(plan.terms, plan.weights, strict=True)):
+        params[f"rp{i}"] = normal_form([term])
+        params[f"rw{i}"] = weight
+    return params
+
+
+def _frequency(i: int) -> str:
+    name = f"%(rp{i})s"
+    return f"(length(d.norm) - length(replace(d.norm, {name}, ''))) / length({name})"
+
+
+def _scored(plan: RelevancePlan, filters: CompiledFilters, extra: str) -> str:
+    """Every candidate row with its term frequencies (``tf<i>``) and its unweighted score
+    (``raw``), for the rows passing ``extra`` and the filters."""
+    count = len(plan.terms)
+    contains = " OR ".join(f"strpos(d.norm, %(rp{i})s) > 0" for i in range(count))
+    frequencies = ", ".join(f"{_frequency(i)} AS tf{i}" for i in range(count))
+    where = filters.where(_COLUMNS)
+    inner = (
+        f"SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, d.title, "
+        f"d.ntokens, {frequencies} FROM sqi_docs AS d JOIN sqi_sessions AS s "
+        f"ON s.id = d.session_id WHERE (d.tsv @@ %(rtsq)s::tsquery OR (d.tsv IS NULL AND "
+        f"({contains}))){extra}{where} OFFSET 0"
+    )
+    # Python's event_score, operation for operation: 0.0, then for each term with tf > 0
+    # score += w * (tf * c1) / (tf + (c2 + c3 * D)).
+    score = "0.0::float8"
+    for i in range(count):
+        term = f"%(rw{i})s * (f.tf{i} * %(c1)s) / (f.tf{i} + (%(c2)s + %(c3)s * f.ntokens))"
+        score = f"({score} + CASE WHEN f.tf{i} > 0 THEN {term} ELSE 0.0::float8 END)"
+    tfs = ", ".join(f"f.tf{i}" for i in range(count))
+    return (
+        f"SELECT f.session_id, f.seq, f.type, f.time, f.surface, f.length, f.title, {tfs}, "
+        f"CASE WHEN f.title THEN %(tw)s * {score} ELSE {score} END AS sc FROM ({inner}) AS f"
+    )
+
+
+def session_relevance_sql(plan: RelevancePlan, filters: CompiledFilters) -> str:
+    """Stored sessions (not live) ranked by relevance with their best document.
+
+    Binds :func:`relevance_params`, ``live`` (ids to leave out), ``lim``, ``off`` and the
+    filters'. Rows: ``session_id, seq, type, time, surface, length, score, header_json,
+    text, title, tf0..``.
+    """
+    count = len(plan.terms)
+    scored = _scored(plan, filters, " AND NOT (d.session_id = ANY(%(live)s::text[]))")
+    tfs = ", ".join(f"b.tf{i}" for i in range(count))
+    return (
+        f"WITH cand AS MATERIALIZED (SELECT * FROM ({scored}) AS x WHERE x.sc > 0), "
+        "top AS (SELECT session_id, max(sc) FILTER (WHERE NOT title) AS best_event, "
+        "max(sc) FILTER (WHERE title) AS best_title, "
+        "coalesce(max(sc) FILTER (WHERE NOT title), 0.0::float8) + "
+        "coalesce(max(sc) FILTER (WHERE title), 0.0::float8) AS score "
+        "FROM cand GROUP BY session_id), "
+        "best AS (SELECT c.*, t.score, row_number() OVER (PARTITION BY c.session_id ORDER BY "
+        "c.length ASC, c.time DESC, c.seq DESC) AS rn FROM cand AS c JOIN top AS t "
+        "ON t.session_id = c.session_id WHERE (NOT c.title AND c.sc = t.best_event) OR "
+        "(c.title AND t.best_event IS NULL AND c.sc = t.best_title)), "
+        "page AS (SELECT * FROM best WHERE rn = 1 ORDER BY score DESC, length ASC, time DESC, "
+        "session_id ASC, seq DESC LIMIT %(lim)s OFFSET %(off)s) "
+        f"SELECT b.session_id, b.seq, b.type, b.time, b.surface, b.length, b.score, "
+        f"s.header_json, d.text, b.title, {tfs} FROM page AS b "
+        "JOIN sqi_sessions AS s ON s.id = b.session_id "
+        "JOIN sqi_docs AS d ON d.session_id = b.session_id AND d.seq = b.seq "
+        "ORDER BY b.score DESC, b.length ASC, b.time DESC, b.session_id ASC, b.seq DESC"
+    )
+
+
+def event_relevance_sql(plan: RelevancePlan, filters: CompiledFilters) -> str:
+    """Documents (events and titles) of one stored session ``sid`` ranked by relevance.
+
+    Binds :func:`relevance_params`, ``sid``, ``lim``, ``off`` and the filters'. Rows:
+    ``seq, type, time, surface, length, score, text, title, tf0..``.
+    """
+    count = len(plan.terms)
+    scored = _scored(plan, filters, " AND d.session_id = %(sid)s")
+    tfs = ", ".join(f"x.tf{i}" for i in range(count))
+    return (
+        f"SELECT x.seq, x.type, x.time, x.surface, x.length, x.sc, d.text, x.title, {tfs} "
+        f"FROM ({scored}) AS x JOIN sqi_docs AS d ON d.session_id = x.session_id "
+        "AND d.seq = x.seq WHERE x.sc > 0 "
+        "ORDER BY x.sc DESC, x.length ASC, x.time DESC, x.seq DESC LIMIT %(lim)s OFFSET %(off)s"
+    )

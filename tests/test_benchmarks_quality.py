@@ -1,0 +1,148 @@
+"""The search-quality benchmark (``benchmarks/quality.py``): it runs, writes a well-formed section
+of its own, says when there are no real transcripts, and its answer key matches the corpus.
+
+No figure is asserted: the benchmark measures the search engine, these tests check the
+instrument.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from locations import BENCHMARKS, CORPUS
+from sessionquery.examples import EXAMPLE_SESSION_IDS
+
+sys.path.insert(0, str(BENCHMARKS))
+
+from quality import (
+    BACKGROUND,
+    LIMIT,
+    SECTION,
+    check_background,
+    generate_background,
+    locate_corpus,
+    measure,
+)
+from quality_questions import KINDS, QUESTIONS
+
+_NUMBER = re.compile(r"^(0|1)\.\d\d$")
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BENCHMARKS / "quality.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _rows(section: str, header_start: str, after: str = "") -> list[list[str]]:
+    """The body rows of the first Markdown table whose header line starts with
+    ``header_start`` (after the first line holding ``after``)."""
+    lines = section.splitlines()
+    begin = next(i for i, line in enumerate(lines) if after in line)
+    start = next(i for i, line in enumerate(lines) if i > begin and line.startswith(header_start))
+    assert set(lines[start + 1]) <= set("|-: ")
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows
+
+
+def _section(path: Path) -> str:
+    text = path.read_text()
+    start = text.index(SECTION + "\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def test_examples_only_run_replaces_its_section_with_well_formed_tables(tmp_path: Path) -> None:
+    output = tmp_path / "RESULTS.md"
+    output.write_text(f"# results\n\n## Other\n\nkept\n\n{SECTION}\n\nold figures\n")
+    done = _run("--examples-only", "--background", "10", "--output", str(output))
+    assert done.returncode == 0, done.stderr
+    text = output.read_text()
+    assert "## Other\n\nkept" in text
+    assert "old figures" not in text
+    assert text.count(SECTION + "\n") == 1
+    section = _section(output)
+    asked = [q for q in QUESTIONS if q.home == "examples"]
+    summary = _rows(section, "| backend | distractors | mode |")
+    for level in ("none", "+10"):
+        rows = [row for row in summary if row[1] == level]
+        assert rows[0][:3] == ["", level, "random order"]
+        assert [row[2] for row in rows[1:3]] == ["`phrase`", "`words`"]
+        assert all(row[0] == "sqlite" for row in rows[1:])
+        for row in rows:
+            assert all(_NUMBER.match(cell) for cell in row[3:6]), row
+    modes = len([row for row in summary if row[0] == "sqlite"]) // 2
+    for level in ("none", "+10"):
+        kinds = _rows(section, "| kind | questions |", after=f"distractors {level};")
+        assert [row[0] for row in kinds] == [k for k in KINDS if any(q.kind == k for q in asked)]
+        assert sum(int(row[1]) for row in kinds) == len(asked)
+        for row in kinds:
+            assert len(row) == 2 + modes
+            for cell in row[2:]:
+                assert all(_NUMBER.match(x) for x in cell.split(" / ")), row
+    questions = _rows(section, "| # | kind | question |")
+    assert [row[2] for row in questions] == [q.text.replace("|", "\\|") for q in asked]
+    for row in questions:
+        for cell in row[4:]:
+            for rank in cell.split(" · "):
+                assert rank == "—" or 1 <= int(rank) <= LIMIT, row
+
+
+def test_run_without_real_transcripts_says_so_and_measures_the_examples(tmp_path: Path) -> None:
+    missing = tmp_path / "no-corpus"
+    done = _run("--corpus", str(missing), "--background", "0", "--no-write")
+    assert done.returncode == 0, done.stderr
+    assert str(missing) in done.stderr
+    assert "bundled example sessions only" in done.stdout
+    assert f"{sum(q.home == 'examples' for q in QUESTIONS)} questions asked" in done.stdout
+
+
+def test_locate_corpus_names_the_missing_folder(tmp_path: Path) -> None:
+    found, why = locate_corpus(tmp_path / "absent")
+    assert found is None
+    assert why is not None and str(tmp_path / "absent") in why
+    assert locate_corpus(CORPUS) == (CORPUS, None)
+
+
+def test_every_question_is_well_formed_and_distinct() -> None:
+    assert len(QUESTIONS) >= 50
+    assert len({q.text for q in QUESTIONS}) == len(QUESTIONS)
+    for question in QUESTIONS:
+        assert question.text.strip() and question.why.strip()
+        assert question.kind in KINDS
+        assert question.answers and len(set(question.answers)) == len(question.answers)
+        if question.home == "examples":
+            assert set(question.answers) & set(EXAMPLE_SESSION_IDS), question.text
+
+
+def test_every_right_session_is_listed_from_the_vendored_corpus() -> None:
+    results = measure(corpus_dir=CORPUS, modes=("phrase",), background=0)
+    assert results["problems"] == []
+    assert len(results["questions"]) == len(QUESTIONS)
+    assert results["corpus"]["not_read"]  # the DeepSeek-harness files are named, not hidden
+
+
+def test_the_default_background_answers_no_question(tmp_path: Path) -> None:
+    folder, info = generate_background(tmp_path, BACKGROUND)
+    assert info["transcripts"] == BACKGROUND
+    assert check_background(folder, QUESTIONS) == []
+
+
+def test_a_distractor_that_could_answer_a_question_is_reported(tmp_path: Path) -> None:
+    folder, _info = generate_background(tmp_path, 3)
+    rollout = sorted(folder.rglob("rollout-*.jsonl"))[0]
+    rollout.write_text(rollout.read_text().replace("rg -n ", "pytest -q ", 1))
+    problems = check_background(folder, QUESTIONS)
+    assert len(problems) == 1
+    assert "'pytest'" in problems[0]
