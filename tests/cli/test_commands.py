@@ -374,3 +374,87 @@ def test_a_first_list_without_an_index_marks_the_titles_it_did_not_read(
     assert out.count("[title not read yet]") == 30 - 12  # three batches of four read first
     assert "18 title(s) not read yet" in out and "'sessionquery index' reads them all" in out
     assert cli("list", "--all", "--json").json()["sessions"][0]["title"]  # JSON reads all
+
+
+# -- search modes ----------------------------------------------------------------------------------
+
+
+def _claude_transcript(home: Path, session: str, lines: list[tuple[str, object]]) -> None:
+    project = home / ".claude" / "projects" / "-home-dev-work"
+    project.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for number, (role, content) in enumerate(lines):
+        rows.append(
+            {
+                "type": role,
+                "sessionId": session,
+                "cwd": "/home/dev/work",
+                "uuid": f"{session}-{number}",
+                "parentUuid": None if number == 0 else f"{session}-{number - 1}",
+                "timestamp": f"2025-04-01T10:00:{number:02d}.000Z",
+                "message": {"role": role, "content": content, "id": f"{session}-m{number}"},
+            }
+        )
+    (project / f"{session}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _tool(name: str, command: str, call: str) -> list[dict[str, object]]:
+    return [{"type": "tool_use", "id": call, "name": name, "input": {"command": command}}]
+
+
+def _mixed_history(home: Path) -> None:
+    _claude_transcript(
+        home,
+        "rust-parser",
+        [
+            ("user", "the parser crate does not build since the lifetime change"),
+            ("assistant", _tool("Bash", "cargo test -p parser", "t1")),
+            ("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "12 passed"}]),
+        ],
+    )
+    _claude_transcript(
+        home,
+        "py-suite",
+        [
+            ("user", "run the python tests for the billing module with the test session fixture"),
+            ("assistant", _tool("Bash", "pytest -q tests/billing", "t2")),
+        ],
+    )
+    _claude_transcript(
+        home, "login", [("user", "which login session expires first, the web or the api one?")]
+    )
+    _claude_transcript(
+        home, "store", [("user", "which file holds the session store and its cookie settings?")]
+    )
+
+
+def test_search_ranks_by_relevance_by_default_for_a_question_in_plain_words(cli: Cli) -> None:
+    _mixed_history(cli.home)
+    found = cli("search", "which", "session", "ran", "cargo", "test", "--json").json()
+    assert found["match"] == "relevance" and found["corrections"] == {}
+    assert found["items"][0]["session"]["id"] == "rust-parser"
+    flags = _sample(cli)
+    fixed = cli("search", "where", "did", "we", "fix", "the", "failing", "test", "--json", *flags)
+    assert fixed.json()["items"][0]["session"]["id"] == "billing-rounding"
+
+
+def test_phrase_and_all_words_choose_the_other_modes(cli: Cli) -> None:
+    flags = _sample(cli)
+    phrase = cli("search", "rounding", "invoice", "--phrase", "--json", *flags).json()
+    assert phrase["match"] == "phrase" and phrase["items"] == []
+    words = cli("search", "rounding", "invoice", "--all-words", "--json", *flags).json()
+    assert words["match"] == "words" and words["items"]
+    both = cli("search", "x", "--phrase", "--all-words", *flags)
+    assert both.status == 2 and "not allowed with argument" in both.err
+
+
+def test_a_corrected_word_is_said_on_the_first_line_and_in_json(cli: Cli) -> None:
+    flags = _sample(cli)
+    ran = cli("search", "websokcet", "reconect", *flags)
+    assert ran.out.splitlines()[0] == (
+        'Showing results for "websocket reconnect" instead of "websokcet reconect".'
+    )
+    document = cli("search", "websokcet", "--json", *flags).json()
+    assert document["corrections"] == {"websokcet": "websocket"}
+    events = cli("search-events", "dashboard-websocket", "reconect", *flags)
+    assert events.out.startswith('Showing results for "reconnect" instead of "reconect".')

@@ -306,7 +306,7 @@ def _search_sessions(
     session_filters: Sequence[SessionFilter] = (),
     event_filters: Sequence[EventFilter] = (),
     *,
-    mode: SearchMatch = "words",
+    mode: SearchMatch = "relevance",
 ) -> SessionSearchPage:
     """Up to ``limit`` session hits, following continuation cursors within this process.
 
@@ -315,6 +315,7 @@ def _search_sessions(
     """
     items: list[Any] = []
     cursor: str | None = None
+    corrections: dict[str, str] = {}
     while True:
         page = query.search_sessions(
             text,
@@ -325,9 +326,11 @@ def _search_sessions(
             match=mode,
         )
         items.extend(page.items)
+        corrections.update(page.corrections)
         cursor = page.next_cursor
         if cursor is None or len(items) >= limit:
-            return SessionSearchPage(items=items, next_cursor=None if cursor is None else "more")
+            more = None if cursor is None else "more"
+            return SessionSearchPage(items=items, next_cursor=more, corrections=corrections)
 
 
 def _search_events(
@@ -341,6 +344,7 @@ def _search_events(
 ) -> EventSearchPage:
     items: list[EventSearchHit] = []
     cursor: str | None = None
+    corrections: dict[str, str] = {}
     while True:
         page = query.search_events(
             session_id,
@@ -351,10 +355,13 @@ def _search_events(
             match=mode,
         )
         items.extend(page.items)
+        corrections.update(page.corrections)
         cursor = page.next_cursor
         if cursor is None or len(items) >= limit:
             more = None if cursor is None else "more"
-            return EventSearchPage(session=page.session, items=items, next_cursor=more)
+            return EventSearchPage(
+                session=page.session, items=items, next_cursor=more, corrections=corrections
+            )
 
 
 def _query_text(words: Sequence[str]) -> str:
@@ -375,7 +382,9 @@ def _query_text(words: Sequence[str]) -> str:
 
 
 def _mode(args: argparse.Namespace) -> SearchMatch:
-    return "phrase" if args.phrase else "words"
+    """``relevance`` unless ``--phrase`` or ``--all-words`` chose another mode."""
+    mode: SearchMatch = args.match
+    return mode
 
 
 def cmd_search(inv: Invocation) -> int:
@@ -395,6 +404,7 @@ def cmd_search(inv: Invocation) -> int:
     short = {hit.record.id: ids.short(hit.record.id) for hit in page.items}
     document = render.session_hits_json(args.query, page, titles, short)
     document["match"] = mode
+    document["corrections"] = dict(page.corrections)
     return emit(
         inv,
         document,
@@ -415,6 +425,7 @@ def cmd_search_events(inv: Invocation) -> int:
         page = _search_events(query, session_id, args.query, args.limit, filters, mode=mode)
     document = render.event_hits_json(args.query, page)
     document["match"] = mode
+    document["corrections"] = dict(page.corrections)
     return emit(inv, document, lambda s: render.event_hits_text(args.query, page, s, match=mode))
 
 

@@ -381,20 +381,34 @@ def _setup_trace_event(p: argparse.ArgumentParser) -> None:
     _add_json(p)
 
 
-_QUERY_HELP = "words to find: all of them, in any order (with --phrase: the exact phrase)"
+_QUERY_HELP = (
+    "what to find, in plain words (no quotes needed): the events with the most of them, "
+    "rarest words counting most"
+)
 
 
-def _add_phrase(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+def _add_match(p: argparse.ArgumentParser) -> None:
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
         "--phrase",
-        action="store_true",
-        help="match QUERY as one literal phrase instead of all its words in any order",
+        dest="match",
+        action="store_const",
+        const="phrase",
+        help="only events holding QUERY as one literal phrase (words adjacent, in order)",
     )
+    mode.add_argument(
+        "--all-words",
+        dest="match",
+        action="store_const",
+        const="words",
+        help="only events holding every word of QUERY, in any order",
+    )
+    p.set_defaults(match="relevance")
 
 
 def _setup_search(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", metavar="QUERY", nargs="+", help=_QUERY_HELP)
-    _add_phrase(p)
+    _add_match(p)
     _add_cwd(p)
     p.add_argument("--session", action="append", metavar="ID", help="only this session")
     p.add_argument("--parent", action="append", metavar="ID", help="only children of session ID")
@@ -409,7 +423,7 @@ def _setup_search(p: argparse.ArgumentParser) -> None:
 def _setup_search_events(p: argparse.ArgumentParser) -> None:
     p.add_argument("session_id", metavar="ID", help=_ID_HELP)
     p.add_argument("query", metavar="QUERY", nargs="+", help=_QUERY_HELP)
-    _add_phrase(p)
+    _add_match(p)
     p.add_argument("--seq-from", type=_non_negative, metavar="SEQ", help="events at/after SEQ")
     p.add_argument("--seq-to", type=_non_negative, metavar="SEQ", help="events at/before SEQ")
     _add_event_filters(p)

@@ -629,7 +629,28 @@ def _snippet(hit: EventSearchHit, query: str, style: Style) -> list[str]:
 
 
 def _mode_text(match: str) -> str:
-    return "as a phrase" if match == "phrase" else "all words, any order"
+    return {
+        "phrase": "as a phrase",
+        "words": "all words, any order",
+        "relevance": "any of its words",
+    }.get(match, match)
+
+
+def corrected_query(query: str, corrections: Mapping[str, str]) -> str:
+    """``query`` with each corrected word replaced by the word searched instead."""
+    out = query
+    for typed, searched in corrections.items():
+        out = re.sub(rf"(?<!\w){re.escape(typed)}(?!\w)", searched, out, flags=re.IGNORECASE)
+    return out
+
+
+def correction_line(query: str, corrections: Mapping[str, str]) -> list[str]:
+    """The first line of a search whose words were corrected (none when nothing was)."""
+    if not corrections:
+        return []
+    fixed = term.cut(term.safe(corrected_query(query, corrections)), 40)
+    typed = term.cut(term.safe(query), 40)
+    return [f'Showing results for "{fixed}" instead of "{typed}".', ""]
 
 
 def session_hits_text(
@@ -649,8 +670,14 @@ def session_hits_text(
     short_ids = short_ids or {}
     shown = term.cut(term.safe(query), 40)
     if not page.items:
-        return [f"No sessions match {shown!r} ({_mode_text(match)})."]
-    lines = [f"{len(page.items)} session(s) match {shown!r} ({_mode_text(match)}), best first:"]
+        return [
+            *correction_line(query, page.corrections),
+            f"No sessions match {shown!r} ({_mode_text(match)}).",
+        ]
+    lines = [
+        *correction_line(query, page.corrections),
+        f"{len(page.items)} session(s) match {shown!r} ({_mode_text(match)}), best first:",
+    ]
     for number, hit in enumerate(page.items, start=1):
         h = hit.record.header
         title = term.safe(titles.get(h.id) or "untitled")
@@ -693,9 +720,10 @@ def event_hits_text(
     sid = term.safe(page.session.id)
     shown = term.cut(term.safe(query), 30)
     if not page.items:
-        return [term.cut(f"No events of {sid} match {shown!r} ({_mode_text(match)}).", style.width)]
+        none = f"No events of {sid} match {shown!r} ({_mode_text(match)})."
+        return [*correction_line(query, page.corrections), term.cut(none, style.width)]
     heading = f"{len(page.items)} event(s) of {sid} match {shown!r} ({_mode_text(match)}):"
-    lines = [term.cut(heading, style.width)]
+    lines = [*correction_line(query, page.corrections), term.cut(heading, style.width)]
     for hit in page.items:
         lines += ["", _match_line(hit, style), *_snippet(hit, query, style)]
     if page.next_cursor:
