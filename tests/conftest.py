@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
+from sessionquery.sources.registry import environment_variables
 
 if TYPE_CHECKING:
     from postgres_support import PostgresServer
@@ -61,6 +62,9 @@ def isolated_environment(
     monkeypatch.setenv("SESSIONQUERY_HOME", str(tmp_path_factory.mktemp("sessionquery_home")))
     for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
         monkeypatch.setenv(name, str(Path(home) / name.lower()))
+    kept = {"HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "SESSIONQUERY_HOME"}
+    for name in environment_variables() - kept:
+        monkeypatch.delenv(name, raising=False)  # CODEX_HOME, GEMINI_CLI_HOME, ...
 
 
 # --- PostgreSQL backend ------------------------------------------------------------------------

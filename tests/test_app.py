@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from conftest import raises_code
 from sessionquery.app import (
+    SOURCE_ORDER,
     AmbiguousId,
     App,
     ListedOnce,
@@ -55,7 +56,9 @@ def test_without_options_the_defaults_that_exist_are_used(tmp_path: Path) -> Non
     config.claude_projects.mkdir(parents=True)
     selection = select_sources(config)
     assert [e.kind for e in selection.sources] == ["claude"]
-    assert [e.kind for e in selection.absent_defaults] == ["root", "codex"]
+    absent = [e.kind for e in selection.absent_defaults]
+    assert absent[:2] == ["root", "codex"]  # then every other kind's default locations
+    assert set(absent) == set(SOURCE_ORDER) - {"claude"}
     assert App(config).persistence().list() == []
 
 

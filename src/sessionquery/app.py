@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from sessionquery.config import Config
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.sources.registry import KINDS, SourceKind, source_kind
 
 if TYPE_CHECKING:
     from sessionquery.model import SessionHeader
@@ -60,6 +61,7 @@ __all__ = [
     "SessionOrigin",
     "SourceEntry",
     "SourceOptions",
+    "kind_of",
     "open_index",
     "open_source",
     "open_sources",
@@ -73,26 +75,33 @@ __all__ = [
 Origin = Literal["default", "config", "option"]
 """Where a source or the index path came from."""
 
-SOURCE_ORDER = ("root", "claude", "codex")
-"""The kinds of source, in the order they are combined (and labelled)."""
+SOURCE_ORDER = tuple("root" if kind.kind == "store" else kind.kind for kind in KINDS)
+"""The kinds of source, in the order they are combined (and labelled): ``root`` (the
+sessionquery store) and every other kind of :mod:`sessionquery.sources.registry`."""
 
 SAMPLE_LABEL = "sample"
 """The label of the sample store ``quickstart`` builds, a default source while it exists."""
 
-_KIND_LABEL = {"root": "store", "claude": "claude", "codex": "codex"}
-_KIND_TEXT = {"root": "store", "claude": "Claude Code", "codex": "Codex"}
-_KIND_NAME = {
-    "root": "sessionquery store",
-    "claude": "Claude Code projects directory",
-    "codex": "Codex sessions directory",
-}
-_KIND_ADVICE = {
-    "root": "a store is created when sessions are recorded into it, or try "
-    "'sessionquery quickstart' for a sample",
-    "claude": "Claude Code keeps its transcripts in ~/.claude/projects (or "
-    "$CLAUDE_CONFIG_DIR/projects)",
-    "codex": "Codex keeps its transcripts in ~/.codex/sessions (or $CODEX_HOME/sessions)",
-}
+_STORE_ADVICE = (
+    "a store is created when sessions are recorded into it, or try "
+    "'sessionquery quickstart' for a sample"
+)
+_LEGACY_OPTIONS = ("root", "claude", "codex")  # kinds that have an option of their own
+
+
+def kind_of(name: str) -> SourceKind:
+    """The registry kind of a source kind name (``root`` is the store).
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` for a name that is no kind.
+    """
+    found = source_kind(name)
+    if found is None:
+        kinds = ", ".join(SOURCE_ORDER)
+        raise SessionQueryError(
+            ErrorCode.INVALID_CONFIG, f"unknown source kind {name!r}; expected one of {kinds}"
+        )
+    return found
 
 
 # -- what the operator chose ----------------------------------------------------------------
@@ -104,7 +113,8 @@ class SourceOptions:
 
     Attributes:
         sources: ``(kind, path)`` pairs in the order given; ``kind`` is one of
-            :data:`SOURCE_ORDER`; paths are absolute.
+            :data:`SOURCE_ORDER` (``root`` for a store, also as ``--source store=...``); paths
+            are absolute.
         postgres: a PostgreSQL DSN (session store and search index), or ``None``.
         index: the SQLite index path, or ``None`` for the config file's or the default one.
     """
@@ -124,8 +134,9 @@ class SourceEntry:
     """One session source and why it is used.
 
     Attributes:
-        kind: ``root`` (a sessionquery JSONL store), ``claude`` or ``codex``.
-        path: its directory.
+        kind: ``root`` (a sessionquery JSONL store) or another kind of :data:`SOURCE_ORDER`
+            (``claude``, ``codex``, ``gemini``...).
+        path: its directory (or database file).
         origin: ``default``, ``config`` or ``option``.
         label: its name inside a combined source (``store``, ``claude``, ``codex2``...).
     """
@@ -137,13 +148,18 @@ class SourceEntry:
 
     @property
     def exists(self) -> bool:
-        """Whether the directory is there."""
-        return self.path.is_dir()
+        """Whether the directory (or database file) is there."""
+        return self.path.exists()
+
+    @property
+    def name(self) -> str:
+        """The display name of its kind (``Claude Code``; ``store`` for a store)."""
+        return "store" if self.kind == "root" else kind_of(self.kind).name
 
     @property
     def title(self) -> str:
         """How a person calls it (``store``, ``sample``, ``Claude Code``, ``Codex``)."""
-        return SAMPLE_LABEL if self.label == SAMPLE_LABEL else _KIND_TEXT[self.kind]
+        return SAMPLE_LABEL if self.label == SAMPLE_LABEL else self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +196,8 @@ def _entries(pairs: Iterable[tuple[str, Path]], origin: Origin) -> tuple[SourceE
     for kind, path in ordered:
         counts[kind] = counts.get(kind, 0) + 1
         number = counts[kind]
-        label = _KIND_LABEL[kind] if number == 1 else f"{_KIND_LABEL[kind]}{number}"
+        base = kind_of(kind).label
+        label = base if number == 1 else f"{base}{number}"
         out.append(SourceEntry(kind, path, origin, label))
     return tuple(out)
 
@@ -213,37 +230,50 @@ def select_sources(config: Config, options: SourceOptions = SourceOptions()) -> 
         pairs = [(kind, path) for kind in SOURCE_ORDER for path in settings.sources.get(kind, ())]
         entries = _entries(pairs, "config")
         return Selection(entries, index, index_origin, (), config_file, settings.postgres)
-    store, claude, codex = _entries(
-        [
-            ("root", config.store_root),
-            ("claude", config.claude_projects),
-            ("codex", config.codex_sessions),
-        ],
-        "default",
+    located = config.default_sources or (
+        ("store", config.store_root),
+        ("claude", config.claude_projects),
+        ("codex", config.codex_sessions),
+    )
+    defaults = _entries(
+        [("root" if kind == "store" else kind, path) for kind, path in located], "default"
     )
     sample = SourceEntry("root", config.sample_store, "default", SAMPLE_LABEL)
-    present = tuple(e for e in (store, sample, claude, codex) if e.exists)
-    absent = tuple(e for e in (store, claude, codex) if not e.exists)  # the sample is optional
-    return Selection(present, index, index_origin, absent, config_file)
+    present = tuple(entry for entry in defaults if entry.exists)
+    if sample.exists:  # after the store, before the agents' histories; never "absent"
+        stores = sum(1 for entry in present if entry.kind == "root")
+        present = (*present[:stores], sample, *present[stores:])
+    found = {entry.kind for entry in present if entry is not sample}
+    absent: list[SourceEntry] = []
+    for entry in defaults:  # a kind's alternative locations: the first one that is absent
+        if not entry.exists and entry.kind not in found:
+            found.add(entry.kind)
+            absent.append(entry)
+    return Selection(present, index, index_origin, tuple(absent), config_file)
 
 
 # -- opening ----------------------------------------------------------------------------------
 
 
 def _advice(entry: SourceEntry) -> str:
-    where = {"option": f"--{entry.kind}", "config": "the config file", "default": "default"}
-    lead = f"no {_KIND_NAME[entry.kind]} at {entry.path} (from {where[entry.origin]})"
-    return f"{lead}; {_KIND_ADVICE[entry.kind]}"
+    option = f"--{entry.kind}" if entry.kind in _LEGACY_OPTIONS else "--source"
+    where = {"option": option, "config": "the config file", "default": "default"}
+    kind = kind_of(entry.kind)
+    lead = f"no {kind.noun} at {entry.path} (from {where[entry.origin]})"
+    if entry.kind == "root":
+        return f"{lead}; {_STORE_ADVICE}"
+    return f"{lead}; {kind.name} keeps its transcripts in {kind.where}"
 
 
 def _nothing_found(selection: Selection) -> SessionQueryError:
     looked = ", ".join(
-        f"{entry.path} ({_KIND_NAME[entry.kind]})" for entry in selection.absent_defaults
+        f"{entry.path} ({kind_of(entry.kind).noun})" for entry in selection.absent_defaults
     )
     return SessionQueryError(
         ErrorCode.INVALID_CONFIG,
         f"no session sources found; looked for {looked or 'nothing'}. Choose sources with "
-        "--root, --claude or --codex (or a config file), or try 'sessionquery quickstart'",
+        "--root, --claude, --codex or --source KIND=PATH (or a config file), or try "
+        "'sessionquery quickstart'",
     )
 
 
@@ -255,18 +285,8 @@ def open_source(entry: SourceEntry, config: Config) -> SessionPersistence:
     """
     if not entry.exists:
         raise SessionQueryError(ErrorCode.INVALID_CONFIG, _advice(entry))
-    if entry.kind == "root":
-        from sessionquery.persistence.jsonl import JsonlPersistence
-
-        return JsonlPersistence(entry.path)
-    # One derived cache for every importer source: rows are keyed by each file's identity.
-    if entry.kind == "claude":
-        from sessionquery.sources.claude import ClaudeCodeSource
-
-        return ClaudeCodeSource(entry.path, metadata_cache=config.importer_cache)
-    from sessionquery.sources.codex import CodexSource
-
-    return CodexSource(entry.path, metadata_cache=config.importer_cache)
+    # One derived cache for every importer source: rows are keyed by each unit's location.
+    return kind_of(entry.kind).open(entry.path, metadata_cache=config.importer_cache)
 
 
 def prepare_source(
@@ -699,7 +719,7 @@ class App:
         persistence = self.persistence()
         by_label = {entry.label: entry for entry in self.selection.sources}
         if isinstance(persistence, MultiSource):
-            found = persistence.locate(session_id)
+            found = persistence.origin_of(session_id)
             return None if found is None else SessionOrigin(by_label.get(found[0]), found[1])
         if persistence.stat(session_id) is None:
             return None

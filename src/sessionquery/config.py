@@ -23,16 +23,20 @@ per-user data directory (``platformdirs.user_data_dir("sessionquery")``, e.g.
 * ``quickstart/`` holds the sample store and index that ``sessionquery quickstart`` builds;
   while the sample store exists it is one of the default sources (labelled ``sample``).
 
-The default importer directories are Claude Code's ``$CLAUDE_CONFIG_DIR/projects`` (else
-``~/.claude/projects``) and Codex's ``$CODEX_HOME/sessions`` (else ``~/.codex/sessions``).
+The default location of every kind of source (Claude Code's ``$CLAUDE_CONFIG_DIR/projects``,
+else ``~/.claude/projects``; Codex's ``$CODEX_HOME/sessions``, else ``~/.codex/sessions``; and
+every other kind of :mod:`sessionquery.sources.registry`) is computed here, from the
+environment variables each producer honours: :attr:`Config.default_sources`.
 
 The optional config file is TOML: ``SESSIONQUERY_CONFIG`` when set and non-empty, else
 ``config.toml`` in the per-user config directory (``~/.config/sessionquery`` on Linux). Its
-keys mirror the command-line options (a string or a list of strings each)::
+keys mirror the command-line options and the source kinds (a string or a list of strings
+each; ``root`` and ``store`` both name sessionquery stores)::
 
     root = ["~/work/agent-sessions"]
     claude = "~/.claude/projects"
     codex = []
+    gemini = "~/.gemini"
     index = "~/work/sessionquery-index.sqlite3"
 
 ``~`` is expanded and relative paths are taken relative to the file's directory.
@@ -42,11 +46,18 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.sources.registry import (
+    KINDS,
+    SourceEnvironment,
+    default_locations,
+    environment_variables,
+)
 
 __all__ = [
     "APP_NAME",
@@ -80,10 +91,10 @@ CODEX_HOME_ENV = "CODEX_HOME"
 NO_COLOR_ENV = "NO_COLOR"
 """Set to any non-empty value to turn off coloured terminal output (https://no-color.org)."""
 
-SOURCE_KINDS = ("root", "claude", "codex")
-"""The kinds of session source, named as their command-line options and config keys."""
+SOURCE_KINDS = ("root", *(kind.kind for kind in KINDS if kind.kind != "store"))
+"""The kinds of session source, named as their config keys (``root`` is the store)."""
 
-_KEYS = frozenset({*SOURCE_KINDS, "index", "postgres"})
+_KEYS = frozenset({*SOURCE_KINDS, "store", "index", "postgres"})
 
 
 def _absolute(path: Path) -> Path:
@@ -97,8 +108,8 @@ class FileSettings:
 
     Attributes:
         path: the file these settings were read from.
-        sources: per kind (``root``, ``claude``, ``codex``) the directories it names; a kind
-            the file does not mention is absent.
+        sources: per kind (``root``, ``claude``, ``codex``, ...) the paths it names; a kind the
+            file does not mention is absent (``store`` is read as ``root``).
         index: the index path it names, or ``None``.
         postgres: a PostgreSQL DSN used as session store and search index, or ``None``.
     """
@@ -174,6 +185,8 @@ def read_settings(path: Path) -> FileSettings:
     if unknown:
         raise _invalid(path, f"unknown key(s) {', '.join(unknown)}; expected {sorted(_KEYS)}")
     sources = {kind: _paths(path, kind, data[kind]) for kind in SOURCE_KINDS if kind in data}
+    if "store" in data:
+        sources["root"] = (*sources.get("root", ()), *_paths(path, "store", data["store"]))
     index = None
     if "index" in data:
         value = data["index"]
@@ -202,6 +215,9 @@ class Config:
         codex_sessions: the default Codex transcripts directory.
         config_file: where the optional TOML config file is looked for.
         no_color: true when the user asked for plain output (``NO_COLOR`` is set).
+        environment: what default source locations are computed from.
+        default_sources: ``(kind, location)`` for every default location of every kind, in
+            registry order (the store first); they need not exist.
     """
 
     home: Path
@@ -215,6 +231,8 @@ class Config:
     codex_sessions: Path
     config_file: Path
     no_color: bool = False
+    environment: SourceEnvironment = field(default_factory=SourceEnvironment)
+    default_sources: tuple[tuple[str, Path], ...] = ()
 
     @property
     def sample_store(self) -> Path:
@@ -237,6 +255,8 @@ class Config:
         claude_projects: Path | None = None,
         codex_sessions: Path | None = None,
         config_file: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        platform: str = sys.platform,
     ) -> Config:
         """The configuration whose sessionquery data lives under ``home``.
 
@@ -250,9 +270,26 @@ class Config:
             codex_sessions: the default Codex directory (default
                 ``<user_home>/.codex/sessions``).
             config_file: the config file's path (default ``<home>/config.toml``).
+            environ: the environment variables the source kinds honour (none by default).
+            platform: the system whose conventions locate desktop applications' data.
         """
         home = _absolute(home)
         user = _absolute(user_home if user_home is not None else Path.home())
+        names = environment_variables()
+        environment = SourceEnvironment(
+            environ={k: v for k, v in (environ or {}).items() if k in names},
+            user_home=user,
+            data_home=home,
+            platform=platform,
+        )
+        defaults = [(kind, _absolute(path)) for kind, path in default_locations(environment)]
+        if claude_projects is not None:
+            defaults = [
+                (k, _absolute(claude_projects) if k == "claude" else p) for k, p in defaults
+            ]
+        if codex_sessions is not None:
+            defaults = [(k, _absolute(codex_sessions) if k == "codex" else p) for k, p in defaults]
+        located = dict(defaults)
         return cls(
             home=home,
             store_root=home / "sessions",
@@ -261,10 +298,12 @@ class Config:
             importer_cache=home / "importer-cache.sqlite3",
             title_cache=home / "titles.sqlite3",
             problems_shown=home / "problems-shown",
-            claude_projects=_absolute(claude_projects or user / ".claude" / "projects"),
-            codex_sessions=_absolute(codex_sessions or user / ".codex" / "sessions"),
+            claude_projects=located["claude"],
+            codex_sessions=located["codex"],
             config_file=_absolute(config_file or home / "config.toml"),
             no_color=no_color,
+            environment=environment,
+            default_sources=tuple(defaults),
         )
 
     @classmethod
@@ -285,17 +324,16 @@ class Config:
             home = Path(raw_home)
         else:
             home = Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
-        claude = env.get(CLAUDE_CONFIG_ENV, "")
-        codex = env.get(CODEX_HOME_ENV, "")
         config_file = env.get(CONFIG_ENV, "") or str(
             Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.toml"
         )
+        user_home = env.get("HOME", "") if environ is not None else ""
         return cls.for_home(
             home,
             no_color=bool(env.get(NO_COLOR_ENV, "")),
-            claude_projects=Path(claude) / "projects" if claude else None,
-            codex_sessions=Path(codex) / "sessions" if codex else None,
+            user_home=Path(user_home) if user_home else None,
             config_file=Path(config_file),
+            environ=env,
         )
 
     def settings(self) -> FileSettings:

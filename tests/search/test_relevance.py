@@ -9,10 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sessionquery.search.relevance import (
+    COVERAGE_BOOST,
     IDF_FLOOR,
     K1,
     MAX_LOOKUP,
+    MAX_PHRASE,
     MAX_TERMS,
+    PHRASE_FACTOR,
     STOPWORDS,
     B,
     CorpusStats,
@@ -80,18 +83,35 @@ def test_idf_is_floored_for_words_most_documents_hold() -> None:
     assert math.isclose(idf(1, 100), math.log(99.5 / 1.5))
 
 
-def test_a_document_score_is_bm25_with_fts5_constants() -> None:
+def test_a_document_score_is_bm25_with_fts5_constants_and_the_boosts() -> None:
     counts, _calls = _counts({"flaky": 2, "test": 50})
     stats = CorpusStats(100, 2000)
     plan = plan_relevance(["flaky", "test"], stats, counts)
     assert plan is not None
+    assert plan.phrase == ("flaky", "test")
     avgdl = 20.0
-    expected = sum(
-        w * tf * (K1 + 1) / (tf + K1 * (1 - B + B * 30 / avgdl))
-        for w, tf in zip(plan.weights, (1, 3), strict=True)
-    )
-    assert math.isclose(event_score(plan, (1, 3), 30), expected, rel_tol=1e-12)
+
+    def bm25(frequencies: tuple[int, int]) -> float:
+        return sum(
+            w * tf * (K1 + 1) / (tf + K1 * (1 - B + B * 30 / avgdl))
+            for w, tf in zip(plan.weights, frequencies, strict=True)
+        )
+
+    both = (1 + COVERAGE_BOOST) * bm25((1, 3))
+    assert math.isclose(event_score(plan, (1, 3), 30), both, rel_tol=1e-12)
+    assert math.isclose(event_score(plan, (1, 3), 30, True), PHRASE_FACTOR * both, rel_tol=1e-12)
+    assert math.isclose(event_score(plan, (0, 3), 30), bm25((0, 3)), rel_tol=1e-12)
     assert event_score(plan, (0, 0), 30) == 0.0
+
+
+def test_a_typo_or_a_long_question_gets_no_phrase_boost() -> None:
+    counts, _calls = _counts({"flaky": 2, "test": 50})
+    stats = CorpusStats(100, 2000)
+    typo = plan_relevance(["flaky", "tset"], stats, counts)
+    assert typo is not None and typo.phrase == ()
+    long = plan_relevance(["flaky"] * (MAX_PHRASE + 1), stats, counts)
+    assert long is not None and long.phrase == ()
+    assert plan_relevance(["flaky"], stats, counts).phrase == ()  # type: ignore[union-attr]
 
 
 @given(st.text(alphabet="abcdef", min_size=1, max_size=8))

@@ -14,7 +14,7 @@ import pytest
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.sources import ClaudeCodeSource, CodexSource, _catalog
 from sessionquery.sources._cache import APPLICATION_ID
-from sessionquery.sources._files import read_regular
+from sessionquery.sources.units import FileTree
 
 
 def _user(session: str, text: str, uuid: str) -> str:
@@ -43,13 +43,13 @@ class ReadCounter:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.paths: list[str] = []
-        real = read_regular
+        real = FileTree.read
 
-        def counting(path: Path, max_bytes: int) -> tuple[bytes, object]:
-            self.paths.append(path.name)
-            return real(path, max_bytes)
+        def counting(tree: FileTree, key: str, max_bytes: int) -> tuple[bytes, object]:
+            self.paths.append(key.rsplit("/", 1)[-1])
+            return real(tree, key, max_bytes)
 
-        monkeypatch.setattr(_catalog, "read_regular", counting)
+        monkeypatch.setattr(FileTree, "read", counting)
 
 
 @pytest.fixture
@@ -242,20 +242,22 @@ def test_a_cache_path_that_cannot_be_created_falls_back_to_memory(tmp_path: Path
 def test_an_interrupted_first_listing_keeps_what_it_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: ReadCounter
 ) -> None:
-    from sessionquery.sources._catalog import FileCatalog, ParsedFile
-    from sessionquery.sources.claude import parse_claude_file
+    from sessionquery.sources._catalog import Catalog
+    from sessionquery.sources._parsed import ParsedFile, UnitInput
+    from sessionquery.sources.claude import parse_claude_file, select_claude
 
     root, cache = tmp_path / "projects", tmp_path / "cache.sqlite3"
     for index in range(4):
         _transcript(root, f"s-{index}", ["one"])
     monkeypatch.setattr(_catalog, "_FLUSH_SECONDS", 0.0)
 
-    def stopped_at_the_third(path: Path, rel: str, data: bytes, mtime_ms: int) -> ParsedFile:
-        if path.name == "s-2.jsonl":
+    def stopped_at_the_third(unit: UnitInput) -> ParsedFile:
+        if unit.name == "s-2.jsonl":
             raise KeyboardInterrupt
-        return parse_claude_file(path, rel, data, mtime_ms)
+        return parse_claude_file(unit)
 
-    interrupted = FileCatalog(root, stopped_at_the_third, lambda _n: True, metadata_cache=cache)
+    tree = FileTree(root, select_claude)
+    interrupted = Catalog(tree, stopped_at_the_third, metadata_cache=cache)
     with pytest.raises(KeyboardInterrupt):
         interrupted.list()
     interrupted.close()

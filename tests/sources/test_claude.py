@@ -20,6 +20,7 @@ from sessionquery.model import (
 )
 from sessionquery.persistence.base import SessionPersistence
 from sessionquery.persistence.documents import checking
+from sessionquery.query.service import SessionQuery
 from sessionquery.sources import ClaudeCodeSource
 
 # Every Claude Code transcript of the corpus, by folder (the rest are Codex or dsh logs).
@@ -58,18 +59,19 @@ EXPECTED = {
     f"{VIEWER_PARENT}/sidechain-6340ddef-f656-4b72-a065-82390f637678": (DEMO, VIEWER_PARENT, None),
     f"{VIEWER_PARENT}/sidechain-83e2917c-8940-4df6-a5a5-f2514f0d08c5": (DEMO, VIEWER_PARENT, None),
     SIDECHAIN_HEAVY: (DEMO, None, "Empty Repo Setup: CLAUDE.md Foundation Created"),
+    # Subagents work in their root's workspace, wherever they started (issue 24).
     f"{SIDECHAIN_HEAVY}/sidechain-0d692b0f-17cb-4fd0-94fb-215dabcef803": (
-        f"{DEMO}/todo-app",
+        DEMO,
         SIDECHAIN_HEAVY,
         None,
     ),
     f"{SIDECHAIN_HEAVY}/sidechain-60dade70-20bb-4edb-9dad-9f08267e0cc2": (
-        f"{DEMO}/todo-app/types",
+        DEMO,
         SIDECHAIN_HEAVY,
         None,
     ),
     f"{SIDECHAIN_HEAVY}/sidechain-6690d10e-f521-4ac0-800d-e5eb7a2d8072": (
-        f"{DEMO}/todo-app",
+        DEMO,
         SIDECHAIN_HEAVY,
         None,
     ),
@@ -79,7 +81,7 @@ EXPECTED = {
         None,
     ),
     f"{SIDECHAIN_HEAVY}/sidechain-f4ab2bf6-d642-431a-85cb-66691f24c404": (
-        f"{DEMO}/todo-app",
+        DEMO,
         SIDECHAIN_HEAVY,
         None,
     ),
@@ -476,3 +478,19 @@ def test_a_deadline_check_stops_a_long_transcript_midway_and_leaves_no_trace(
         source.read_documents("s-1")
     assert len(calls) == 2
     assert len(source.read_documents("s-1").documents) == 3 * 2048
+
+
+def test_a_transcript_without_any_timestamp_is_listed_last_not_as_newest(tmp_path: Path) -> None:
+    message = {"role": "user", "content": "a"}
+    dated: dict[str, object] = {"type": "user", "sessionId": "dated", "cwd": "/w", "uuid": "u1"}
+    dated |= {"timestamp": "2024-01-01T00:00:00Z", "message": message}
+    undated: dict[str, object] = {"type": "user", "sessionId": "undated", "cwd": "/w"}
+    undated |= {"uuid": "u2", "message": message}
+    (tmp_path / "-w").mkdir()
+    (tmp_path / "-w" / "dated.jsonl").write_text(json.dumps(dated) + "\n")
+    (tmp_path / "-w" / "undated.jsonl").write_text(json.dumps(undated) + "\n")
+    records = SessionQuery(persistence=ClaudeCodeSource(tmp_path)).list_sessions()
+    assert [(r.header.id, r.header.created_at) for r in records] == [
+        ("dated", 1704067200000),
+        ("undated", 0),
+    ]

@@ -18,6 +18,7 @@ from sessionquery.model import (
     interrupted_turn_closers,
 )
 from sessionquery.persistence.documents import checking
+from sessionquery.query.service import SessionQuery
 from sessionquery.sources import CodexSource
 
 SPECTORA = "/Users/jnarowski/Dev/spectora/src/spectora-labs-monorepo-v2"
@@ -220,3 +221,131 @@ def test_a_deadline_check_stops_a_long_rollout_midway_and_leaves_no_trace(tmp_pa
         source.read_documents("long-1")
     assert len(calls) == 2
     assert sum(d.text == "hi" for d in source.read_documents("long-1").documents) == 3 * 2048
+
+
+def test_a_title_skips_the_ide_context_preamble_and_keeps_the_request(tmp_path: Path) -> None:
+    prompt = (
+        "# Context from my IDE setup:\n\n## Active file: src/app.py\n\n## Open tabs:\n"
+        "- src/app.py: src/app.py\n\n## My request for Codex:\nMake the retry loop back off\n"
+    )
+    meta = {"id": "t-1", "timestamp": "2025-02-01T00:00:00Z", "cwd": "/w"}
+    lines = [
+        {"timestamp": "2025-02-01T00:00:00Z", "type": "session_meta", "payload": meta},
+        {
+            "timestamp": "2025-02-01T00:00:01Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": prompt}],
+            },
+        },
+    ]
+    path = tmp_path / "rollout-2025-02-01T00-00-00-t-1.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    log = SessionQuery(persistence=CodexSource(tmp_path)).read_session("t-1")
+    (title,) = [e for e in log.events if e.type == "session/title"]
+    assert title.data["title"] == "Make the retry loop back off"
+
+
+def test_a_rollout_without_any_timestamp_is_dated_by_its_file_name_else_listed_last(
+    tmp_path: Path,
+) -> None:
+    meta = {"id": "u-1", "cwd": "/w"}
+    (tmp_path / "rollout-2024-03-04T05-06-07-u-1.jsonl").write_text(
+        json.dumps({"type": "session_meta", "payload": meta}) + "\n"
+    )
+    (tmp_path / "rollout-undated-u-2.jsonl").write_text(
+        json.dumps({"type": "session_meta", "payload": {"id": "u-2", "cwd": "/w"}}) + "\n"
+    )
+    created = {e.header.id: e.header.created_at for e in CodexSource(tmp_path).list()}
+    assert created == {"u-1": 1709528767000, "u-2": 0}
+    records = SessionQuery(persistence=CodexSource(tmp_path)).list_sessions()
+    assert [r.header.id for r in records] == ["u-1", "u-2"]
+
+
+# -- forks and subagents: the copied prefix; thread names --------------------------------
+
+PARENT = "0198a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a20"
+FORK = "0198a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a21"
+SCOUT = "0198a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a22"
+
+
+@pytest.fixture
+def codex_home(tmp_path: Path) -> Path:
+    from formats_support import fixture_home
+
+    return fixture_home(tmp_path).home / ".codex"
+
+
+def test_a_fork_keeps_only_its_own_turns_and_points_at_the_copied_ones(codex_home: Path) -> None:
+    query = SessionQuery(persistence=CodexSource(codex_home / "sessions"))
+    log = query.read_session(FORK)
+    (inherited,) = [e for e in log.events if e.type == "codex/inherited"]
+    assert inherited.ignorable and inherited.data["parent"] == PARENT
+    assert inherited.data["lines"] == [2, 9] and inherited.data["count"] == 8
+    texts = str([e.data for e in log.events if e.type.endswith("message")])
+    assert "salamander" in texts and "gecko" not in texts
+    assert query.trace_session(FORK).root is not None
+
+
+def test_a_word_only_the_copied_prefix_holds_is_found_once_in_the_parent(
+    codex_home: Path, tmp_path: Path
+) -> None:
+    from sessionquery.search.sqlite import SqliteSearch
+
+    with SessionQuery(
+        persistence=CodexSource(codex_home / "sessions"),
+        search=SqliteSearch(tmp_path / "index.sqlite3"),
+    ) as query:
+        hits = query.search_sessions("gecko", match="words").items
+        assert [hit.record.header.id for hit in hits] == [PARENT]
+        assert query.search_events(PARENT, "gecko", match="words").items
+        assert not query.search_events(FORK, "gecko", match="words").items
+        assert not query.search_events(SCOUT, "gecko", match="words").items
+
+
+def test_a_subagent_copy_starts_at_the_parents_session_meta(codex_home: Path) -> None:
+    log = SessionQuery(persistence=CodexSource(codex_home / "sessions")).read_session(SCOUT)
+    (inherited,) = [e for e in log.events if e.type == "codex/inherited"]
+    assert inherited.data["lines"] == [2, 8]
+    header = log.session
+    assert header.parent_session == PARENT and header.origin == "subagent"
+    assert header.cwd == "/home/me/codexapp"  # its root's workspace, not crates/gecko
+    assert any(e.data.get("source", {}).get("kind") == "compaction" for e in log.events)
+
+
+def test_without_the_parents_rollout_nothing_is_taken_as_copied_until_it_appears(
+    codex_home: Path, tmp_path: Path
+) -> None:
+    parent = next((codex_home / "sessions").rglob(f"*{PARENT}.jsonl"))
+    aside = tmp_path / parent.name
+    parent.rename(aside)
+    source = CodexSource(codex_home / "sessions", metadata_cache=tmp_path / "cache.sqlite3")
+    log = SessionQuery(persistence=source).read_session(FORK)
+    assert not [e for e in log.events if e.type == "codex/inherited"]
+    aside.rename(parent)
+    fresh = CodexSource(codex_home / "sessions", metadata_cache=tmp_path / "cache.sqlite3")
+    counts = {e.header.id: e.event_count for e in fresh.list()}
+    log = SessionQuery(persistence=fresh).read_session(FORK)
+    assert [e for e in log.events if e.type == "codex/inherited"]
+    assert counts[FORK] == len(log.events)
+
+
+def test_thread_names_come_from_the_state_database_and_a_rename_is_seen(codex_home: Path) -> None:
+    import sqlite3
+
+    source = CodexSource(codex_home / "sessions")
+    query = SessionQuery(persistence=source)
+    (title,) = query.read_title_snapshots([PARENT])
+    assert title.title is not None and title.title.title == "Gecko parser crash"
+    before = source.stat(PARENT)
+    conn = sqlite3.connect(codex_home / "state_5.sqlite")
+    conn.execute("UPDATE threads SET name = 'Gecko crash on empty input' WHERE id = ?", (PARENT,))
+    conn.commit()
+    conn.close()
+    after = {e.header.id: e for e in source.list()}[PARENT]
+    assert before is not None and after.revision != before.revision
+    (title,) = SessionQuery(persistence=source).read_title_snapshots([PARENT])
+    assert title.title is not None and title.title.title == "Gecko crash on empty input"
+    assert CodexSource(codex_home / "sessions", state_dir=None).stat(PARENT) is not None

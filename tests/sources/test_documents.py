@@ -22,19 +22,19 @@ from sessionquery.model import (
 )
 from sessionquery.persistence.base import DocumentSource, TextDocument
 from sessionquery.sources import ClaudeCodeSource, CodexSource
-from sessionquery.sources._catalog import FileCatalog
+from sessionquery.sources._catalog import Catalog
 
 sys.path.insert(0, str(BENCHMARKS))
 
 from history import HistorySpec, generate_history
 
 
-def _expected_title(source: FileCatalog, session_id: str) -> TitleSnapshot | None:
+def _expected_title(source: Catalog, session_id: str) -> TitleSnapshot | None:
     with source.open_read(session_id) as handle:
         return fold_title(handle.read())
 
 
-def _expected(source: FileCatalog, session_id: str) -> tuple[int, list[TextDocument]]:
+def _expected(source: Catalog, session_id: str) -> tuple[int, list[TextDocument]]:
     with source.open_read(session_id) as handle:
         events = handle.read()
     events = events + interrupted_turn_closers(events)
@@ -48,7 +48,7 @@ def _expected(source: FileCatalog, session_id: str) -> tuple[int, list[TextDocum
     return len(events), documents
 
 
-def _check_every_session(source: FileCatalog) -> int:
+def _check_every_session(source: Catalog) -> int:
     checked = 0
     for entry in source.list():
         log = source.read_documents(entry.header.id)

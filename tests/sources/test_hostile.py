@@ -18,8 +18,10 @@ from sessionquery import SessionQuery
 from sessionquery.model import validate_session_id
 from sessionquery.model.header import MAX_ID_LENGTH
 from sessionquery.sources import ClaudeCodeSource, CodexSource, MultiSource
-from sessionquery.sources._catalog import FileCatalog, ParsedFile
-from sessionquery.sources.claude import parse_claude_file
+from sessionquery.sources._catalog import Catalog
+from sessionquery.sources._parsed import ParsedFile, UnitInput
+from sessionquery.sources.claude import parse_claude_file, select_claude
+from sessionquery.sources.units import FileTree
 
 
 def _record(session: str | None, text: str, uuid: str, **extra: object) -> dict[str, object]:
@@ -146,12 +148,12 @@ def test_any_exception_while_reading_one_file_is_contained_as_its_problem(
     _good(tmp_path)
     _write(tmp_path / "-work" / "boom.jsonl", _record("boom", "x", "u1"))
 
-    def parser(path: Path, rel: str, data: bytes, mtime_ms: int) -> ParsedFile:
-        if path.name == "boom.jsonl":
+    def parser(unit: UnitInput) -> ParsedFile:
+        if unit.name == "boom.jsonl":
             raise error("raised while parsing")
-        return parse_claude_file(path, rel, data, mtime_ms)
+        return parse_claude_file(unit)
 
-    catalog = FileCatalog(tmp_path, parser, lambda _name: True)
+    catalog = Catalog(FileTree(tmp_path, select_claude), parser)
     assert [e.header.id for e in catalog.list()] == ["good"]
     (problem,) = catalog.problems()
     assert problem.path.endswith("boom.jsonl") and error.__name__ in problem.message

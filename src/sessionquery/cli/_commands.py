@@ -209,7 +209,9 @@ def cmd_export(inv: Invocation) -> int:
     if args.format == "json":
         text = render.dumps(conversation.export_json(log, title, children)) + "\n"
     elif args.format == "html":
-        text = conversation.export_html(log.session, title, items)
+        from sessionquery.web.export import export_page, view_of
+
+        text = export_page(log, view_of(log), title, children)
     else:
         text = conversation.export_markdown(log.session, title, items)
     if args.output is None:

@@ -1,21 +1,20 @@
-"""A session read as a conversation: for the terminal, and exported as Markdown, HTML or JSON.
+"""A session read as a conversation: for the terminal, and exported as Markdown or JSON.
 
 One pass (:func:`entries`) turns a session's event log into conversation entries (user and
 assistant turns, tool calls and results, system messages, compactions, subagents); the
-renderers differ only in form. Invariants:
+renderers differ only in form (the HTML export is the web viewer's renderer,
+:mod:`sessionquery.web.export`). Invariants:
 
 * the terminal view (:func:`conversation_text`) shows each tool call on one line and cuts
   long tool results with a visible marker saying how much was left out; every line passes
   through the terminal escaping of :mod:`sessionquery.cli._terminal` when printed;
-* the exports are complete (nothing cut); the HTML page is self-contained (inline style, no
-  script, no external resource) and every piece of session data is HTML-escaped; Markdown
-  code fences are longer than any backtick run inside them;
+* the exports are complete (nothing cut); Markdown code fences are longer than any backtick
+  run inside them;
 * reasoning is shown only in the exports, marked as such.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -26,12 +25,12 @@ from sessionquery.cli import _terminal as term
 from sessionquery.cli._render import Style, header_json, time_text, title_json
 from sessionquery.model import Replace, SessionEvent, SessionHeader, TitleSnapshot, thaw
 from sessionquery.query.types import SessionLog, SessionRecord
+from sessionquery.web.conversation import block_text
 
 __all__ = [
     "Entry",
     "conversation_text",
     "entries",
-    "export_html",
     "export_json",
     "export_markdown",
 ]
@@ -85,17 +84,6 @@ def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _texts(blocks: object, kind: str = "text") -> str:
-    parts = []
-    for block in _list(blocks):
-        item = _dict(block)
-        if item.get("type") == kind and isinstance(item.get("text"), str):
-            parts.append(item["text"])
-        elif kind == "text" and item.get("type") == "tool-result":
-            parts.append(_texts(item.get("content")))
-    return "\n".join(part for part in parts if part)
-
-
 def _arguments(value: object) -> str:
     if isinstance(value, str):
         return value
@@ -105,20 +93,20 @@ def _arguments(value: object) -> str:
 def _message_entries(event: SessionEvent, calls: set[str]) -> Iterator[Entry]:
     data = _dict(event.data)
     if event.type == "user/message":
-        text = _texts(data.get("content"))
+        text = block_text(data.get("content"))
         if text:
             yield Entry("user", event.seq, event.time, text)
         return
     message = _dict(data.get("message"))
     content = message.get("content")
     if event.type == "system/message":
-        if _texts(content):
-            yield Entry("system", event.seq, event.time, _texts(content))
+        if block_text(content):
+            yield Entry("system", event.seq, event.time, block_text(content))
     elif event.type == "assistant/message":
-        reasoning = _texts(content, "reasoning")
+        reasoning = block_text(content, "reasoning")
         if reasoning:
             yield Entry("reasoning", event.seq, event.time, reasoning)
-        text = _texts(content)
+        text = block_text(content)
         if text:
             yield Entry("assistant", event.seq, event.time, text)
         for block in map(_dict, _list(content)):
@@ -130,7 +118,7 @@ def _message_entries(event: SessionEvent, calls: set[str]) -> Iterator[Entry]:
             data.get("error")
         )
         yield Entry(
-            "tool-result", event.seq, event.time, _texts(content), "", "error" if failed else ""
+            "tool-result", event.seq, event.time, block_text(content), "", "error" if failed else ""
         )
 
 
@@ -138,7 +126,7 @@ def _event_entries(event: SessionEvent, calls: set[str]) -> Iterator[Entry]:
     op = event.surface_op
     if isinstance(op, Replace) and event.type != "tool/result":
         span = f"replaces seq {op.start_seq} to {op.end_seq}"
-        text = _texts(_dict(_dict(event.data).get("message")).get("content")) or _texts(
+        text = block_text(_dict(_dict(event.data).get("message")).get("content")) or block_text(
             _dict(event.data).get("content")
         )
         yield Entry("compaction", event.seq, event.time, text, "", span)
@@ -344,76 +332,4 @@ def export_markdown(
             lines.append(f"*Turn ended: {_markdown_line(item.detail + ' ' + item.text)}*")
         elif item.kind == "boundary":
             lines.append(f"---\n\n*{_markdown_line(item.detail)}*")
-    return "\n".join(lines) + "\n"
-
-
-_CSS = """
-body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;
-color:#222;line-height:1.45}
-.meta{color:#666}
-section{border-left:4px solid #ccc;margin:1rem 0;padding:.25rem 1rem}
-section.user{border-color:#2b6cb0}section.assistant{border-color:#2f855a}
-section.compaction,section.subagent{border-color:#b7791f;background:#fffaf0}
-h2{font-size:1rem;margin:.25rem 0}
-pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:.5rem}
-.error{color:#c53030}
-""".strip()
-
-
-def _html_entry(item: Entry) -> list[str]:
-    e = html.escape  # the entry's fields are already printable (_printable)
-    at = e(f"seq {item.seq} · {time_text(item.time)} UTC") if item.seq is not None else ""
-    body: list[str]
-    if item.kind == "tool-call":
-        heading = f"Tool call <code>{e(item.name)}</code>"
-        body = [f"<pre>{e(item.text)}</pre>"]
-    elif item.kind == "tool-result":
-        heading = "Tool result" + (' <span class="error">(error)</span>' if item.detail else "")
-        body = [f"<pre>{e(item.text)}</pre>"]
-    elif item.kind == "boundary":
-        return [f'<p class="meta"><em>{e(item.detail)}</em></p>']
-    elif item.kind == "subagent":
-        heading = f"Subagent <code>{e(item.name)}</code>"
-        body = [f"<p>{e(item.detail)}</p>"]
-        at = e(f"started {time_text(item.time)} UTC")
-    else:
-        heading = e(item.kind.replace("-", " ").capitalize())
-        if item.detail:
-            heading += f" ({e(item.detail)})"
-        body = [f"<pre>{e(item.text)}</pre>"] if item.text else []
-    return [
-        f'<section class="{item.kind}">',
-        f'<h2>{heading} <span class="meta">{at}</span></h2>',
-        *body,
-        "</section>",
-    ]
-
-
-def export_html(header: SessionHeader, title: TitleSnapshot | None, items: Sequence[Entry]) -> str:
-    """The complete conversation as one self-contained, escaped HTML page.
-
-    Control characters (not allowed in HTML) are written as visible escapes.
-    """
-    items = _printable(items)
-
-    def e(text: str) -> str:
-        return html.escape(term.printable(text))
-
-    name = e(title.title if title else "Untitled session")
-    meta = e(f"{header.id} · {header.cwd or '-'} · created {time_text(header.created_at)} UTC")
-    lines = [
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        f"<title>{name}</title>",
-        f"<style>{_CSS}</style>",
-        "</head>",
-        "<body>",
-        f"<h1>{name}</h1>",
-        f'<p class="meta">{meta}</p>',
-    ]
-    for item in items:
-        lines += _html_entry(item)
-    lines += ["</body>", "</html>"]
     return "\n".join(lines) + "\n"

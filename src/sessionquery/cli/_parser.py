@@ -18,9 +18,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from sessionquery.app import SOURCE_ORDER, SourceOptions
+from sessionquery.sources.registry import KINDS, source_kind
 
 if TYPE_CHECKING:
     from sessionquery.cli._services import Invocation
@@ -150,6 +151,19 @@ def _until(text: str) -> int:
 # -- the parser -----------------------------------------------------------------------------
 
 
+_SOURCE_KINDS = tuple(kind.kind for kind in KINDS)
+
+
+def _source_option(value: str) -> tuple[str, str]:
+    kind, sep, path = value.partition("=")
+    if not sep or not path:
+        raise argparse.ArgumentTypeError(f"expected KIND=PATH, not {value!r}")
+    if source_kind(kind) is None:
+        kinds = ", ".join(_SOURCE_KINDS)
+        raise argparse.ArgumentTypeError(f"unknown source kind {kind!r}; expected one of {kinds}")
+    return kind, path
+
+
 def _add_sources(parser: argparse.ArgumentParser, prefix: str) -> None:
     group = parser.add_argument_group(
         "sources (default: the config file, else every default source that exists; "
@@ -179,6 +193,15 @@ def _add_sources(parser: argparse.ArgumentParser, prefix: str) -> None:
         metavar="DIR",
         default=suppress,
         help="a Codex sessions directory, e.g. ~/.codex/sessions (repeatable)",
+    )
+    group.add_argument(
+        "--source",
+        dest=f"{prefix}source",
+        action="append",
+        metavar="KIND=PATH",
+        type=_source_option,
+        default=suppress,
+        help=f"a source of any kind ({', '.join(_SOURCE_KINDS)}) at PATH (repeatable)",
     )
     group.add_argument(
         "--postgres",
@@ -300,13 +323,20 @@ def source_options(args: argparse.Namespace) -> SourceOptions:
     """
     given = vars(args)
 
-    def values(kind: str) -> list[str]:
+    def values(kind: str) -> list[Any]:
         return [*given.get(f"pre_{kind}", ()), *given.get(kind, ())]
 
     def absolute(text: str) -> Path:
         return Path(text).expanduser().absolute()
 
-    sources = tuple((kind, absolute(value)) for kind in SOURCE_ORDER for value in values(kind))
+    legacy = [(kind, value) for kind in ("root", "claude", "codex") for value in values(kind)]
+    generic = [("root" if k == "store" else k, v) for k, v in values("source")]
+    sources = tuple(
+        (kind, absolute(value))
+        for kind in SOURCE_ORDER
+        for named, value in (*legacy, *generic)
+        if named == kind
+    )
     raw_index = given.get("index") or given.get("pre_index")
     postgres = given.get("postgres") or given.get("pre_postgres")
     index = None if raw_index is None else absolute(raw_index)
@@ -458,6 +488,35 @@ def _setup_mcp(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _port(text: str) -> int:
+    value = _non_negative(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number up to 65535, not {text!r}")
+    return value
+
+
+SERVE_PORT = 8765
+"""The viewer's port unless ``--port`` says otherwise (a fixed port keeps links stable)."""
+
+
+def _setup_serve(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="the address to listen on (default: 127.0.0.1, this machine only; any other "
+        "address needs the token printed at start)",
+    )
+    p.add_argument(
+        "--port",
+        type=_port,
+        default=SERVE_PORT,
+        metavar="PORT",
+        help=f"the port (default: {SERVE_PORT}; 0 picks a free one)",
+    )
+    p.add_argument("--open", action="store_true", help="open the viewer in a web browser")
+
+
 def _setup_quickstart(p: argparse.ArgumentParser) -> None:
     del p  # only the shared source options (--root, --index)
 
@@ -537,6 +596,12 @@ COMMANDS: tuple[Command, ...] = (
         "Serve the five session tools over stdio (MCP).",
         _setup_mcp,
         f"{_COMMANDS}:cmd_mcp",
+    ),
+    Command(
+        "serve",
+        "Browse every session in a local, read-only web viewer.",
+        _setup_serve,
+        "sessionquery.cli._serve:cmd_serve",
     ),
     Command(
         "quickstart",

@@ -30,6 +30,12 @@ Invariants:
   order, ``k1 = 1.2``, ``b = 0.75``, ``D`` the document's token count, ``avgdl = T / N``. The
   constants are folded into :attr:`RelevancePlan.constants` once in Python, and each backend
   evaluates exactly this sequence of IEEE operations, so scores are bit-identical.
+* **Boosts** (measured on the quality benchmark, ``benchmarks/quality.py``): a document
+  holding the whole question as a phrase (all its tokens, stopwords included, in order; at
+  most :data:`MAX_PHRASE` of them) scores :data:`PHRASE_FACTOR` times more, and one holding
+  ``m`` of the ``K`` searched words ``1 + COVERAGE_BOOST * (m - 1) / (K - 1)`` times more
+  (:attr:`RelevancePlan.coverage`): exact phrases and events holding all the words rank
+  above partial ones. The final score is ``(bm25 * phrase) * coverage``.
 * **Score of a session**: its best event's score plus :data:`TITLE_WEIGHT` times its best
   title's score (a session found only by its title has the title event as its best match).
 * **Order**: score (higher first), then the §7 tie-breaks (shorter text, newer event, session
@@ -44,11 +50,14 @@ from dataclasses import dataclass, field
 from typing import Final
 
 __all__ = [
+    "COVERAGE_BOOST",
     "IDF_FLOOR",
     "K1",
     "MAX_LOOKUP",
+    "MAX_PHRASE",
     "MAX_TERMS",
     "MIN_CORRECTED",
+    "PHRASE_FACTOR",
     "STOPWORDS",
     "TITLE_WEIGHT",
     "B",
@@ -77,6 +86,13 @@ MIN_CORRECTED: Final = 4
 """Words shorter than this are never corrected (too many one-edit neighbours)."""
 TITLE_WEIGHT: Final = 1.0
 """How much a session's best-matching title adds, relative to its best event."""
+PHRASE_FACTOR: Final = 2.0
+"""A document holding the whole question as a phrase scores this many times more."""
+COVERAGE_BOOST: Final = 1.0
+"""A document holding all the searched words scores ``1 + COVERAGE_BOOST`` times more than
+one holding a single word (linearly between)."""
+MAX_PHRASE: Final = 64
+"""Questions of more tokens get no phrase boost (the phrase is not searched)."""
 
 STOPWORDS: Final = frozenset(
     """
@@ -130,30 +146,53 @@ class RelevancePlan:
         weights: each term's idf, aligned with ``terms``.
         constants: ``(k1 + 1, k1 * (1 - b), k1 * b / avgdl)``: a document of ``D`` tokens
             scores ``w * (tf * c1) / (tf + (c2 + c3 * D))`` per term.
+        phrase: the question's tokens, when a document holding them in order is boosted
+            (two to :data:`MAX_PHRASE` tokens), else empty.
+        coverage: ``coverage[m - 1]`` multiplies the score of a document holding ``m`` of
+            the terms.
         corrections: typed word → word searched instead.
     """
 
     terms: tuple[str, ...]
     weights: tuple[float, ...]
     constants: tuple[float, float, float]
+    phrase: tuple[str, ...] = ()
+    coverage: tuple[float, ...] = (1.0,)
     corrections: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def upper_bounds(self) -> tuple[float, ...]:
-        """The most each term can add to a document's score (``w * (k1 + 1)``)."""
+        """The most each term can add to a document's BM25 sum (``w * (k1 + 1)``)."""
         c1 = self.constants[0]
         return tuple(weight * c1 for weight in self.weights)
 
+    def bound_after(self, step: int) -> float:
+        """The highest score a document holding none of the first ``step + 1`` terms can
+        have (it cannot hold the phrase, which holds every term)."""
+        rest = self.upper_bounds[step + 1 :]
+        if not rest:
+            return 0.0
+        return sum(rest) * self.coverage[len(rest) - 1]
 
-def event_score(plan: RelevancePlan, frequencies: Sequence[int], length: int) -> float:
-    """A document's BM25 score: ``frequencies[i]`` occurrences of ``plan.terms[i]`` in a
-    document of ``length`` tokens. The backends evaluate this same sequence of operations."""
+
+def event_score(
+    plan: RelevancePlan, frequencies: Sequence[int], length: int, phrase: bool = False
+) -> float:
+    """A document's score: ``frequencies[i]`` occurrences of ``plan.terms[i]`` in a document
+    of ``length`` tokens, ``phrase`` when it holds :attr:`RelevancePlan.phrase`. The backends
+    evaluate this same sequence of operations."""
     c1, c2, c3 = plan.constants
     norm = c2 + c3 * length
     score = 0.0
+    held = 0
     for weight, tf in zip(plan.weights, frequencies, strict=True):
         if tf:
+            held += 1
             score += weight * (tf * c1) / (tf + norm)
+    if phrase and plan.phrase:
+        score = score * PHRASE_FACTOR
+    if held:
+        score = score * plan.coverage[held - 1]
     return score
 
 
@@ -232,9 +271,17 @@ def plan_relevance(
     total = stats.documents
     weights = tuple(idf(documents, total) for documents, _position, _word in selected)
     constants = (K1 + 1.0, K1 * (1.0 - B), K1 * B / stats.avgdl)
+    count = len(selected)
+    coverage = tuple(
+        1.0 + COVERAGE_BOOST * (held - 1) / (count - 1) if count > 1 else 1.0
+        for held in range(1, count + 1)
+    )
+    phrase = tuple(tokens) if 1 < len(tokens) <= MAX_PHRASE and not corrections else ()
     return RelevancePlan(
         terms=tuple(word for _documents, _position, word in selected),
         weights=weights,
         constants=constants,
+        phrase=phrase,
+        coverage=coverage,
         corrections=corrections,
     )

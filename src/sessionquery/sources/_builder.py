@@ -4,7 +4,8 @@ The builder emits :class:`Draft` events: plain values that become frozen
 :class:`~sessionquery.model.SessionEvent` objects only when a full read needs them
 (:meth:`Draft.freeze`), while search indexing takes their text straight from the drafts. The
 builder also records each event's surface class as it goes: it only ever appends to the surface
-or replaces the *whole* current surface, so the class of every seq is known without a fold.
+or replaces a *tail* of the current surface (the whole of it for a compaction, the part after a
+rewind point for a rewind), so the class of every seq is known without a fold.
 """
 
 from __future__ import annotations
@@ -97,8 +98,14 @@ class LogBuilder:
         replace_surface: bool = False,
         sources: tuple[int, ...] | None = None,
         ignorable: bool = False,
+        replace_from: int | None = None,
     ) -> int:
-        """Append one event; ``data`` gets the origin pointer. Returns its seq."""
+        """Append one event; ``data`` gets the origin pointer. Returns its seq.
+
+        With ``replace_surface`` the event replaces the current surface from the node
+        ``replace_from`` (a seq on the surface) to its end, or all of it (``None``, or a seq
+        that is no longer on the surface).
+        """
         seq = len(self.events)
         lines = line if isinstance(line, list) else [line]
         origin: dict[str, Any] = {"file": self.file, "line": lines[0]}
@@ -109,12 +116,16 @@ class LogBuilder:
         surface_class: SurfaceClass = "log-only"
         if surface or replace_surface:
             op, surface_class = "append", "current"
-            if replace_surface and self.current:
-                op = Replace(self.current[0], self.current[-1])
-                sources = tuple(self.current)
-                for removed in self.current:
+            start = 0
+            if replace_from is not None and replace_from in self.current:
+                start = self.current.index(replace_from)
+            run = self.current[start:]
+            if replace_surface and run:
+                op = Replace(run[0], run[-1])
+                sources = tuple(run)
+                for removed in run:
                     self.surface[removed] = "shadowed"
-                self.current = []
+                del self.current[start:]
             self.current.append(seq)
         if kind == "session/title":
             self.titled = True
@@ -192,12 +203,20 @@ class LogBuilder:
         time: int | None,
         *,
         replace_surface: bool = False,
+        replace_from: int | None = None,
         extra: dict[str, Any] | None = None,
     ) -> int:
-        """A ``user/message`` on the surface (appended, or replacing the whole surface)."""
+        """A ``user/message`` on the surface (appended, or replacing the surface from
+        ``replace_from``, or the whole surface)."""
         data = messages.user_message(content, id=message_id, source={"kind": kind, **(extra or {})})
         return self.emit(
-            "user/message", data, line, time, surface=True, replace_surface=replace_surface
+            "user/message",
+            data,
+            line,
+            time,
+            surface=True,
+            replace_surface=replace_surface,
+            replace_from=replace_from,
         )
 
     def assistant_message(

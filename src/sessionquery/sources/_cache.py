@@ -1,9 +1,10 @@
 """The importers' persistent metadata cache: what each transcript file yields, by stat.
 
-One SQLite file (derived and disposable) holds, per source root and file, the file's stamp
-(device, inode, size, mtime_ns, ctime_ns), the sessions it yields (header, event count, how its
-id is resolved) and its problems. A listing stats every file and reads only those whose stamp
-differs from the cached one, so an unchanged history lists without opening a transcript.
+One SQLite file (derived and disposable) holds, per source location and raw unit (a file, or a
+session's rows of a database; see :mod:`._units`), the unit's stamp (for a file: device, inode,
+size, mtime_ns, ctime_ns), the sessions it yields (header, event count, how its id is resolved)
+and its problems. A listing stats every unit and reads only those whose stamp differs from the
+cached one, so an unchanged history lists without opening a transcript.
 
 * The file carries its own ``application_id`` (ASCII ``SQIC``) and a schema version. A file that
   is not ours (another ``application_id``, a non-SQLite file, an unmarked database with tables)
@@ -33,14 +34,14 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "MetadataCache"]
 APPLICATION_ID = 0x53514943
 """``PRAGMA application_id`` of an importer metadata cache (ASCII ``SQIC``)."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Bumped whenever the rows or the importers' conversion change; an old cache is rebuilt."""
 
 _BUSY_MS = 2000
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
-Row = tuple[tuple[int, int, int, int, int], Any]
-"""A cached row: the file's stamp tuple and its JSON payload."""
+Row = tuple[str, Any]
+"""A cached row: the unit's stamp and its JSON payload."""
 
 
 def _key(text: str) -> str:
@@ -138,9 +139,7 @@ class MetadataCache:
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS files ("
-                " root TEXT NOT NULL, rel TEXT NOT NULL,"
-                " dev INTEGER NOT NULL, ino INTEGER NOT NULL, size INTEGER NOT NULL,"
-                " mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL,"
+                " root TEXT NOT NULL, rel TEXT NOT NULL, stamp TEXT NOT NULL,"
                 " payload TEXT NOT NULL, PRIMARY KEY (root, rel)) WITHOUT ROWID"
             )
             conn.execute("SELECT count(*) FROM files").fetchone()
@@ -157,16 +156,15 @@ class MetadataCache:
         with self._lock:
             try:
                 rows = self._conn.execute(
-                    "SELECT rel, dev, ino, size, mtime_ns, ctime_ns, payload FROM files "
-                    "WHERE root = ?",
+                    "SELECT rel, stamp, payload FROM files WHERE root = ?",
                     (_key(root),),
                 ).fetchall()
             except sqlite3.Error:
                 return {}
         out: dict[str, Row] = {}
-        for key, dev, ino, size, mtime_ns, ctime_ns, payload in rows:
+        for key, stamp, payload in rows:
             try:
-                out[json.loads(key)] = ((dev, ino, size, mtime_ns, ctime_ns), json.loads(payload))
+                out[json.loads(key)] = (str(stamp), json.loads(payload))
             except ValueError:
                 continue
         return out
@@ -178,8 +176,7 @@ class MetadataCache:
         with self._lock:
             try:
                 found = self._conn.execute(
-                    "SELECT dev, ino, size, mtime_ns, ctime_ns, payload FROM files "
-                    "WHERE root = ? AND rel = ?",
+                    "SELECT stamp, payload FROM files WHERE root = ? AND rel = ?",
                     (_key(root), _key(rel)),
                 ).fetchone()
             except sqlite3.Error:
@@ -187,7 +184,7 @@ class MetadataCache:
         if found is None:
             return None
         try:
-            return (tuple(found[:5]), json.loads(found[5]))
+            return (str(found[0]), json.loads(found[1]))
         except ValueError:
             return None
 
@@ -198,14 +195,14 @@ class MetadataCache:
         if self._conn is None or (not rows and not gone):
             return
         records = [
-            (_key(root), _key(rel), *stamp, json.dumps(payload, separators=(",", ":")))
+            (_key(root), _key(rel), stamp, json.dumps(payload, separators=(",", ":")))
             for rel, (stamp, payload) in rows.items()
         ]
         with self._lock:
             try:
                 with self._conn:
                     self._conn.executemany(
-                        "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)", records
+                        "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", records
                     )
                     self._conn.executemany(
                         "DELETE FROM files WHERE root = ? AND rel = ?",

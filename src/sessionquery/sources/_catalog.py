@@ -1,45 +1,41 @@
-"""The common body of the importers: scanning, the metadata cache, id resolution, reading.
+"""The common body of the importers: scanning units, the metadata cache, ids, reading.
 
-``list()`` stats every candidate file and reads only files whose stamp differs from the one in
-the metadata cache (memory, or a SQLite file shared by processes; see :mod:`._cache`), keeping
-just headers, counts and problems. ``open_read`` re-reads the one file it needs (a small LRU
-keeps the last few parsed files for parent/child reads) and freezes its events;
-``read_documents`` takes the searchable text straight from the unfrozen drafts.
+``list()`` asks the :class:`~._units.UnitStore` for its units and reads only units whose stamp
+(or the stamp of a side unit their parse read) differs from the one in the metadata cache
+(memory, or a SQLite file shared by processes; see :mod:`._cache`), keeping just headers,
+counts and problems. A store with a cheap :meth:`~._units.UnitStore.fingerprint` (a database)
+is not even scanned when its fingerprint is the cached one. ``open_read`` re-reads the one
+unit it needs (a small LRU keeps the last few parsed units for parent/child reads) and
+freezes its events; ``read_documents`` takes the searchable text straight from the unfrozen
+drafts.
 
-Ids are unique within a source by construction: every *literal* id (a transcript's own session
-id, or one derived from its file name) is claimed first; one claimed by several files stays with
-the file named after it, else with the first by path. Every *derived* id (a duplicate's
-``<id>@<relative path>``, an in-file child's ``<public parent id>/<suffix>``, a cleaned or
-shortened id) is checked against all claimed and assigned ids and, if taken, gets ``#2``,
-``#3``... so it can never displace or shadow another session. Any failure while reading one
-file (including ``RecursionError`` and ``MemoryError``) is a problem of that file only.
+Ids are unique within a source by construction (:mod:`._ids`). Any failure while reading one
+unit (including ``RecursionError`` and ``MemoryError``) is a problem of that unit only.
 
 Under :func:`~sessionquery.persistence.documents.checking` (a search's or a listing's deadline)
-parsing checks the deadline every few thousand lines or megabyte, also inside one big file;
-its ``ABORTED`` stops the listing or read (it is never a problem of the file, and nothing of
-the interrupted file is cached), and a listing keeps the files it finished in the metadata
+parsing checks the deadline every few thousand lines or megabyte, also inside one big unit;
+its ``ABORTED`` stops the listing or read (it is never a problem of the unit, and nothing of
+the interrupted unit is cached), and a listing keeps the units it finished in the metadata
 cache, so the next one continues.
+
+A source may add a *title overlay* (:class:`TitleOverlay`): titles kept outside the
+transcripts (Codex's thread database) appended as a last ``session/title`` event; the title
+is part of the session's revision, so a renamed thread is re-read.
 """
 
 from __future__ import annotations
 
 import builtins
+import hashlib
 import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, ClassVar, Protocol, Self, cast
 
-from sessionquery.errors import (
-    PersistenceClosed,
-    PersistenceCorrupt,
-    PersistenceNotFound,
-    SessionQueryError,
-)
+from sessionquery.errors import PersistenceCorrupt, PersistenceNotFound, SessionQueryError
 from sessionquery.model import SessionEvent, SessionHeader, extract_event_text, fold_title
 from sessionquery.model.repair import interrupted_turn_closers
 from sessionquery.model.surface import SurfaceClass
@@ -48,155 +44,95 @@ from sessionquery.persistence.base import DocumentLog, PersistedSession, TextDoc
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import Draft
 from sessionquery.sources._cache import MetadataCache
-from sessionquery.sources._common import Problem, derived_id
-from sessionquery.sources._files import (
-    DEFAULT_MAX_FILE_BYTES,
-    FileStamp,
-    SkippedFile,
-    find_files,
-    read_regular,
+from sessionquery.sources._common import ORIGIN_KEY, Problem
+from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
+from sessionquery.sources._handle import ReadHandleImpl
+from sessionquery.sources._ids import Summary, resolve_ids
+from sessionquery.sources._parsed import (
+    MISSING_PREFIX,
+    ParsedFile,
+    ParsedSession,
+    Parser,
+    Sides,
+    UnitInput,
 )
+from sessionquery.sources.units import Role, SkippedFile, Unit, UnitStore
 
-__all__ = ["FileCatalog", "ParsedFile", "ParsedSession", "ReadHandleImpl"]
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedSession:
-    """One imported session: its header (own, unresolved ids) and its unfrozen log.
-
-    ``suffix`` marks a child stored inside its parent's file (an inline sidechain): its public
-    id is ``<public id of the file's first session>/<suffix>``, whatever its header says.
-    """
-
-    header: SessionHeader
-    events: tuple[Draft, ...]
-    surface: tuple[SurfaceClass, ...]
-    preferred: bool = False  # keeps its id when another file claims the same one
-    suffix: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedFile:
-    """Everything one transcript file yields."""
-
-    sessions: tuple[ParsedSession, ...]
-    problems: tuple[Problem, ...]
-
+__all__ = ["Catalog", "ParsedFile", "ParsedSession", "ReadHandleImpl", "TitleOverlay"]
 
 _FLUSH_SECONDS = 2.0
 """A first listing stores what it read in the cache file at least this often."""
 
-Parser = Callable[[Path, str, bytes, int], ParsedFile]
-"""``(path, path relative to the root, file bytes, mtime in ms) -> ParsedFile``."""
+_STORE_ROW = ""
+"""The cache row (an empty key, never a unit's) holding a store's fingerprint and units."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Summary:
-    header: SessionHeader
-    count: int
-    preferred: bool
-    suffix: str | None
+class TitleOverlay(Protocol):
+    """Titles a source keeps beside its transcripts, by the sessions' own ids."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "header": self.header.to_json(),
-            "count": self.count,
-            "preferred": self.preferred,
-            "suffix": self.suffix,
-        }
+    @property
+    def label(self) -> str:
+        """What the title event's origin names (a database file name)."""
+        ...
 
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> _Summary:
-        suffix = obj["suffix"]
-        if suffix is not None and not isinstance(suffix, str):
-            raise ValueError("bad suffix")
-        count = obj["count"]
-        if type(count) is not int:
-            raise ValueError("bad count")
-        return cls(SessionHeader.from_json(obj["header"]), count, obj["preferred"] is True, suffix)
+    def titles(self) -> Mapping[str, str]:
+        """The current titles (read again when their store changed)."""
+        ...
 
 
-@dataclass(frozen=True, slots=True)
 class _Entry:
-    stamp: FileStamp
-    summaries: tuple[_Summary, ...]
-    problems: tuple[Problem, ...]
+    __slots__ = ("depends", "problems", "summaries", "unit")
+
+    def __init__(
+        self,
+        unit: Unit,
+        summaries: tuple[Summary, ...],
+        problems: tuple[Problem, ...],
+        depends: Mapping[str, str | None],
+    ) -> None:
+        self.unit = unit
+        self.summaries = summaries
+        self.problems = problems
+        self.depends = depends
 
     def payload(self) -> dict[str, Any]:
         return {
             "sessions": [s.to_json() for s in self.summaries],
             "problems": [[p.path, p.line, p.message] for p in self.problems],
+            "size": self.unit.size,
+            "role": self.unit.role,
+            "depends": dict(self.depends),
         }
 
     @classmethod
-    def from_row(cls, stamp: FileStamp, payload: Any) -> _Entry | None:
+    def from_row(cls, key: str, stamp: str, payload: Any) -> _Entry | None:
         try:
-            summaries = tuple(_Summary.from_json(s) for s in payload["sessions"])
+            summaries = tuple(Summary.from_json(s) for s in payload["sessions"])
             problems = tuple(Problem(str(p), q, str(m)) for p, q, m in payload["problems"])
-        except (KeyError, TypeError, ValueError):
+            depends = {
+                str(k): (None if v is None else str(v)) for k, v in payload["depends"].items()
+            }
+            size = payload["size"]
+            role: Role = "side" if payload["role"] == "side" else "transcript"
+        except (KeyError, TypeError, ValueError, AttributeError):
             return None
-        return cls(stamp, summaries, problems)
+        return cls(
+            Unit(key, stamp, size if type(size) is int else None, role),
+            summaries,
+            problems,
+            depends,
+        )
 
 
-def _stamp_tuple(stamp: FileStamp) -> tuple[int, int, int, int, int]:
-    return (stamp.dev, stamp.ino, stamp.size, stamp.mtime_ns, stamp.ctime_ns)
-
-
-class ReadHandleImpl:
-    """A :class:`~sessionquery.persistence.base.ReadHandle` over an already parsed log."""
-
-    def __init__(self, header: SessionHeader, events: tuple[SessionEvent, ...]) -> None:
-        self._header = header
-        self._events = events
-        self._closed = False
-
-    @property
-    def header(self) -> SessionHeader:
-        """The session header."""
-        return self._header
-
-    @property
-    def inherited_event_count(self) -> int:
-        """Always 0: imported sessions are never seeded."""
-        return 0
-
-    def read(self, offset: int = 0, length: int | None = None) -> list[SessionEvent]:
-        """Events ``offset .. offset+length`` of the imported log.
-
-        Raises:
-            PersistenceClosed: after :meth:`close`.
-        """
-        if self._closed:
-            raise PersistenceClosed(f"read handle of {self._header.id!r} is closed")
-        end = None if length is None else offset + length
-        return list(self._events[offset:end])
-
-    def close(self) -> None:
-        """Release the handle; idempotent."""
-        self._closed = True
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class FileCatalog:
+class Catalog:
     """Scanning, caching, id resolution and reading shared by the importers.
 
     Args:
-        root: the folder to read.
-        parser: turns one file's bytes into sessions and problems.
-        accept: whether a ``*.jsonl`` file name is a transcript of this format.
+        units: the raw units to read.
+        parser: turns one unit into sessions and problems.
         metadata_cache: a SQLite file for the metadata cache, or ``None`` for memory only.
-        max_file_bytes: larger transcripts are reported and skipped.
-        follow_outside_links: follow symbolic links that leave ``root`` (off by default).
+        max_file_bytes: larger units are reported and skipped.
+        titles: titles kept beside the transcripts, if the source has any.
 
     Raises:
         SessionQueryError: ``INVALID_CONFIG`` for a ``metadata_cache`` file that is not ours.
@@ -205,37 +141,78 @@ class FileCatalog:
 
     _PARSED_CACHE = 4
 
-    def __init__(
-        self,
-        root: str | os.PathLike[str],
-        parser: Parser,
-        accept: Callable[[str], bool],
+    kind: ClassVar[str | None] = None
+    """The registry kind of this importer (``claude``, ``codex``...), naming its label."""
+
+    @classmethod
+    def unit_parser(cls) -> Parser:
+        """The kind's parser (each importer class names its own), used by :meth:`from_units`.
+
+        Raises:
+            TypeError: the class declares no parser.
+        """
+        raise TypeError(f"{cls.__name__} declares no parser")
+
+    @classmethod
+    def from_units(
+        cls,
+        units: UnitStore,
         *,
         metadata_cache: str | os.PathLike[str] | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        follow_outside_links: bool = False,
+    ) -> Self:
+        """This importer over another store of its kind's units (the archive's, say), parsed
+        exactly as the importer parses its own location.
+
+        Raises:
+            TypeError: the class declares no parser.
+        """
+        parser = cls.unit_parser()
+        source = cls.__new__(cls)
+        Catalog.__init__(
+            source, units, parser, metadata_cache=metadata_cache, max_file_bytes=max_file_bytes
+        )
+        return source
+
+    def __init__(
+        self,
+        units: UnitStore,
+        parser: Parser,
+        *,
+        metadata_cache: str | os.PathLike[str] | None = None,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        titles: TitleOverlay | None = None,
     ) -> None:
         if type(max_file_bytes) is not int or max_file_bytes < 1:
             raise ValueError(f"max_file_bytes must be a positive integer, not {max_file_bytes!r}")
-        self._root = Path(root).absolute()
+        self._store = units
+        self._root = units.location
         self._parser = parser
-        self._accept = accept
         self._max_bytes = max_file_bytes
-        self._follow = follow_outside_links
+        self._overlay = titles
+        self._titles: Mapping[str, str] = {}
         self._cache = MetadataCache(metadata_cache)
         self._cache_key = str(self._root)
         self._lock = threading.RLock()
         self._entries: dict[str, _Entry] = {}
+        self._units: dict[str, Unit] = {}
         self._stored: dict[str, _Entry] | None = None
         self._parsed: OrderedDict[tuple[str, str], ParsedFile] = OrderedDict()
-        self._ids: dict[str, tuple[str, int]] = {}  # public id -> (file, index in file)
+        self._memo: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+        self._ids: dict[str, tuple[str, int]] = {}  # public id -> (unit key, index in unit)
         self._headers: dict[str, SessionHeader] = {}  # public id -> public header
         self._scan_problems: tuple[Problem, ...] = ()
+        self._fingerprint: str | None = None
 
     @property
     def root(self) -> Path:
-        """The directory this source reads."""
+        """The folder (or database) this source reads."""
         return self._root
+
+    @property
+    def unit_store(self) -> UnitStore:
+        """The raw units this source parses (for the archive)."""
+        return self._store
 
     def close(self) -> None:
         """Close the metadata cache file (the source stays usable with an in-memory cache)."""
@@ -243,125 +220,189 @@ class FileCatalog:
 
     # -- scanning
 
+    def _current_units(self) -> tuple[list[Unit], list[Problem]]:
+        fingerprint = self._store.fingerprint()
+        if fingerprint is not None:
+            if fingerprint == self._fingerprint and self._units:
+                return list(self._units.values()), list(self._scan_problems)
+            row = self._cache.get(self._cache_key, _STORE_ROW)
+            if row is not None and row[0] == fingerprint:
+                known = _store_row(row[1])
+                if known is not None:
+                    self._fingerprint = fingerprint
+                    return known
+        units, problems = self._store.scan()
+        if fingerprint is not None and fingerprint == self._store.fingerprint():
+            payload = {
+                "units": [[u.key, u.stamp, u.size, u.role] for u in units],
+                "problems": [[p.path, p.line, p.message] for p in problems],
+            }
+            self._cache.store(self._cache_key, {_STORE_ROW: (fingerprint, payload)}, ())
+            self._fingerprint = fingerprint
+        return units, problems
+
     def _scan(self) -> None:
-        root = self._root
-        if not root.is_dir():
-            self._scan_problems = (
-                Problem(str(root), None, "not a directory; no sessions imported"),
-            )
-            self._entries, self._ids, self._headers = {}, {}, {}
-            return
-        files, problems = find_files(root, self._accept, follow_outside=self._follow)
-        if not files and not problems:
+        units, problems = self._current_units()
+        if not units and not problems:
             problems.append(
-                Problem(str(root), None, "no transcript files found under this directory")
+                Problem(str(self._root), None, "no transcript files found under this directory")
             )
         self._scan_problems = tuple(problems)
+        self._units = {unit.key: unit for unit in units}
         stored = self._load_stored()
         seen: dict[str, _Entry] = {}
         changed: dict[str, _Entry] = {}
         flushed = time.monotonic()
         try:
-            for rel, stamp in files:
-                entry = self._entry(root / rel, rel, stamp, stored)
-                seen[rel] = entry
-                if self._entries.get(rel) is not entry and stored.get(rel) is not entry:
-                    changed[rel] = entry
+            for unit in units:
+                entry = self._entry(unit, stored)
+                seen[unit.key] = entry
+                if self._entries.get(unit.key) is not entry and stored.get(unit.key) is not entry:
+                    changed[unit.key] = entry
                 if changed and time.monotonic() - flushed > _FLUSH_SECONDS:
                     # A long first listing keeps its work even if the process is stopped.
-                    self._store(changed, ())
+                    self._store_rows(changed, ())
                     changed, flushed = {}, time.monotonic()
         except SessionQueryError:  # the caller's deadline (checking): keep what was read
-            self._store(changed, ())
+            self._store_rows(changed, ())
             raise
-        self._store(changed, (set(self._entries) | set(stored)) - set(seen))
+        gone = (set(self._entries) | set(stored)) - set(seen) - {_STORE_ROW}
+        self._store_rows(changed, gone)
         self._stored = {}
         unchanged = len(seen) == len(self._entries) and all(
-            self._entries.get(rel) is entry for rel, entry in seen.items()
+            self._entries.get(key) is entry for key, entry in seen.items()
         )
         self._entries = seen
         if not unchanged or not self._ids:
-            self._ids, self._headers = _resolve_ids(seen)
+            transcripts = {k: e.summaries for k, e in seen.items() if e.unit.role == "transcript"}
+            self._ids, self._headers = resolve_ids(transcripts)
+        if self._overlay is not None:
+            self._titles = self._overlay.titles()
 
-    def _store(self, changed: dict[str, _Entry], gone: Iterable[str]) -> None:
-        rows = {rel: (_stamp_tuple(e.stamp), e.payload()) for rel, e in changed.items()}
+    def _store_rows(self, changed: dict[str, _Entry], gone: Iterable[str]) -> None:
+        rows = {key: (e.unit.stamp, e.payload()) for key, e in changed.items()}
         self._cache.store(self._cache_key, rows, gone)
 
     def _load_stored(self) -> dict[str, _Entry]:
         if self._stored is not None:
             return self._stored
         out: dict[str, _Entry] = {}
-        for rel, (stamp, payload) in self._cache.load(self._cache_key).items():
-            entry = _Entry.from_row(FileStamp(*stamp), payload)
+        for key, (stamp, payload) in self._cache.load(self._cache_key).items():
+            if key == _STORE_ROW:
+                continue
+            entry = _Entry.from_row(key, stamp, payload)
             if entry is not None:
-                out[rel] = entry
+                out[key] = entry
         self._stored = out
         return out
 
-    def _entry(self, path: Path, rel: str, stamp: FileStamp, stored: dict[str, _Entry]) -> _Entry:
-        for known in (self._entries.get(rel), stored.get(rel)):
-            if known is not None and known.stamp == stamp:
-                return known
-        row = self._cache.get(self._cache_key, rel)  # another process may have read it already
-        if row is not None and row[0] == _stamp_tuple(stamp):
-            entry = _Entry.from_row(stamp, row[1])
-            if entry is not None:
-                return entry
-        parsed, read_stamp = self._parse(path, rel)
-        summaries = tuple(
-            _Summary(s.header, len(s.events), s.preferred, s.suffix) for s in parsed.sessions
-        )
-        return _Entry(read_stamp or stamp, summaries, parsed.problems)
+    def _fresh_entry(self, entry: _Entry | None, unit: Unit) -> bool:
+        if entry is None or entry.unit.stamp != unit.stamp:
+            return False
+        for key, stamp in entry.depends.items():
+            if key.startswith(MISSING_PREFIX):
+                suffix = key[len(MISSING_PREFIX) :]
+                if any(k.endswith(suffix) for k in self._units):
+                    return False
+            else:
+                current = self._units.get(key)
+                if (None if current is None else current.stamp) != stamp:
+                    return False
+        return True
 
-    def _parse(self, path: Path, rel: str) -> tuple[ParsedFile, FileStamp | None]:
-        """Read and parse one file; any failure becomes that file's problem."""
+    def _entry(self, unit: Unit, stored: dict[str, _Entry]) -> _Entry:
+        for known in (self._entries.get(unit.key), stored.get(unit.key)):
+            if known is not None and self._fresh_entry(known, unit):
+                return known
+        if unit.role == "side":
+            return _Entry(unit, (), (), {})
+        row = self._cache.get(self._cache_key, unit.key)  # another process may have read it
+        if row is not None and row[0] == unit.stamp:
+            entry = _Entry.from_row(unit.key, row[0], row[1])
+            if entry is not None and self._fresh_entry(entry, unit):
+                return entry
+        parsed, read_unit = self._parse(unit.key)
+        summaries = tuple(
+            Summary(s.header, len(s.events), s.preferred, s.suffix) for s in parsed.sessions
+        )
+        return _Entry(read_unit or unit, summaries, parsed.problems, parsed.depends)
+
+    def _parse(self, key: str) -> tuple[ParsedFile, Unit | None]:
+        """Read and parse one unit; any failure becomes that unit's problem."""
+        where = self._store.where(key)
         try:
-            data, stamp = read_regular(path, self._max_bytes)
+            data, unit = self._store.read(key, self._max_bytes)
         except SkippedFile as exc:
-            return ParsedFile((), (Problem(str(path), None, str(exc)),)), None
+            return ParsedFile((), (Problem(where, None, str(exc)),)), None
         except Exception as exc:  # e.g. MemoryError reading a huge file under a memory limit
             message = f"cannot read file ({type(exc).__name__}: {exc}); skipped"
-            return ParsedFile((), (Problem(str(path), None, message[:2000]),)), None
-        key = (rel, stamp.revision)
-        cached = self._parsed.get(key)
-        if cached is not None:
-            self._parsed.move_to_end(key)
-            return cached, stamp
+            return ParsedFile((), (Problem(where, None, message[:2000]),)), None
+        cache_key = (key, unit.stamp)
+        cached = self._parsed.get(cache_key)
+        if cached is not None and self._deps_hold(cached):
+            self._parsed.move_to_end(cache_key)
+            return cached, unit
+        sides = Sides(self._store, self._units, self._max_bytes, self._memo)
         try:
-            parsed = self._parser(path, rel, data, stamp.mtime_ns // 1_000_000)
-        except SessionQueryError:  # the caller's deadline (checking): not this file's problem
+            parsed = self._parser(UnitInput(key, where, data, sides))
+        except SessionQueryError:  # the caller's deadline (checking): not this unit's problem
             raise
-        except Exception as exc:  # one file's failure (even MemoryError) must not hide the rest
+        except Exception as exc:  # one unit's failure (even MemoryError) must not hide the rest
             message = f"cannot import this file ({type(exc).__name__}: {exc}); skipped"
-            parsed = ParsedFile((), (Problem(str(path), None, message[:2000]),))
-        self._parsed[key] = parsed
+            parsed = ParsedFile((), (Problem(where, None, message[:2000]),))
+        if sides.used:
+            parsed = ParsedFile(parsed.sessions, parsed.problems, dict(sides.used))
+        self._parsed[cache_key] = parsed
         while len(self._parsed) > self._PARSED_CACHE:
             self._parsed.popitem(last=False)
-        return parsed, stamp
+        return parsed, unit
+
+    def _deps_hold(self, parsed: ParsedFile) -> bool:
+        probe = _Entry(Unit("", ""), (), (), parsed.depends)
+        return self._fresh_entry(probe, Unit("", ""))
 
     # -- the persistence protocol
 
     def list(self) -> builtins.list[PersistedSession]:
-        """Every imported session (reading only files that changed since they were cached)."""
+        """Every imported session (reading only units that changed since they were cached)."""
         with self._lock:
             self._scan()
             return [self._listing(public) for public in self._ids]
 
+    def _title(self, public: str) -> str | None:
+        if not self._titles:
+            return None
+        key, index = self._ids[public]
+        return self._titles.get(self._entries[key].summaries[index].header.id)
+
     def _listing(self, public: str) -> PersistedSession:
-        rel, index = self._ids[public]
-        entry = self._entries[rel]
+        key, index = self._ids[public]
+        entry = self._entries[key]
+        count = entry.summaries[index].count
+        revision = entry.unit.stamp
+        title = self._title(public)
+        if title is not None:
+            count += 1
+            revision += (
+                "+title:" + hashlib.sha256(title.encode("utf-8", "replace")).hexdigest()[:16]
+            )
         return PersistedSession(
             header=self._headers[public],
-            revision=entry.stamp.revision,
-            event_count=entry.summaries[index].count,
-            size_bytes=entry.stamp.size,
+            revision=revision,
+            event_count=count,
+            size_bytes=entry.unit.size,
         )
+
+    def session_units(self) -> dict[str, str]:
+        """The unit key each listed session comes from, by public id (after :meth:`list`)."""
+        with self._lock:
+            return {public: key for public, (key, _index) in self._ids.items()}
 
     def stat(self, session_id: str) -> PersistedSession | None:
         """One session's listing entry, or ``None``.
 
-        A session listed before costs one ``stat`` of its file when that file is unchanged;
-        otherwise (or for an unknown id) the folder is scanned again.
+        A session listed before costs one ``stat`` of its unit when that unit is unchanged;
+        otherwise (or for an unknown id) the source is scanned again.
         """
         with self._lock:
             if not self._fresh(session_id):
@@ -371,51 +412,61 @@ class FileCatalog:
             return self._listing(session_id)
 
     def _fresh(self, session_id: str) -> bool:
-        """Whether ``session_id`` was listed and its file's stamp is still the listed one."""
+        """Whether ``session_id`` was listed and its unit's stamp is still the listed one."""
         target = self._ids.get(session_id)
         if target is None:
             return False
-        rel = target[0]
-        try:
-            info = os.stat(self._root / rel)
-        except OSError:
-            return False
-        return FileStamp.of(info) == self._entries[rel].stamp
+        current = self._store.stat(target[0])
+        return current is not None and current.stamp == self._entries[target[0]].unit.stamp
 
-    def _locate(self, session_id: str) -> tuple[ParsedSession, SessionHeader, str, Path]:
+    def _locate(self, session_id: str) -> tuple[ParsedSession, SessionHeader, str, str, str]:
         with self._lock:
             if not self._fresh(session_id):
                 self._scan()
             target = self._ids.get(session_id)
             if target is None:
                 raise PersistenceNotFound(f"session {session_id!r} is not in {self._root}")
-            rel, index = target
-            summary = self._entries[rel].summaries[index]
+            key, index = target
+            summary = self._entries[key].summaries[index]
             header = self._headers[session_id]
-            path = self._root / rel
-            parsed, stamp = self._parse(path, rel)
-        if stamp is None:
+            where = self._store.where(key)
+            parsed, unit = self._parse(key)
+            listing = self._listing(session_id)
+        if unit is None:
             raise PersistenceCorrupt(
-                f"{path}: cannot read transcript: {parsed.problems[0].message}"
+                f"{where}: cannot read transcript: {parsed.problems[0].message}"
             )
         for session in parsed.sessions:
             if session.header.id == summary.header.id and session.suffix == summary.suffix:
-                return session, header, stamp.revision, path
-        raise PersistenceNotFound(f"session {session_id!r} is no longer in {path}")
+                return session, header, listing.revision, where, key
+        raise PersistenceNotFound(f"session {session_id!r} is no longer in {where}")
+
+    def _drafts(self, session_id: str, session: ParsedSession, key: str) -> tuple[Draft, ...]:
+        title = self._title(session_id)
+        if title is None or self._overlay is None:
+            return session.events
+        last = session.events[-1].time if session.events else session.header.created_at
+        data = {
+            "title": title,
+            "messageSeqs": [],
+            "source": {"kind": "thread-name"},
+            ORIGIN_KEY: {"file": self._overlay.label, "line": None, "unit": key},
+        }
+        return (*session.events, Draft("session/title", len(session.events), last, data))
 
     def open_read(self, session_id: str) -> ReadHandleImpl:
         """Open an imported session for reading.
 
         Raises:
             PersistenceNotFound: no session of that id.
-            PersistenceCorrupt: the file became unreadable, or holds a value the event model
+            PersistenceCorrupt: the unit became unreadable, or holds a value the event model
                 cannot store.
         """
-        session, header, _revision, path = self._locate(session_id)
+        session, header, _revision, where, key = self._locate(session_id)
         try:
-            events = tuple(draft.freeze() for draft in session.events)
+            events = tuple(draft.freeze() for draft in self._drafts(session_id, session, key))
         except (ValueError, RecursionError) as exc:
-            raise PersistenceCorrupt(f"{path}: cannot import {session_id!r}: {exc}") from None
+            raise PersistenceCorrupt(f"{where}: cannot import {session_id!r}: {exc}") from None
         return ReadHandleImpl(header, events)
 
     def read_documents(self, session_id: str) -> DocumentLog:
@@ -426,14 +477,16 @@ class FileCatalog:
 
         Raises:
             PersistenceNotFound: no session of that id.
-            PersistenceCorrupt: the file became unreadable.
+            PersistenceCorrupt: the unit became unreadable.
         """
-        session, header, revision, path = self._locate(session_id)
-        drafts = session.events
+        session, header, revision, where, key = self._locate(session_id)
+        drafts = self._drafts(session_id, session, key)
+        extra: list[SurfaceClass] = ["log-only"] * (len(drafts) - len(session.surface))
+        surfaces = (*session.surface, *extra)
         documents: list[TextDocument] = []
         titles: list[TextDocument] = []
         tick = read_check()
-        for draft, surface in zip(drafts, session.surface, strict=True):
+        for draft, surface in zip(drafts, surfaces, strict=True):
             text = extract_event_text(cast(SessionEvent, draft))
             tick(len(text))
             if text:
@@ -443,24 +496,41 @@ class FileCatalog:
         try:
             closers = _closers(drafts)
         except (ValueError, RecursionError) as exc:
-            raise PersistenceCorrupt(f"{path}: cannot import {session_id!r}: {exc}") from None
+            raise PersistenceCorrupt(f"{where}: cannot import {session_id!r}: {exc}") from None
         for event in closers:
             text = extract_event_text(event)
             if text:
-                surface = "current" if event.surface_op is not None else "log-only"
-                documents.append(TextDocument(event.seq, event.type, event.time, surface, text))
+                closer: SurfaceClass = "current" if event.surface_op is not None else "log-only"
+                documents.append(TextDocument(event.seq, event.type, event.time, closer, text))
         snapshot = fold_title(cast(Sequence[SessionEvent], drafts))  # closers add no title
         count = len(drafts) + len(closers)
         return DocumentLog(header, revision, count, documents, titles, snapshot, title_read=True)
 
     def problems(self) -> builtins.list[Problem]:
-        """Problems of the folder and of the current revision of every file, in path order."""
+        """Problems of the source and of the current revision of every unit, in key order."""
         with self._lock:
             self._scan()
             out = list(self._scan_problems)
-            for rel in sorted(self._entries):
-                out.extend(self._entries[rel].problems)
+            for key in sorted(self._entries):
+                out.extend(self._entries[key].problems)
             return out
+
+
+def _store_row(payload: Any) -> tuple[list[Unit], list[Problem]] | None:
+    try:
+        units = [
+            Unit(
+                str(k),
+                str(s),
+                z if type(z) is int else None,
+                "side" if r == "side" else "transcript",
+            )
+            for k, s, z, r in payload["units"]
+        ]
+        problems = [Problem(str(p), q, str(m)) for p, q, m in payload["problems"]]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return units, problems
 
 
 def _closers(drafts: Sequence[Draft]) -> builtins.list[SessionEvent]:
@@ -471,53 +541,3 @@ def _closers(drafts: Sequence[Draft]) -> builtins.list[SessionEvent]:
     if start is None or any(d.type == "turn/end" for d in drafts[start:]):
         return []  # no turn left open: nothing to close (and nothing to freeze)
     return interrupted_turn_closers([draft.freeze() for draft in drafts[start:]])
-
-
-def _resolve_ids(
-    entries: dict[str, _Entry],
-) -> tuple[dict[str, tuple[str, int]], dict[str, SessionHeader]]:
-    claims: dict[str, builtins.list[tuple[bool, str, int]]] = {}
-    children: builtins.list[tuple[str, int]] = []
-    for rel in sorted(entries):
-        for index, summary in enumerate(entries[rel].summaries):
-            if summary.suffix is None:
-                claims.setdefault(summary.header.id, []).append((not summary.preferred, rel, index))
-            else:
-                children.append((rel, index))
-    ids: dict[str, tuple[str, int]] = {}
-    headers: dict[str, SessionHeader] = {}
-    main_of: dict[str, str] = {}  # file -> public id of its first session
-    duplicates: builtins.list[tuple[str, str, int]] = []
-    for own, files in claims.items():
-        files.sort()
-        _, rel, index = files[0]
-        ids[own] = (rel, index)
-        duplicates.extend((own, r, i) for _, r, i in files[1:])
-
-    def assign(candidate: str, rel: str, index: int, parent: str | None, *, literal: bool) -> None:
-        public, attempt = candidate, 1
-        while not literal and (public in ids or public in claims):
-            attempt += 1
-            public = derived_id(f"{candidate}#{attempt}")
-        ids[public] = (rel, index)
-        header = entries[rel].summaries[index].header
-        if entries[rel].summaries[index].suffix is not None:
-            header = replace(header, id=public, parent_session=parent)
-        elif header.id != public:
-            header = replace(header, id=public)
-        headers[public] = header
-        if index == 0:
-            main_of[rel] = public
-
-    for own in claims:
-        rel, index = ids.pop(own)
-        assign(own, rel, index, None, literal=True)
-    for own, rel, index in duplicates:
-        assign(derived_id(f"{own}@{rel}"), rel, index, None, literal=False)
-    for rel, index in children:
-        parent = main_of.get(rel)
-        suffix = entries[rel].summaries[index].suffix
-        if parent is None or suffix is None:
-            continue
-        assign(derived_id(f"{parent}/{suffix}"), rel, index, parent, literal=False)
-    return ids, headers

@@ -1,4 +1,4 @@
-"""Finding and opening transcript files safely.
+"""Opening transcript files safely (finding them is :class:`._units.FileTree`'s job).
 
 * Only regular files are read: the type is checked on the path (``lstat``/``stat``) before
   opening, the file is opened non-blocking (so a FIFO that replaced it in between cannot hang
@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import os
 import stat as stat_module
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from sessionquery.sources._common import Problem
-
-__all__ = ["DEFAULT_MAX_FILE_BYTES", "FileStamp", "SkippedFile", "find_files", "read_regular"]
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "FileStamp", "SkippedFile", "read_regular"]
 
 DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
 """Transcripts larger than this (256 MiB) are reported and not read, unless configured."""
@@ -52,69 +49,6 @@ class FileStamp:
 
 class SkippedFile(Exception):
     """A candidate file that is not read; the message says why."""
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def find_files(
-    root: Path, accept: Callable[[str], bool], *, follow_outside: bool
-) -> tuple[list[tuple[str, FileStamp]], list[Problem]]:
-    """``*.jsonl`` files under ``root`` accepted by ``accept`` (given the name), as paths
-    relative to ``root`` (``/``-separated, sorted) with their stamps; and a problem for each one
-    skipped (not regular, a link leaving the root or dangling, an unreadable folder). Folders
-    reached through a link are walked only when they stay inside the root (and once)."""
-    real_root = os.path.realpath(root)
-    found: list[tuple[str, FileStamp]] = []
-    problems: list[Problem] = []
-    visited: set[tuple[int, int]] = set()
-
-    def walk(folder: str, prefix: str) -> None:
-        try:
-            with os.scandir(folder) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
-        except OSError as exc:
-            problems.append(Problem(folder, None, f"cannot list folder: {exc.strerror}; skipped"))
-            return
-        for entry in entries:
-            rel = f"{prefix}{entry.name}"
-            try:
-                link = entry.is_symlink()
-                if (
-                    link
-                    and not follow_outside
-                    and not _inside(os.path.realpath(entry.path), real_root)
-                ):
-                    if entry.is_dir() or entry.name.endswith(".jsonl"):
-                        message = "link leaves the source folder; skipped"
-                        problems.append(Problem(entry.path, None, message))
-                    continue
-                if entry.is_dir():
-                    info = entry.stat()
-                    if (info.st_dev, info.st_ino) not in visited:
-                        visited.add((info.st_dev, info.st_ino))
-                        walk(entry.path, f"{rel}/")
-                    continue
-                if not entry.name.endswith(".jsonl") or not accept(entry.name):
-                    continue
-                info = entry.stat()
-            except OSError as exc:
-                message = f"cannot read file: {exc.strerror or exc}; skipped"
-                problems.append(Problem(entry.path, None, message))
-                continue
-            if not stat_module.S_ISREG(info.st_mode):
-                problems.append(Problem(entry.path, None, "not a regular file; skipped"))
-                continue
-            found.append((rel, FileStamp.of(info)))
-
-    try:
-        top = os.stat(root)
-        visited.add((top.st_dev, top.st_ino))
-    except OSError:
-        pass
-    walk(str(root), "")
-    return found, problems
 
 
 def read_regular(path: Path, max_bytes: int) -> tuple[bytes, FileStamp]:

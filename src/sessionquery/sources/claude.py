@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sessionquery.model import SessionHeader
 from sessionquery.model.jsonvalue import freeze_json
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._catalog import FileCatalog, ParsedFile, ParsedSession
+from sessionquery.sources._catalog import Catalog
 from sessionquery.sources._common import (
     Problem,
     as_dict,
@@ -40,6 +40,8 @@ from sessionquery.sources._common import (
 )
 from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import Line, parse_lines
+from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
+from sessionquery.sources.units import FileTree, Role
 
 __all__ = ["ClaudeCodeSource"]
 
@@ -75,7 +77,17 @@ KNOWN_LINE_TYPES = frozenset(
 _TITLE_FIELDS = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "customTitle"}
 
 
-class ClaudeCodeSource(FileCatalog):
+def select_claude(rel: str, is_dir: bool) -> Role | None:
+    """Every ``*.jsonl`` file at any depth is a transcript."""
+    return "transcript" if is_dir or rel.endswith(".jsonl") else None
+
+
+def claude_units(root: Path, *, follow_outside_links: bool = False) -> FileTree:
+    """The transcript files under ``root``, as raw units."""
+    return FileTree(Path(root), select_claude, follow_outside_links=follow_outside_links)
+
+
+class ClaudeCodeSource(Catalog):
     """A read-only ``SessionPersistence`` over a Claude Code projects directory.
 
     Args:
@@ -92,6 +104,13 @@ class ClaudeCodeSource(FileCatalog):
         ValueError: ``max_file_bytes`` is not a positive integer.
     """
 
+    kind = "claude"
+
+    @classmethod
+    def unit_parser(cls) -> Parser:
+        """The parser of this kind's units."""
+        return parse_claude_file
+
     def __init__(
         self,
         projects_dir: str | os.PathLike[str],
@@ -100,49 +119,50 @@ class ClaudeCodeSource(FileCatalog):
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         follow_outside_links: bool = False,
     ) -> None:
+        tree = claude_units(Path(projects_dir), follow_outside_links=follow_outside_links)
         super().__init__(
-            projects_dir,
-            parse_claude_file,
-            lambda _name: True,
-            metadata_cache=metadata_cache,
-            max_file_bytes=max_file_bytes,
-            follow_outside_links=follow_outside_links,
+            tree, parse_claude_file, metadata_cache=metadata_cache, max_file_bytes=max_file_bytes
         )
 
 
 # --------------------------------------------------------------------------- file level
 
 
-def _is_agent_file(path: Path) -> bool:
+UNDATED = 0
+"""``created_at`` of a transcript without any timestamp: it is listed last, not as newest."""
+
+
+def _is_agent_file(path: PurePosixPath) -> bool:
     return path.name.startswith("agent-") or path.parent.name == "subagents"
 
 
-def parse_claude_file(path: Path, rel: str, data: bytes, mtime_ms: int) -> ParsedFile:
+def parse_claude_file(unit: UnitInput) -> ParsedFile:
     """Parse one transcript's bytes into its sessions and problems (never raises for bad
     lines)."""
-    lines, problems = parse_lines(path, data, "empty transcript; no session imported")
+    path, rel, where = PurePosixPath(unit.key), unit.key, Path(unit.where)
+    lines, problems = parse_lines(where, unit.data, "empty transcript; no session imported")
     if not lines:
         return ParsedFile((), tuple(problems))
     file_id = _first(lines, "sessionId", checked_id)
     if file_id is None:
-        problems.append(Problem(str(path), None, "no sessionId; id derived from the file name"))
+        problems.append(Problem(str(where), None, "no sessionId; id derived from the file name"))
     stem = path.name[: -len(".jsonl")]
     if _is_agent_file(path):
         folder = path.parent.parent.name if path.parent.name == "subagents" else None
         parent = derived_id(folder) if folder else file_id
         agent = _first(lines, "agentId", checked_id) or stem.removeprefix("agent-")
         own_id = derived_id(f"{parent}/agent-{agent}" if parent else stem)
-        main = _session(own_id, lines, rel, path, problems, mtime_ms, parent=parent)
+        main = _session(own_id, lines, rel, where, problems, UNDATED, parent=parent)
         return ParsedFile((main,), tuple(problems))
     own_id = file_id or derived_id(stem)
     main_lines, sidechains = _split_sidechains(lines)
-    first_time = _first_time(lines) or mtime_ms
-    main = _session(own_id, main_lines, rel, path, problems, first_time, preferred=own_id == stem)
+    first_time = _first_time(lines) or UNDATED
+    main = _session(own_id, main_lines, rel, where, problems, first_time, preferred=own_id == stem)
     sessions = [main]
     for root, chain in sidechains.items():
         suffix = f"sidechain-{root}"
         child = _session(
-            derived_id(f"{own_id}/{suffix}"), chain, rel, path, problems, first_time, parent=own_id
+            derived_id(f"{own_id}/{suffix}"), chain, rel, where, problems, first_time, parent=own_id
         )
         sessions.append(replace(child, suffix=suffix))
     return ParsedFile(tuple(sessions), tuple(problems))

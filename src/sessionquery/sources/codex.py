@@ -24,13 +24,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from sessionquery.model import SessionHeader
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._catalog import FileCatalog, ParsedFile, ParsedSession
+from sessionquery.sources._catalog import Catalog
 from sessionquery.sources._common import (
     Problem,
     as_dict,
@@ -43,6 +44,9 @@ from sessionquery.sources._common import (
 )
 from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import Line, parse_lines
+from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
+from sessionquery.sources._sqlite import DatabaseUnavailable, database_stamp, read_database
+from sessionquery.sources.units import FileTree, Role
 
 __all__ = ["CodexSource"]
 
@@ -71,12 +75,104 @@ _CALL_TYPES = frozenset(
     {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"}
 )
 _OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
+_NAME_DATE = re.compile(r"rollout-(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})-(\d{2})")
 _UUID_TAIL = re.compile(
     r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
 )
 
 
-class CodexSource(FileCatalog):
+def select_codex(rel: str, is_dir: bool) -> Role | None:
+    """``rollout-*.jsonl`` files at any depth are transcripts."""
+    if is_dir:
+        return "transcript"
+    name = rel.rsplit("/", 1)[-1]
+    return "transcript" if name.startswith("rollout-") and name.endswith(".jsonl") else None
+
+
+def codex_units(root: Path, *, follow_outside_links: bool = False) -> FileTree:
+    """The transcript files under ``root``, as raw units."""
+    return FileTree(Path(root), select_codex, follow_outside_links=follow_outside_links)
+
+
+class _Default:
+    """The type of :data:`_DEFAULT` (a sentinel: ``None`` means "no state folder")."""
+
+
+_DEFAULT = _Default()
+
+
+class ThreadNames:
+    """Thread names Codex keeps in its state database, beside the rollouts.
+
+    Current Codex releases keep thread metadata in ``state_<N>.sqlite`` (and the thread
+    history in ``thread_history_<N>.sqlite``) in ``$CODEX_HOME``, the sessions folder's parent;
+    a thread's ``name`` (set by the user, else its ``title``) is its title. The databases are
+    opened read-only (:mod:`._sqlite`) and read again only when they (or their ``-wal``) change.
+    """
+
+    _PATTERNS = ("state_*.sqlite", "thread_history_*.sqlite")
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._stamp: str | None = None
+        self._names: dict[str, str] = {}
+        self._label = "state.sqlite"
+
+    @property
+    def label(self) -> str:
+        """The database file the names come from."""
+        return self._label
+
+    def _databases(self) -> list[Path]:
+        found: list[Path] = []
+        for pattern in self._PATTERNS:
+            found += sorted(self._folder.glob(pattern), key=_db_number, reverse=True)
+        return found
+
+    def titles(self) -> dict[str, str]:
+        """The current names by thread id (empty when there is no readable database)."""
+        databases = self._databases()
+        stamp = "|".join(f"{db.name}={database_stamp(db)}" for db in databases)
+        if stamp == self._stamp:
+            return self._names
+        names: dict[str, str] = {}
+        for db in reversed(databases):  # the newest database is read last and wins
+            try:
+                names.update(read_database(db, _thread_names))
+                self._label = db.name
+            except (DatabaseUnavailable, sqlite3.Error):
+                continue
+        self._stamp, self._names = stamp, names
+        return names
+
+
+def _db_number(path: Path) -> int:
+    digits = path.stem.rsplit("_", 1)[-1]
+    return int(digits) if digits.isdigit() else -1
+
+
+_NAME_QUERIES = {
+    (True, True): "SELECT id, name, title FROM threads",
+    (True, False): "SELECT id, name, NULL FROM threads",
+    (False, True): "SELECT id, NULL, title FROM threads",
+}
+"""The thread-name query for the columns the schema has (``name``?, ``title``?)."""
+
+
+def _thread_names(conn: sqlite3.Connection) -> dict[str, str]:
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(threads)")}
+    query = _NAME_QUERIES.get(("name" in columns, "title" in columns))
+    if "id" not in columns or query is None:
+        return {}
+    out: dict[str, str] = {}
+    for thread, named, titled in conn.execute(query):
+        value = named if isinstance(named, str) and named.strip() else titled
+        if isinstance(thread, str) and isinstance(value, str) and value.strip():
+            out[thread] = value
+    return out
+
+
+class CodexSource(Catalog):
     """A read-only ``SessionPersistence`` over a Codex ``sessions`` directory.
 
     Args:
@@ -86,12 +182,21 @@ class CodexSource(FileCatalog):
             (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
         max_file_bytes: rollouts larger than this are reported and not read (256 MiB).
         follow_outside_links: follow symbolic links that lead outside ``sessions_dir``.
+        state_dir: where Codex's state databases (thread names) are; the sessions folder's
+            parent (``$CODEX_HOME``) by default. ``None`` there reads no thread names.
 
     Raises:
         SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
             an importer cache (it is left untouched).
         ValueError: ``max_file_bytes`` is not a positive integer.
     """
+
+    kind = "codex"
+
+    @classmethod
+    def unit_parser(cls) -> Parser:
+        """The parser of this kind's units."""
+        return parse_codex_file
 
     def __init__(
         self,
@@ -100,30 +205,44 @@ class CodexSource(FileCatalog):
         metadata_cache: str | os.PathLike[str] | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         follow_outside_links: bool = False,
+        state_dir: str | os.PathLike[str] | _Default | None = _DEFAULT,
     ) -> None:
+        folder = Path(sessions_dir).absolute()
+        tree = codex_units(folder, follow_outside_links=follow_outside_links)
+        state = folder.parent if isinstance(state_dir, _Default) else state_dir
         super().__init__(
-            sessions_dir,
+            tree,
             parse_codex_file,
-            lambda name: name.startswith("rollout-"),
             metadata_cache=metadata_cache,
             max_file_bytes=max_file_bytes,
-            follow_outside_links=follow_outside_links,
+            titles=None if state is None else ThreadNames(Path(state)),
         )
 
 
-def parse_codex_file(path: Path, rel: str, data: bytes, mtime_ms: int) -> ParsedFile:
+def parse_codex_file(unit: UnitInput) -> ParsedFile:
     """Parse one rollout's bytes into its session and problems (never raises for bad lines)."""
-    lines, problems = parse_lines(path, data, "empty rollout; no session imported")
+    path, rel = Path(unit.where), unit.key
+    lines, problems = parse_lines(path, unit.data, "empty rollout; no session imported")
     if not lines:
         return ParsedFile((), tuple(problems))
-    header = _header(path, lines, problems, mtime_ms)
+    header = _header(path, lines, problems)
     builder = LogBuilder(file=rel, last_time=header.created_at)
+    copied = _copied_prefix(unit, lines, header)
     meta_seen = False
     tick = read_check()
     for line in lines:
         tick(len(line.raw))
         record = line.record
         assert record is not None
+        if line.number in copied:
+            if line.number == min(copied):
+                data = {
+                    "parent": header.parent_session,
+                    "lines": [min(copied), max(copied)],
+                    "count": len(copied),
+                }
+                builder.emit("codex/inherited", data, line.number, None, ignorable=True)
+            continue
         kind = record.get("type")
         if kind == "session_meta" and not meta_seen:
             meta_seen = True
@@ -138,7 +257,59 @@ def parse_codex_file(path: Path, rel: str, data: bytes, mtime_ms: int) -> Parsed
     return ParsedFile((session,), tuple(problems))
 
 
-def _header(path: Path, lines: list[Line], problems: list[Problem], mtime_ms: int) -> SessionHeader:
+def _turn_ids(data: bytes) -> frozenset[str]:
+    """The ``turn_context`` turn ids of a rollout (read without parsing the other lines)."""
+    out: set[str] = set()
+    for chunk in data.split(b"\n"):
+        if b'"turn_context"' not in chunk:
+            continue
+        try:
+            record = json.loads(chunk)
+        except ValueError:
+            continue
+        turn = _dict(_dict(record).get("payload")).get("turn_id")
+        if _dict(record).get("type") == "turn_context" and isinstance(turn, str):
+            out.add(turn)
+    return frozenset(out)
+
+
+def _copied_prefix(unit: UnitInput, lines: list[Line], header: SessionHeader) -> set[int]:
+    """The line numbers of a fork's or subagent's re-stamped copy of its parent's rollout.
+
+    Codex starts a fork (and a subagent that inherits the conversation) with the parent's
+    lines, re-stamped: the parent's ``session_meta``, then its turns. They are the child's
+    leading lines after its own ``session_meta`` (a fork) or from the copied parent
+    ``session_meta`` on (a subagent), up to the first ``turn_context`` whose ``turn_id`` the
+    parent does not have. Without the parent's rollout nothing is taken as copied.
+    """
+    parent, origin = header.parent_session, header.origin
+    if parent is None:
+        return set()
+    key = unit.sides.find(f"{parent}.jsonl")
+    if key is None:
+        return set()
+    none: frozenset[str] = frozenset()
+    turns = unit.sides.memo(key, "turn-ids", _turn_ids, none)
+    copied: set[int] = set()
+    active, own_meta = origin == "fork", False
+    for line in lines:
+        record = _dict(line.record)
+        kind, payload = record.get("type"), _dict(record.get("payload"))
+        if kind == "session_meta" and not own_meta:
+            own_meta = True
+            continue
+        if not active:
+            if kind == "session_meta" and payload.get("id") == parent:
+                active = True
+            else:
+                continue
+        if kind == "turn_context" and payload.get("turn_id") not in turns:
+            break
+        copied.add(line.number)
+    return copied
+
+
+def _header(path: Path, lines: list[Line], problems: list[Problem]) -> SessionHeader:
     meta: dict[str, Any] | None = None
     for line in lines:
         assert line.record is not None
@@ -157,8 +328,10 @@ def _header(path: Path, lines: list[Line], problems: list[Problem], mtime_ms: in
     if created is None:
         created = next(
             (t for t in (iso_to_ms(_dict(ln.record).get("timestamp")) for ln in lines) if t),
-            mtime_ms,
+            None,
         )
+    if created is None:
+        created = _name_date(stem)
     cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
     if cwd is not None and usable_cwd(cwd) is None:
         message = f"cwd {cwd!r} is not absolute, or not valid text; cwd is None"
@@ -234,7 +407,7 @@ def _response_item(builder: LogBuilder, line: Line, item: dict[str, Any], time: 
             if not (builder.turn_open and builder.turn_explicit):
                 builder.open_turn(number, time, explicit=False)
             seq = builder.user_message(message_id, blocks, "user", number, time)
-            builder.derive_title(seq, blocks, number, time)
+            builder.derive_title(seq, _request_blocks(blocks), number, time)
         return True
     if kind == "reasoning":
         parts = [_dict(p).get("text") for p in _list(item.get("summary"))]
@@ -290,6 +463,15 @@ def _event_msg(builder: LogBuilder, line: Line, event: dict[str, Any], time: int
 _dict, _list = as_dict, as_list
 
 
+def _name_date(stem: str) -> int:
+    """The start time a rollout's file name records (UTC), else 0 (listed last)."""
+    match = _NAME_DATE.match(stem)
+    if match is None:
+        return 0
+    day, hour, minute, second = match.groups()
+    return iso_to_ms(f"{day}T{hour}:{minute}:{second}Z") or 0
+
+
 def _message_blocks(content: object) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
@@ -302,6 +484,23 @@ def _message_blocks(content: object) -> list[dict[str, Any]]:
         elif block:
             out.append({"type": str(block.get("type") or "unknown")})
     return out
+
+
+_IDE_CONTEXT = "# context from my ide setup:"
+_IDE_REQUEST = re.compile(r"^#+ my request for codex:?[ \t]*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _request_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The blocks a title is derived from: for a prompt that starts with the IDE's context
+    preamble (``# Context from my IDE setup:`` ... ``## My request for Codex:``), only the
+    request after it; a preamble without a request gives no title text."""
+    texts = [b for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
+    if not texts or not texts[0]["text"].lstrip().lower().startswith(_IDE_CONTEXT):
+        return blocks
+    text = texts[0]["text"]
+    match = _IDE_REQUEST.search(text)
+    request = text[match.end() :] if match is not None else ""
+    return [{"type": "text", "text": request}, *texts[1:]]
 
 
 def _is_injected(blocks: list[dict[str, Any]]) -> bool:

@@ -30,19 +30,16 @@ from sessionquery.persistence.base import (
     SessionPersistence,
 )
 from sessionquery.persistence.documents import stored_documents
+from sessionquery.sources._catalog import Catalog
 from sessionquery.sources._common import Problem, derived_id
-from sessionquery.sources.claude import ClaudeCodeSource
-from sessionquery.sources.codex import CodexSource
+from sessionquery.sources.registry import source_kind
 
 __all__ = ["MultiSource"]
 
 
 def _default_label(source: object, index: int) -> str:
-    if isinstance(source, ClaudeCodeSource):
-        return "claude"
-    if isinstance(source, CodexSource):
-        return "codex"
-    return f"source{index}"
+    kind = source_kind(source.kind) if isinstance(source, Catalog) and source.kind else None
+    return kind.label if kind is not None else f"source{index}"
 
 
 class _RenamedHandle:
@@ -82,9 +79,9 @@ class MultiSource:
     """One read-only ``SessionPersistence`` over several others.
 
     Args:
-        sources: persistences, or ``(label, persistence)`` pairs. Default labels are
-            ``claude`` for :class:`ClaudeCodeSource`, ``codex`` for :class:`CodexSource`
-            and ``source<N>`` (0-based position) otherwise.
+        sources: persistences, or ``(label, persistence)`` pairs. An importer's default label
+            is its kind's (``claude``, ``codex``, ... see :mod:`.registry`), any other
+            persistence's ``source<N>`` (0-based position).
 
     Raises:
         ValueError: two sources share a label, or a label is empty or holds ``:``.
@@ -165,14 +162,12 @@ class MultiSource:
             raise PersistenceNotFound(f"session {session_id!r} is in none of {self.labels}")
         return route[0], route[1], owners
 
-    def locate(self, session_id: str) -> tuple[str, str] | None:
-        """Which source holds ``session_id``: its label and the id inside that source (they
-        differ when the combined id is prefixed), or ``None`` when no source has it."""
-        try:
-            index, own, _owners = self._route(session_id, relist=False)
-        except PersistenceNotFound:
-            return None
-        return self._sources[index][0], own
+    def origin_of(self, session_id: str) -> tuple[str, str] | None:
+        """``(label, id inside that source)`` of a listed session, from the last listing
+        (``None`` when the id was not in it). Reads nothing."""
+        with self._lock:
+            route = self._routes.get(session_id)
+        return None if route is None else (self._sources[route[0]][0], route[1])
 
     def stat(self, session_id: str) -> PersistedSession | None:
         """One session's listing entry, or ``None``.

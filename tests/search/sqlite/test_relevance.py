@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,12 +15,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from search_sqlite_support import FakeCorpus, FakePersistence, header, log
-from sessionquery.model import SessionEvent
+from sessionquery.model import SessionEvent, extract_event_text
 from sessionquery.query.filters import CwdIn, TypeIn
-from sessionquery.search.relevance import CorpusStats, event_score, plan_relevance
+from sessionquery.search.relevance import TITLE_WEIGHT, CorpusStats, event_score, plan_relevance
 from sessionquery.search.sqlite import SqliteSearch, db
 from sessionquery.search.sqlite import relevance as sqlite_relevance
 from sessionquery.search.sqlite.query import query_tokens
+
+
+def _holds(tokens: list[str], phrase: tuple[str, ...]) -> bool:
+    n = len(phrase)
+    return bool(n) and any(tuple(tokens[i : i + n]) == phrase for i in range(len(tokens)))
 
 
 def title(seq: int, text: str) -> SessionEvent:
@@ -198,7 +204,7 @@ def test_every_page_follows_the_kernel_scores_and_the_tie_breaks(
                 counts = Counter(tokens)
                 tfs = [counts[term] for term in plan.terms]
                 if any(tfs):
-                    score = event_score(plan, tfs, len(tokens))
+                    score = event_score(plan, tfs, len(tokens), _holds(tokens, plan.phrase))
                     scored.append((-score, len(text), -(1_000 + seq), -seq, seq))
             if scored:
                 best = min(scored)
@@ -221,16 +227,17 @@ def test_scores_are_bit_identical_to_the_kernel_on_the_index_tokens(index: Sqlit
         lambda words: sqlite_relevance.document_counts(conn, words),
     )
     assert plan is not None
-    with sqlite_relevance.installed_plan(plan) as plan_id:
+    with sqlite_relevance.installed_plan(plan) as installed:
         rows = conn.execute(
             "SELECT rowid, sq_rank(doc_fts, ?) FROM main.doc_fts WHERE doc_fts MATCH ? "
             "ORDER BY rowid",
-            (plan_id, sqlite_relevance.or_expression(plan)),
+            (installed.plan_id, sqlite_relevance.or_expression(plan)),
         ).fetchall()
     for (rowid, score), text in zip(rows, texts, strict=True):
         tokens = query_tokens(conn, text)
         tfs = [tokens.count(term) for term in plan.terms]
-        assert score == event_score(plan, tfs, len(tokens)), rowid
+        expected = event_score(plan, tfs, len(tokens), _holds(tokens, plan.phrase))
+        assert score == expected, rowid
         assert not math.isnan(score)
 
 
@@ -244,3 +251,95 @@ def test_a_question_of_a_hundred_thousand_distinct_words_answers_in_bounded_time
     assert page.items == []
     short = " ".join(itertools.islice((f"w{i}x" for i in range(10)), 10)) + " cargo"
     assert [h.record.id for h in index.search_sessions(corpus, short, match="relevance").items]
+
+
+def _brute_force(
+    sessions: dict[str, list[SessionEvent]], query: str, conn: db.Connection
+) -> list[tuple[str, int]]:
+    """Every session's rank by the kernel's definition, computed from the texts alone."""
+    plan = plan_relevance(
+        query_tokens(conn, query),
+        sqlite_relevance.corpus_stats(conn),
+        lambda words: sqlite_relevance.document_counts(conn, words),
+    )
+    if plan is None:
+        return []
+    ranked = []
+    for sid, events in sessions.items():
+        best_event: tuple[float, int, int, int] | None = None
+        best_title: tuple[float, int, int, int] | None = None
+        for event in events:
+            is_title = event.type == "session/title"
+            text = str(event.data["title"]) if is_title else extract_event_text(event)
+            tokens = query_tokens(conn, text)
+            counts = Counter(tokens)
+            tfs = [counts[term] for term in plan.terms]
+            if not any(tfs):
+                continue
+            score = event_score(plan, tfs, len(tokens), _holds(tokens, plan.phrase))
+            if is_title:
+                score = TITLE_WEIGHT * score
+            key = (-score, len(text), -event.time, -event.seq)
+            if is_title:
+                best_title = key if best_title is None else min(best_title, key)
+            else:
+                best_event = key if best_event is None else min(best_event, key)
+        if best_event is None and best_title is None:
+            continue
+        total = (0.0 if best_event is None else -best_event[0]) + (
+            0.0 if best_title is None else -best_title[0]
+        )
+        chosen = best_event if best_event is not None else best_title
+        assert chosen is not None
+        ranked.append(((-total, chosen[1], chosen[2], sid, chosen[3]), (sid, -chosen[3])))
+    ranked.sort()
+    return [item for _key, item in ranked]
+
+
+def test_pruned_pages_equal_a_brute_force_ranking_on_a_zipf_corpus(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    vocabulary = [f"w{i}" for i in range(60)]
+    weights = [1 / (i + 1) for i in range(60)]
+    sessions: dict[str, list[SessionEvent]] = {}
+    store = FakePersistence()
+    for i in range(90):
+        texts = [
+            " ".join(rng.choices(vocabulary, weights, k=rng.randint(1, 25)))
+            for _ in range(rng.randint(1, 6))
+        ]
+        events = log(*texts)
+        if i % 7 == 0:
+            events.append(title(len(events), " ".join(rng.choices(vocabulary, k=3))))
+        sessions[f"s{i:02d}"] = events
+        store.put(header(f"s{i:02d}", created_at=i), events)
+    corpus = FakeCorpus(store)
+    with SqliteSearch(tmp_path / "i.db") as index:
+        index.update(corpus)
+        conn = index._conn
+        assert conn is not None
+        texts = [
+            str(e.data["title"]) if e.type == "session/title" else extract_event_text(e)
+            for events in sessions.values()
+            for e in events
+        ]
+        for attempt in range(30):
+            if attempt % 3 == 0:  # a run of a real document's words: the phrase boost applies
+                words = rng.choice(texts).split()
+                start = rng.randrange(len(words))
+                query = " ".join(words[start : start + rng.randint(2, 4)])
+            else:
+                query = " ".join(rng.sample(vocabulary[:30], rng.randint(1, 5)))
+            expected = _brute_force(sessions, query, conn)
+            got: list[tuple[str, int]] = []
+            cursor = None
+            while True:
+                page = index.search_sessions(
+                    corpus, query, match="relevance", limit=4, cursor=cursor
+                )
+                got += [(h.record.id, h.best_match.seq) for h in page.items]
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            assert got == expected, query
+            first = index.search_sessions(corpus, query, match="relevance", limit=3)
+            assert [(h.record.id, h.best_match.seq) for h in first.items] == expected[:3]

@@ -30,7 +30,7 @@ from sessionquery.model.title import title_text
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.filters import EventFilter, SessionFilter, event_matches, session_matches
 from sessionquery.search.live import extends, fold_live, unchanged
-from sessionquery.search.postgres.tokens import MatchPlan, span_count, tokens
+from sessionquery.search.postgres.tokens import MatchPlan, normal_form, span_count, tokens
 from sessionquery.search.relevance import TITLE_WEIGHT, RelevancePlan, event_score
 from sessionquery.search.snippet import sanitize_text
 
@@ -295,7 +295,8 @@ class LiveOverlay:
                 frequencies = tuple(counts.get(term, 0) for term in plan.terms)
                 if not any(frequencies):
                     continue
-                score = event_score(plan, frequencies, len(doc.words))
+                phrase = bool(plan.phrase) and normal_form(plan.phrase) in normal_form(doc.words)
+                score = event_score(plan, frequencies, len(doc.words), phrase)
                 if title:
                     score = TITLE_WEIGHT * score
                 hits.append(RelevantHit(session, doc, surface, title, score, frequencies))

@@ -29,7 +29,7 @@ import psycopg
 from sessionquery.search.postgres.overlay import LiveOverlay
 from sessionquery.search.postgres.tokens import lexeme, normal_form
 from sessionquery.search.predicates import CompiledFilters
-from sessionquery.search.relevance import TITLE_WEIGHT, CorpusStats, RelevancePlan
+from sessionquery.search.relevance import PHRASE_FACTOR, TITLE_WEIGHT, CorpusStats, RelevancePlan
 
 __all__ = [
     "corpus_stats",
@@ -97,6 +97,10 @@ def relevance_params(plan: RelevancePlan) -> dict[str, object]:
     for i, (term, weight) in enumerate(zip(plan.terms, plan.weights, strict=True)):
         params[f"rp{i}"] = normal_form([term])
         params[f"rw{i}"] = weight
+    for held, factor in enumerate(plan.coverage, 1):
+        params[f"rc{held}"] = factor
+    params["rphrase"] = normal_form(plan.phrase) if plan.phrase else ""
+    params["rpf"] = PHRASE_FACTOR
     return params
 
 
@@ -112,22 +116,28 @@ def _scored(plan: RelevancePlan, filters: CompiledFilters, extra: str) -> str:
     contains = " OR ".join(f"strpos(d.norm, %(rp{i})s) > 0" for i in range(count))
     frequencies = ", ".join(f"{_frequency(i)} AS tf{i}" for i in range(count))
     where = filters.where(_COLUMNS)
+    phrase = "strpos(d.norm, %(rphrase)s) > 0" if plan.phrase else "false"
     inner = (
         f"SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, d.title, "
-        f"d.ntokens, {frequencies} FROM sqi_docs AS d JOIN sqi_sessions AS s "
+        f"d.ntokens, {phrase} AS ph, {frequencies} FROM sqi_docs AS d JOIN sqi_sessions AS s "
         f"ON s.id = d.session_id WHERE (d.tsv @@ %(rtsq)s::tsquery OR (d.tsv IS NULL AND "
         f"({contains}))){extra}{where} OFFSET 0"
     )
     # Python's event_score, operation for operation: 0.0, then for each term with tf > 0
-    # score += w * (tf * c1) / (tf + (c2 + c3 * D)).
-    score = "0.0::float8"
+    # score += w * (tf * c1) / (tf + (c2 + c3 * D)); then * phrase factor (when the phrase
+    # is held), then * coverage[held - 1].
+    bm25 = "0.0::float8"
     for i in range(count):
         term = f"%(rw{i})s * (f.tf{i} * %(c1)s) / (f.tf{i} + (%(c2)s + %(c3)s * f.ntokens))"
-        score = f"({score} + CASE WHEN f.tf{i} > 0 THEN {term} ELSE 0.0::float8 END)"
+        bm25 = f"({bm25} + CASE WHEN f.tf{i} > 0 THEN {term} ELSE 0.0::float8 END)"
+    held = " + ".join(f"(f.tf{i} > 0)::int" for i in range(count))
+    factors = " ".join(f"WHEN {m} THEN %(rc{m})s" for m in range(1, count + 1))
+    boosted = f"(CASE WHEN f.ph THEN {bm25} * %(rpf)s ELSE {bm25} END)"
+    score = f"{boosted} * (CASE ({held}) {factors} ELSE 1.0::float8 END)"
     tfs = ", ".join(f"f.tf{i}" for i in range(count))
     return (
         f"SELECT f.session_id, f.seq, f.type, f.time, f.surface, f.length, f.title, {tfs}, "
-        f"CASE WHEN f.title THEN %(tw)s * {score} ELSE {score} END AS sc FROM ({inner}) AS f"
+        f"CASE WHEN f.title THEN %(tw)s * ({score}) ELSE {score} END AS sc FROM ({inner}) AS f"
     )
 
 

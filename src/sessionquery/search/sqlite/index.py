@@ -394,17 +394,16 @@ class SqliteSearch(SearchBase[db.Connection]):
         plan = self._plan(conn, request.text)
         if plan is None:
             return Window([], False, generation, offset)
-        sql = relevance.session_relevance_sql(compiled, include_persisted=persisted)
-        with relevance.installed_plan(plan) as plan_id:
-            params = {
-                **compiled.params,
-                "q": relevance.or_expression(plan),
-                "plan": plan_id,
-                "title_weight": TITLE_WEIGHT,
-                "lim": page_size + 1,
-                "off": offset,
-            }
-            rows = conn.execute(sql, params).fetchall()
+        relevance.collect_sessions(
+            conn,
+            plan,
+            compiled,
+            include_persisted=persisted,
+            page=page_size + 1 + offset,
+            title_weight=TITLE_WEIGHT,
+        )
+        sql = relevance.session_page_sql(include_persisted=persisted)
+        rows = conn.execute(sql, {"lim": page_size + 1, "off": offset}).fetchall()
         hits = []
         for src, title, rid, session_id, *event, _score in rows[:page_size]:
             live = src == 1
@@ -434,11 +433,11 @@ class SqliteSearch(SearchBase[db.Connection]):
         plan = self._plan(conn, request.text)
         if plan is None:
             return Window([], False, generation, offset)
-        with relevance.installed_plan(plan) as plan_id:
+        with relevance.installed_plan(plan) as installed:
             params = {
                 **compiled.params,
                 "q": relevance.or_expression(plan),
-                "plan": plan_id,
+                "plan": installed.plan_id,
                 "title_weight": TITLE_WEIGHT,
                 "lo": key << SEQ_BITS,
                 "hi": (key << SEQ_BITS) | SEQ_MASK,

@@ -22,18 +22,19 @@ Invariants:
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import apsw
 
 from sessionquery.search.predicates import CompiledFilters
-from sessionquery.search.relevance import CorpusStats, RelevancePlan
+from sessionquery.search.relevance import PHRASE_FACTOR, CorpusStats, RelevancePlan
 from sessionquery.search.sqlite import db
 from sessionquery.search.sqlite.query import (
     LIVE_COLUMNS,
@@ -44,6 +45,7 @@ from sessionquery.search.sqlite.query import (
 
 __all__ = [
     "RANK",
+    "collect_sessions",
     "corpus_stats",
     "document_counts",
     "event_relevance_sql",
@@ -52,7 +54,7 @@ __all__ = [
     "installed_plan",
     "or_expression",
     "rank",
-    "session_relevance_sql",
+    "session_page_sql",
 ]
 
 RANK: Final = "sq_rank"
@@ -68,29 +70,58 @@ _FTS_TABLES: Final = (
 _VOCABULARIES: Final = ("doc_vocab", "title_vocab", "live_vocab", "live_title_vocab")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Compiled:
+    """A plan as :func:`rank` reads it, with the pruning state of one session search.
+
+    ``phrases`` maps each scored phrase of the MATCH expression to its term's weight.
+    ``floor`` is a score no session on the page can be below (0 until known); ``bonus`` the
+    best title score of each session (``(src, key)``); ``best`` each kept session's best
+    score so far; ``page`` how many sessions the page needs (0: no pruning)."""
+
     c1: float
     c2: float
     c3: float
-    weights: tuple[float, ...]
+    phrases: tuple[tuple[int, float], ...]
+    coverage: tuple[float, ...]
+    phrase: int = -1
+    """The phrase index of the whole question (-1: no phrase boost)."""
+    page: int = 0
+    floor: float = 0.0
+    bonus: dict[tuple[int, int], float] = field(default_factory=dict)
+    best: dict[tuple[int, int], float] = field(default_factory=dict)
+    since: int = 0
+    plan_id: int = 0
 
 
 _PLANS: dict[int, _Compiled] = {}
 _PLAN_IDS = itertools.count(1)
 _PLANS_LOCK = threading.Lock()
+_REFRESH_EVERY: Final = 256
+"""Kept candidates between two recomputations of the running floor."""
 
 
 @contextmanager
-def installed_plan(plan: RelevancePlan) -> Iterator[int]:
-    """Make ``plan`` available to :data:`RANK` under the id this yields, for one statement
-    group; phrase ``i`` of the MATCH expression (:func:`or_expression`) is term ``i``."""
+def installed_plan(plan: RelevancePlan, *, page: int = 0) -> Iterator[_Compiled]:
+    """Make ``plan`` available to :data:`RANK` under ``compiled.plan_id`` for one statement
+    group; phrase ``i`` of the MATCH expression is term ``i`` until :func:`scoring` says
+    otherwise. ``page`` > 0 turns on pruning for a session search of that many sessions."""
     c1, c2, c3 = plan.constants
+    compiled = _Compiled(
+        c1,
+        c2,
+        c3,
+        tuple(enumerate(plan.weights)),
+        plan.coverage,
+        len(plan.terms) if plan.phrase else -1,
+        page=page,
+    )
     with _PLANS_LOCK:
         plan_id = next(_PLAN_IDS)
-        _PLANS[plan_id] = _Compiled(c1, c2, c3, plan.weights)
+        _PLANS[plan_id] = compiled
+    compiled.plan_id = plan_id
     try:
-        yield plan_id
+        yield compiled
     finally:
         with _PLANS_LOCK:
             del _PLANS[plan_id]
@@ -101,23 +132,65 @@ def install(conn: db.Connection) -> None:
     conn.register_fts5_function(RANK, rank)
 
 
-def rank(api: apsw.FTS5ExtensionApi, *args: apsw.SQLiteValue) -> float:
-    """The FTS5 auxiliary function :data:`RANK` (see there)."""
+def rank(api: apsw.FTS5ExtensionApi, *args: apsw.SQLiteValue) -> float | None:
+    """The FTS5 auxiliary function :data:`RANK`: ``sq_rank(fts, plan_id[, src, weight])``.
+
+    With ``src`` (a session search with pruning) the row's score times ``weight`` is
+    returned only when its session could still reach the page (its score plus the session's
+    best title is not below the running floor); ``NULL`` otherwise. (Called once per
+    candidate row: written for speed.)"""
     plan = _PLANS[args[0]]  # type: ignore[index]
     c1 = plan.c1
     norm = plan.c2 + plan.c3 * api.column_size(0)
+    locations = api.phrase_locations
     score = 0.0
-    for index, weight in enumerate(plan.weights):
-        found = api.phrase_locations(index)[0]
+    held = 0
+    for index, weight in plan.phrases:
+        found = locations(index)[0]
         if found:
+            held += 1
             tf = len(found)
             score += weight * (tf * c1) / (tf + norm)
+    if plan.phrase >= 0 and locations(plan.phrase)[0]:
+        score = score * PHRASE_FACTOR
+    if held:
+        score = score * plan.coverage[held - 1]
+    if len(args) < 3:
+        return score
+    factor: float = args[2]  # type: ignore[assignment]
+    if factor != 1.0:
+        score = factor * score
+    if not plan.page:
+        return score
+    session = (args[1], api.rowid >> SEQ_BITS)
+    total = score + plan.bonus.get(session, 0.0)  # type: ignore[arg-type]
+    if total < plan.floor:
+        return None
+    best = plan.best
+    if total > best.get(session, -1.0):  # type: ignore[arg-type]
+        best[session] = total  # type: ignore[index]
+    plan.since += 1
+    if plan.since >= _REFRESH_EVERY and len(best) >= plan.page:
+        plan.since = 0
+        plan.floor = max(plan.floor, heapq.nlargest(plan.page, best.values())[-1])
     return score
 
 
+def _quote(tokens: Sequence[str]) -> str:
+    return '"' + " ".join(tokens).replace('"', '""') + '"'
+
+
 def or_expression(plan: RelevancePlan) -> str:
-    """The MATCH expression of a plan: each term a quoted phrase, in plan order, ``OR``-ed."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in plan.terms)
+    """The MATCH expression of a plan: each term a quoted phrase, in plan order, ``OR``-ed,
+    then the whole question as one phrase when it is boosted (phrase index ``len(terms)``)."""
+    return " OR ".join(_scored_phrases(plan))
+
+
+def _scored_phrases(plan: RelevancePlan) -> list[str]:
+    phrases = [_quote([term]) for term in plan.terms]
+    if plan.phrase:
+        phrases.append(_quote(plan.phrase))
+    return phrases
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
@@ -209,99 +282,161 @@ class _Branch:
         return columns
 
 
-def _branches(include_persisted: bool) -> list[_Branch]:
-    lives = [True, False] if include_persisted else [True]
-    return [_Branch(live, title) for live in lives for title in (False, True)]
-
-
-def _score(branch: _Branch) -> str:
-    score = f"{RANK}({branch.fts}, :plan)"
-    return f":title_weight * {score}" if branch.title else score
-
-
-def _keep(branch: _Branch, filters: CompiledFilters) -> str:
-    columns = branch.columns()
+def _keep(live: bool, filters: CompiledFilters) -> str:
+    columns = _Branch(live, False).columns()
     where = " AND ".join(p.format_map(columns) for p in filters.session_predicates)
-    return f"SELECT s.key FROM {branch.schema}.{branch.sessions} AS s WHERE {where}"
-
-
-def _candidates(branch: _Branch, filters: CompiledFilters) -> str:
-    """Matching documents of one branch that pass the filters, with their scores."""
-    fts = branch.fts
-    join = where = ""
-    if filters.event_predicates:
-        join = f" JOIN {branch.schema}.{branch.rows} AS r ON r.id = {fts}.rowid"
-        columns = branch.columns()
-        where = "".join(f" AND {p.format_map(columns)}" for p in filters.event_predicates)
-    key = f"{fts}.rowid >> {SEQ_BITS}"
-    if filters.session_predicates:
-        where = f" AND {key} IN keep{int(branch.live)}{where}"
-    if not branch.live:
-        where = f" AND {key} NOT IN shadowed{where}"
-    return (
-        f"SELECT {int(branch.live)} AS src, {int(branch.title)} AS title, {fts}.rowid AS rid, "
-        f"{key} AS key, {_score(branch)} AS sc FROM {branch.schema}.{fts}{join} "
-        f"WHERE {fts} MATCH :q{where}"
-    )
-
-
-def _best(branch: _Branch) -> str:
-    """The candidates of one branch that are their session's best document (its best event,
-    or its best title when no event matched) for sessions that can reach the page."""
-    pick = "t.best_title IS NOT NULL AND t.best_event IS NULL AND c.sc = t.best_title"
-    if not branch.title:
-        pick = "c.sc = t.best_event"
-    kind = "'session/title'" if branch.title else "r.type"
-    surface = "'log-only'" if branch.title else "r.surface"
-    return (
-        f"SELECT t.score AS score, c.src AS src, c.title AS title, c.rid AS rid, "
-        f"r.length AS length, r.time AS time, {kind} AS type, {surface} AS surface, "
-        f"s.id AS session_id FROM cand AS c JOIN top AS t ON t.src = c.src AND t.key = c.key "
-        f"JOIN {branch.schema}.{branch.rows} AS r ON r.id = c.rid "
-        f"JOIN {branch.schema}.{branch.sessions} AS s ON s.key = c.key "
-        f"WHERE c.src = {int(branch.live)} AND c.title = {int(branch.title)} "
-        f"AND t.score >= (SELECT score FROM floor) AND {pick}"
-    )
+    schema, sessions = ("temp", "live_sessions") if live else ("main", "persisted_sessions")
+    return f"SELECT s.key FROM {schema}.{sessions} AS s WHERE {where}"
 
 
 _SHADOWED = (
     "SELECT key FROM main.persisted_sessions WHERE id IN (SELECT id FROM temp.live_sessions)"
 )
 
+
+def _insert_sql(branch: _Branch, filters: CompiledFilters, *, pruned: bool) -> str:
+    """Insert the matching documents of one branch (that pass the filters) with their scores
+    into ``temp.rel_cand``; binds ``:q :plan :weight`` and the filters'. With ``pruned``, a
+    document whose session cannot reach the page gets no row."""
+    fts = branch.fts
+    columns = branch.columns()
+    join = where = ""
+    if filters.event_predicates:
+        join = f" JOIN {branch.schema}.{branch.rows} AS r ON r.id = {fts}.rowid"
+        where = "".join(f" AND {p.format_map(columns)}" for p in filters.event_predicates)
+    key = f"{fts}.rowid >> {SEQ_BITS}"
+    keeps = ""
+    if filters.session_predicates:
+        keeps = f"keep(key) AS ({_keep(branch.live, filters)}), "
+        where = f" AND {key} IN keep{where}"
+    if not branch.live:
+        keeps += f"shadowed(key) AS ({_SHADOWED}), "
+        where = f" AND {key} NOT IN shadowed{where}"
+    src = int(branch.live)
+    score = f"{RANK}({fts}, :plan, {src}, :weight)" if pruned else f":weight * {RANK}({fts}, :plan)"
+    return (
+        f"WITH {keeps}c AS MATERIALIZED (SELECT {fts}.rowid AS rid, {key} AS key, "
+        f"{score} AS sc FROM {branch.schema}.{fts}{join} WHERE {fts} MATCH :q{where}) "
+        f"INSERT INTO temp.rel_cand (src, title, rid, key, sc) "
+        f"SELECT {src}, {int(branch.title)}, rid, key, sc FROM c WHERE sc IS NOT NULL"
+    )
+
+
+def _step_expression(plan: RelevancePlan, step: int) -> tuple[str, tuple[int, ...]]:
+    """The MATCH expression of MaxScore step ``step`` (documents holding term ``step`` and
+    none of the terms before it), and the phrase index of each term in it (for scoring)."""
+    quoted = [_quote([term]) for term in plan.terms]
+    left = quoted[step]
+    if step:
+        left = f"({left} NOT ({' OR '.join(quoted[:step])}))"
+    before = 1 + step  # phrases of the left side: the step's term, then the earlier ones
+    right = " OR ".join(_scored_phrases(plan))
+    return f"{left} AND ({right})", tuple(range(before, before + len(quoted)))
+
+
+_FLOOR_SQL: Final = (
+    "SELECT score FROM (SELECT coalesce(max(CASE WHEN title = 0 THEN sc END), 0.0) + "
+    "coalesce(max(CASE WHEN title = 1 THEN sc END), 0.0) AS score FROM temp.rel_cand "
+    "GROUP BY src, key) ORDER BY score DESC LIMIT 1 OFFSET ?"
+)
+
+
+def _floor(conn: db.Connection, page: int) -> float:
+    row = conn.execute(_FLOOR_SQL, (page - 1,)).fetchone()
+    return 0.0 if row is None else float(row[0])
+
+
+def collect_sessions(
+    conn: db.Connection,
+    plan: RelevancePlan,
+    filters: CompiledFilters,
+    *,
+    include_persisted: bool,
+    page: int,
+    title_weight: float,
+) -> None:
+    """Fill ``temp.rel_cand`` with every document that can decide a page of ``page``
+    sessions: all matching titles, all matching live documents, and the stored documents
+    step by step (MaxScore): step ``i`` adds the documents holding the ``i``-th most
+    selective term and none before it, and the steps stop once the terms left could not lift
+    any session to the page (their upper bounds plus the best title are below the page's
+    floor). Within a step, :func:`rank` drops documents whose session is already below it.
+    Exact: every session of the page and its best document are found."""
+    conn.execute("DELETE FROM temp.rel_cand")
+    with installed_plan(plan, page=page) as compiled:
+        plan_id = compiled.plan_id
+        lives = [True, False] if include_persisted else [True]
+        base = {**filters.params, "plan": plan_id, "q": or_expression(plan)}
+        for live in lives:
+            sql = _insert_sql(_Branch(live, True), filters, pruned=False)
+            conn.execute(sql, {**base, "weight": title_weight})
+        for src, key, bonus in conn.execute(
+            "SELECT src, key, max(sc) FROM temp.rel_cand GROUP BY src, key"
+        ):
+            compiled.bonus[(int(src), int(key))] = float(bonus)
+        compiled.best.update(compiled.bonus)
+        if len(compiled.best) >= page:
+            compiled.floor = heapq.nlargest(page, compiled.best.values())[-1]
+        top_bonus = max(compiled.bonus.values(), default=0.0)
+        conn.execute(
+            _insert_sql(_Branch(True, False), filters, pruned=True), {**base, "weight": 1.0}
+        )
+        if not include_persisted:
+            return
+        insert = _insert_sql(_Branch(False, False), filters, pruned=True)
+        for step in range(len(plan.terms)):
+            expression, indexes = _step_expression(plan, step)
+            compiled.phrases = tuple(zip(indexes, plan.weights, strict=True))
+            if plan.phrase:
+                compiled.phrase = indexes[-1] + 1
+            conn.execute(insert, {**base, "q": expression, "weight": 1.0})
+            compiled.floor = max(compiled.floor, _floor(conn, page))
+            if plan.bound_after(step) + top_bonus < compiled.floor:
+                break
+
+
+def _page_best(live: bool, title: bool) -> str:
+    branch = _Branch(live, title)
+    pick = "t.best_title IS NOT NULL AND t.best_event IS NULL AND c.sc = t.best_title"
+    if not title:
+        pick = "c.sc = t.best_event"
+    kind = "'session/title'" if title else "r.type"
+    surface = "'log-only'" if title else "r.surface"
+    return (
+        f"SELECT t.score AS score, c.src AS src, c.title AS title, c.rid AS rid, "
+        f"r.length AS length, r.time AS time, {kind} AS type, {surface} AS surface, "
+        f"s.id AS session_id FROM temp.rel_cand AS c "
+        f"JOIN top AS t ON t.src = c.src AND t.key = c.key "
+        f"JOIN {branch.schema}.{branch.rows} AS r ON r.id = c.rid "
+        f"JOIN {branch.schema}.{branch.sessions} AS s ON s.key = c.key "
+        f"WHERE c.src = {int(live)} AND c.title = {int(title)} "
+        f"AND t.score >= (SELECT score FROM floor) AND {pick}"
+    )
+
+
 SESSION_ORDER: Final = "score DESC, length ASC, time DESC, session_id ASC, seq DESC"
 """Sessions by score, then the §7 tie-breaks (length, time, id in binary order, seq)."""
 EVENT_ORDER: Final = "score DESC, length ASC, time DESC, seq DESC"
 
 
-def session_relevance_sql(filters: CompiledFilters, *, include_persisted: bool) -> str:
-    """Sessions ranked by relevance with their best document; binds ``:q :plan
-    :title_weight :lim :off`` and the filters' parameters.
+def session_page_sql(*, include_persisted: bool) -> str:
+    """The page of sessions over ``temp.rel_cand`` (:func:`collect_sessions`); binds
+    ``:lim :off``.
 
-    1. ``cand``: every matching document (events and titles, stored and live) of the kept
-       sessions that passes the event filters, with its score (titles already weighted);
-    2. ``top``: per session its best event score, its best title score and their sum (the
-       session's score); ``floor``: the score of the last session the page can hold;
-    3. for the sessions at or above it, the documents that are their session's best (the
-       best event, or the best title when no event matched), the tie-breaks applied per
-       session, then the page in :data:`SESSION_ORDER`.
+    ``top``: per session its best event score, its best title score and their sum (the
+    session's score); ``floor``: the score of the last session the page can hold; then, for
+    the sessions at or above it, the documents that are their session's best (the best event,
+    or the best title when no event matched), the tie-breaks applied per session, and the
+    page in :data:`SESSION_ORDER`.
     """
-    branches = _branches(include_persisted)
-    keeps = "".join(
-        f"keep{int(live)}(key) AS ({_keep(_Branch(live, False), filters)}), "
-        for live in sorted({branch.live for branch in branches}, reverse=True)
-        if filters.session_predicates
-    )
-    if include_persisted:
-        keeps += f"shadowed(key) AS ({_SHADOWED}), "
-    candidates = " UNION ALL ".join(_candidates(branch, filters) for branch in branches)
-    bests = " UNION ALL ".join(_best(branch) for branch in branches)
+    lives = [True, False] if include_persisted else [True]
+    bests = " UNION ALL ".join(_page_best(live, title) for live in lives for title in (False, True))
     return (
-        f"WITH {keeps}cand AS MATERIALIZED ({candidates}), "
-        "top AS MATERIALIZED (SELECT src, key, max(CASE WHEN title = 0 THEN sc END) AS "
+        "WITH top AS MATERIALIZED (SELECT src, key, max(CASE WHEN title = 0 THEN sc END) AS "
         "best_event, max(CASE WHEN title = 1 THEN sc END) AS best_title, "
         "coalesce(max(CASE WHEN title = 0 THEN sc END), 0.0) + "
         "coalesce(max(CASE WHEN title = 1 THEN sc END), 0.0) AS score "
-        "FROM cand GROUP BY src, key), "
+        "FROM temp.rel_cand GROUP BY src, key), "
         "floor(score) AS (SELECT coalesce((SELECT score FROM top ORDER BY score DESC "
         "LIMIT 1 OFFSET :lim + :off - 1), 0.0)), "
         f"best AS MATERIALIZED ({bests}), "
@@ -310,6 +445,11 @@ def session_relevance_sql(filters: CompiledFilters, *, include_persisted: bool) 
         f"SELECT src, title, rid, session_id, rid & {SEQ_MASK} AS seq, type, time, surface, "
         f"score FROM ranked WHERE rn = 1 ORDER BY {SESSION_ORDER} LIMIT :lim OFFSET :off"
     )
+
+
+def _score(branch: _Branch) -> str:
+    score = f"{RANK}({branch.fts}, :plan)"
+    return f":title_weight * {score}" if branch.title else score
 
 
 def event_relevance_sql(filters: CompiledFilters, *, live: bool) -> str:

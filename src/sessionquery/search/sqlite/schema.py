@@ -127,6 +127,9 @@ _TEMP_SCHEMA = (
     "CREATE VIRTUAL TABLE temp.title_vocab USING fts5vocab(main, title_fts, row)",
     "CREATE VIRTUAL TABLE temp.live_vocab USING fts5vocab(temp, live_fts, row)",
     "CREATE VIRTUAL TABLE temp.live_title_vocab USING fts5vocab(temp, live_title_fts, row)",
+    # A relevance search's candidates (src: 1 live, title: 1 a title; see relevance.py).
+    "CREATE TEMP TABLE rel_cand (src INTEGER NOT NULL, title INTEGER NOT NULL,"
+    " rid INTEGER NOT NULL, key INTEGER NOT NULL, sc REAL NOT NULL)",
 )
 
 
@@ -263,6 +266,7 @@ def _create_main_schema(conn: db.Connection) -> None:
 def create_temp_schema(conn: db.Connection) -> None:
     """(Re)create the connection-local live tables, empty."""
     for name in (
+        "rel_cand",
         "doc_vocab",
         "title_vocab",
         "live_vocab",

@@ -1,0 +1,38 @@
+"""``sessionquery serve`` as a command: its first line is the URL, it answers, it refuses what
+it cannot do in one line (the browser tests in tests/web/ exercise the pages)."""
+
+from __future__ import annotations
+
+import http.client
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from web_support import make_history, run_cli, served
+
+
+def test_the_first_line_is_the_url_and_the_server_answers(tmp_path: Path) -> None:
+    make_history(tmp_path)
+    with served(tmp_path) as server:
+        parts = urlsplit(server.url)
+        assert server.url == f"http://127.0.0.1:{parts.port}/"
+        connection = http.client.HTTPConnection("127.0.0.1", parts.port, timeout=30)
+        connection.request("GET", "/s/billing-rounding")
+        answer = connection.getresponse()
+        assert answer.status == 200 and b"Fix flaky invoice rounding test" in answer.read()
+        connection.close()
+
+
+def test_a_port_in_use_is_one_typed_line(tmp_path: Path) -> None:
+    make_history(tmp_path)
+    with served(tmp_path) as server:
+        port = str(urlsplit(server.url).port)
+        done = run_cli(["serve", "--port", port, "--root", str(tmp_path / "sessions")], tmp_path)
+    assert done.returncode == 1 and done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("SESSION_QUERY_INVALID_CONFIG: cannot listen on 127.0.0.1:")
+
+
+def test_a_bad_port_is_a_usage_error(tmp_path: Path) -> None:
+    done = run_cli(["serve", "--port", "70000"], tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("SESSION_QUERY_USAGE: argument --port")

@@ -1,0 +1,4 @@
+-- Codex state_5.sqlite fixture: the threads table (id, name, title) thread names are read from.
+CREATE TABLE threads (id TEXT PRIMARY KEY, rollout_path TEXT, created_at INTEGER, updated_at INTEGER, source TEXT, cwd TEXT, title TEXT, name TEXT, archived INTEGER);
+INSERT INTO threads VALUES ('0198a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a20', 'sessions/2026/08/12/rollout-2026-08-12T09-00-00-0198a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a20.jsonl', 1786525200, 1786525207, 'cli', '/home/me/codexapp', 'The gecko parser crashes on empty input', 'Gecko parser crash', 0);
+INSERT INTO threads VALUES ('0198a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a21', 'sessions/2026/08/12/rollout-2026-08-12T11-00-00-0198a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a21.jsonl', 1786532400, 1786532705, 'cli', '/home/me/codexapp', 'Now port the guard to the salamander module', NULL, 0);
