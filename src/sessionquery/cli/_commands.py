@@ -10,22 +10,19 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
-import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from sessionquery.app import App, SourceOptions
 from sessionquery.cli import _conversation as conversation
+from sessionquery.cli import _hits as hits
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._parser import UsageError
-from sessionquery.cli._services import EXIT_OK, Invocation, Progress, emit, style_for
-from sessionquery.config import Config
+from sessionquery.cli._services import EXIT_OK, Invocation, Progress, emit
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import KNOWN_EVENT_TYPES, SessionEvent
 from sessionquery.query.backend import SearchMatch
@@ -57,21 +54,22 @@ __all__ = [
     "cmd_export",
     "cmd_index",
     "cmd_list",
-    "cmd_mcp",
-    "cmd_quickstart",
     "cmd_read",
     "cmd_search",
     "cmd_search_events",
     "cmd_show",
     "cmd_trace",
     "cmd_trace_event",
+    "collect_session_hits",
+    "titles_of",
+    "update_index",
 ]
 
 _SEARCH_PAGE_MAX = 100
 """The largest page the search index serves; the CLI pages internally beyond it."""
 
 
-def _titles(query: SessionQuery, ids: list[str]) -> dict[str, str | None]:
+def titles_of(query: SessionQuery, ids: list[str]) -> dict[str, str | None]:
     return {
         r.session_id: (r.title.title if r.title else None) for r in query.read_title_snapshots(ids)
     }
@@ -189,7 +187,7 @@ def _conversation_parts(
     log = query.read_session(session_id)
     (result,) = query.read_title_snapshots([session_id])
     children = query.filter_sessions([ParentIn((session_id,))])
-    child_titles = {k: v for k, v in _titles(query, [c.id for c in children]).items() if v}
+    child_titles = {k: v for k, v in titles_of(query, [c.id for c in children]).items() if v}
     return log, result.title, children, conversation.entries(log, children, child_titles)
 
 
@@ -301,7 +299,7 @@ def _session_filters(inv: Invocation) -> list[SessionFilter]:
     return filters
 
 
-def _search_sessions(
+def collect_session_hits(
     query: SessionQuery,
     text: str,
     limit: int,
@@ -393,7 +391,7 @@ def cmd_search(inv: Invocation) -> int:
     args, mode = inv.args, _mode(inv.args)
     args.query = _query_text(args.query)
     with inv.query(search=True) as query:
-        page = _search_sessions(
+        page = collect_session_hits(
             query,
             args.query,
             args.limit,
@@ -404,15 +402,13 @@ def cmd_search(inv: Invocation) -> int:
         titles = _listing_titles(inv, [hit.record.id for hit in page.items]).titles
     ids = inv.app.session_ids()
     short = {hit.record.id: ids.short(hit.record.id) for hit in page.items}
-    document = render.session_hits_json(args.query, page, titles, short)
+    document = hits.session_hits_json(args.query, page, titles, short)
     document["match"] = mode
     document["corrections"] = dict(page.corrections)
     return emit(
         inv,
         document,
-        lambda s: render.session_hits_text(
-            args.query, page, titles, s, match=mode, short_ids=short
-        ),
+        lambda s: hits.session_hits_text(args.query, page, titles, s, match=mode, short_ids=short),
     )
 
 
@@ -425,13 +421,13 @@ def cmd_search_events(inv: Invocation) -> int:
     with inv.query(search=True) as query:
         session_id = inv.resolve(args.session_id)
         page = _search_events(query, session_id, args.query, args.limit, filters, mode=mode)
-    document = render.event_hits_json(args.query, page)
+    document = hits.event_hits_json(args.query, page)
     document["match"] = mode
     document["corrections"] = dict(page.corrections)
-    return emit(inv, document, lambda s: render.event_hits_text(args.query, page, s, match=mode))
+    return emit(inv, document, lambda s: hits.event_hits_text(args.query, page, s, match=mode))
 
 
-def _update_index(
+def update_index(
     search: SqliteSearch | PostgresSearch,
     query: SessionQuery,
     stream: TextIO,
@@ -464,7 +460,7 @@ def cmd_index(inv: Invocation) -> int:
     ):
         place = "the PostgreSQL database" if postgres else str(index)
         try:
-            summary = {"index": place, **_update_index(search, query, sys.stderr)}
+            summary = {"index": place, **update_index(search, query, sys.stderr)}
         finally:
             inv.save_titles()  # kept also when the build is interrupted
 
@@ -479,133 +475,3 @@ def cmd_index(inv: Invocation) -> int:
         ]
 
     return emit(inv, summary, text)
-
-
-def _server_arguments(inv: Invocation) -> list[str]:
-    """The options of this ``mcp`` command line, as a registration repeats them."""
-    options, args = inv.app.options, inv.args
-    out: list[str] = []
-    for kind, path in options.sources:
-        out += [f"--{kind}", str(path)]
-    if options.postgres:
-        out += ["--postgres", options.postgres]
-    if options.index is not None:
-        out += ["--index", str(options.index)]
-    if args.cwd is not None:
-        out += ["--cwd", _absolute_workspace(args.cwd)]
-    if args.session is not None:
-        out += ["--session", args.session]
-    return out
-
-
-def _absolute_workspace(text: str) -> str:
-    """A workspace option as the sessions record one: relative paths against the working
-    directory (``.`` names it), absolute paths verbatim."""
-    if os.path.isabs(text):
-        return text
-    return os.path.normpath(os.path.join(os.getcwd(), os.path.expanduser(text)))
-
-
-def cmd_mcp(inv: Invocation) -> int:
-    args = inv.args
-    inv.summarise_problems = False  # the server logs its own state on stderr
-    if args.print_config is not None:
-        from sessionquery.cli._launcher import registration
-
-        text, where = registration(args.print_config, _server_arguments(inv))
-        sys.stderr.write(f"{where}:\n")
-        sys.stderr.flush()
-        sys.stdout.write(text)
-        return EXIT_OK
-    from sessionquery.mcp import run_stdio
-
-    cwd: str | None = os.getcwd() if args.cwd is None else _absolute_workspace(args.cwd)
-    if args.cwd is None and args.session:
-        cwd = None  # the session's recorded cwd is the workspace
-    run_stdio(inv.app, cwd=cwd, session_id=args.session)
-    return EXIT_OK
-
-
-_QUICKSTART_QUERY = "float round"
-
-
-def cmd_quickstart(inv: Invocation) -> int:
-    from sessionquery.examples import ensure_example_store
-
-    config, options = inv.config, inv.app.options
-    roots = [path for kind, path in options.sources if kind == "root"]
-    if len(roots) != len(options.sources) or len(roots) > 1 or options.postgres:
-        raise UsageError("quickstart takes at most one --root and no other source option")
-    root = roots[0] if roots else config.sample_store
-    index = options.index or config.sample_index
-    ids = ensure_example_store(root)
-    sample = App(config, SourceOptions(sources=(("root", root),), index=index))
-    out, style = sys.stdout, style_for(config)
-
-    def say(explanation: str, lines: Sequence[str]) -> None:
-        shown = [render.terminal_line(line, style) for line in ["", explanation, "", *lines]]
-        out.write("\n".join(shown) + "\n")
-
-    out.write(f"Created a sample store with {len(ids)} example sessions at {root}\n")
-    with sample.open_index() as search, sample.service(search) as query:
-        _update_index(search, query, sys.stderr, plain=False)
-        out.write(f"Indexed them into {index}\n")
-        page = _search_sessions(query, _QUICKSTART_QUERY, 5, mode="phrase")
-        titles = _titles(query, [hit.record.id for hit in page.items])
-        say(
-            f"1. Search: which sessions mention {_QUICKSTART_QUERY!r}? "
-            "(sessionquery search, best-matching event per session)",
-            render.session_hits_text(_QUICKSTART_QUERY, page, titles, style),
-        )
-        top = page.items[0]
-        trace = query.trace_session(top.record.id)
-        say(
-            f"2. Lineage: {top.record.id} with the sessions forked from it and its "
-            "subagents (sessionquery trace)",
-            render.lineage_text(trace, style),
-        )
-        hit = top.best_match
-        window = query.read_event(top.record.id, hit.seq, before=1, after=1)
-        say(
-            f"3. Exact read: the best-matching event (seq {hit.seq}) of {top.record.id}, in "
-            "full, with one neighbour on each side (sessionquery read)",
-            render.event_window_text(window, style),
-        )
-    out.write(_try_it(config, root, index, f"{top.record.id} {hit.seq}"))
-    return EXIT_OK
-
-
-def _try_it(config: Config, root: Path, index: Path, event: str) -> str:
-    """The closing lines of ``quickstart``: commands that work as printed, in this shell."""
-    from sessionquery.cli._launcher import launcher, on_path, shell_command
-
-    command = shell_command()
-    if root == config.sample_store:
-        intro = (
-            "The sample is now one of your default sources, beside your own history\n"
-            f"('sessionquery sources' lists them; delete {_quote(root)} to remove it).\n"
-            "Try it yourself:"
-        )
-        flags = ""
-    else:
-        intro, flags = "Try it yourself:", f" --root {_quote(root)} --index {_quote(index)}"
-    lines = [
-        "",
-        intro,
-        f"  {command} list{flags}",
-        f"  {command} search websocket{flags}",
-        f"  {command} trace-event {event}{flags}",
-    ]
-    if not on_path():
-        where = _quote(Path(launcher()[0]).parent)
-        lines += [
-            "",
-            f"('sessionquery' alone is not on your PATH: add {where} to it, or install with "
-            "pipx or uv tool, which do)",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def _quote(path: Path) -> str:
-
-    return shlex.quote(str(path))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,11 +20,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from sessionquery.app import SOURCE_ORDER, SourceOptions
+from sessionquery.cli._values import (
+    non_negative,
+    port,
+    positive,
+    since,
+    until,
+    window,
+    workspace,
+)
 from sessionquery.sources.registry import KINDS, source_kind
 
 if TYPE_CHECKING:
     from sessionquery.cli._services import Invocation
-    from sessionquery.model.timestamp import Instant
 
 __all__ = [
     "COMMANDS",
@@ -83,69 +90,6 @@ class Parser(argparse.ArgumentParser):
 def _did_you_mean(value: str, known: Sequence[str]) -> str:
     close = difflib.get_close_matches(value, known, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
-
-
-# -- argument types -------------------------------------------------------------------------
-
-
-def _integer(text: str, minimum: int, wanted: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise argparse.ArgumentTypeError(f"expected {wanted}, not {text!r}")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    return _integer(text, 0, "a non-negative integer")
-
-
-def _positive(text: str) -> int:
-    return _integer(text, 1, "a positive integer")
-
-
-WINDOW_MAX = 50
-"""The most neighbours ``read --before/--after`` shows on each side (the service's limit)."""
-
-
-def _window(text: str) -> int:
-    value = _integer(text, 0, f"a number of events from 0 to {WINDOW_MAX}")
-    if value > WINDOW_MAX:
-        raise argparse.ArgumentTypeError(
-            f"expected a number of events from 0 to {WINDOW_MAX}, not {text!r}"
-        )
-    return value
-
-
-def _instant(text: str) -> Instant:
-    """An ISO 8601 date or date-time (UTC when it has no offset), exactly."""
-    from sessionquery.model.timestamp import TimestampError, parse_iso_timestamp
-
-    try:
-        return parse_iso_timestamp(text, naive_utc=True, allow_date=True)
-    except TimestampError:
-        raise argparse.ArgumentTypeError(
-            f"expected an ISO 8601 date or time such as 2025-03-07 or 2025-03-07T09:30Z, "
-            f"not {text!r}"
-        ) from None
-
-
-def _workspace(text: str) -> str:
-    """A workspace filter as sessions record their cwd: absolute, ``.``/``..`` and a trailing
-    ``/`` resolved away (symlinks are kept: a recorded cwd keeps them too)."""
-    return os.path.normpath(os.path.abspath(os.path.expanduser(text)))
-
-
-def _since(text: str) -> int:
-    """The first epoch millisecond at or after the instant (inclusive lower bound)."""
-    return _instant(text).ceil_ms
-
-
-def _until(text: str) -> int:
-    """The last epoch millisecond at or before the instant (inclusive upper bound)."""
-    return _instant(text).floor_ms
 
 
 # -- the parser -----------------------------------------------------------------------------
@@ -264,7 +208,7 @@ def _add_limit(parser: argparse.ArgumentParser, default: int | None) -> None:
     shown = "all" if default is None else str(default)
     parser.add_argument(
         "--limit",
-        type=_positive,
+        type=positive,
         default=default,
         metavar="N",
         help=f"show at most N results (default: {shown})",
@@ -350,7 +294,7 @@ def _add_cwd(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cwd",
         action="append",
-        type=_workspace,
+        type=workspace,
         metavar="DIR",
         help="only sessions of workspace DIR (made absolute: '.' is this directory; repeatable)",
     )
@@ -396,13 +340,13 @@ def _setup_sources(p: argparse.ArgumentParser) -> None:
 
 def _setup_seq(p: argparse.ArgumentParser) -> None:
     p.add_argument("session_id", metavar="ID", help=_ID_HELP)
-    p.add_argument("seq", metavar="SEQ", type=_non_negative, help="the event's seq number")
+    p.add_argument("seq", metavar="SEQ", type=non_negative, help="the event's seq number")
 
 
 def _setup_read(p: argparse.ArgumentParser) -> None:
     _setup_seq(p)
-    p.add_argument("--before", type=_window, default=0, metavar="N", help="N events before (≤ 50)")
-    p.add_argument("--after", type=_window, default=0, metavar="N", help="N events after (≤ 50)")
+    p.add_argument("--before", type=window, default=0, metavar="N", help="N events before (≤ 50)")
+    p.add_argument("--after", type=window, default=0, metavar="N", help="N events after (≤ 50)")
     _add_json(p)
 
 
@@ -443,8 +387,8 @@ def _setup_search(p: argparse.ArgumentParser) -> None:
     p.add_argument("--session", action="append", metavar="ID", help="only this session")
     p.add_argument("--parent", action="append", metavar="ID", help="only children of session ID")
     p.add_argument("--roots", action="store_true", help="only sessions without a parent")
-    p.add_argument("--since", type=_since, metavar="TIME", help="sessions created at/after TIME")
-    p.add_argument("--until", type=_until, metavar="TIME", help="sessions created at/before TIME")
+    p.add_argument("--since", type=since, metavar="TIME", help="sessions created at/after TIME")
+    p.add_argument("--until", type=until, metavar="TIME", help="sessions created at/before TIME")
     _add_event_filters(p)
     _add_limit(p, 20)
     _add_json(p)
@@ -454,8 +398,8 @@ def _setup_search_events(p: argparse.ArgumentParser) -> None:
     p.add_argument("session_id", metavar="ID", help=_ID_HELP)
     p.add_argument("query", metavar="QUERY", nargs="+", help=_QUERY_HELP)
     _add_match(p)
-    p.add_argument("--seq-from", type=_non_negative, metavar="SEQ", help="events at/after SEQ")
-    p.add_argument("--seq-to", type=_non_negative, metavar="SEQ", help="events at/before SEQ")
+    p.add_argument("--seq-from", type=non_negative, metavar="SEQ", help="events at/after SEQ")
+    p.add_argument("--seq-to", type=non_negative, metavar="SEQ", help="events at/before SEQ")
     _add_event_filters(p)
     _add_limit(p, 20)
     _add_json(p)
@@ -488,13 +432,6 @@ def _setup_mcp(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _port(text: str) -> int:
-    value = _non_negative(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number up to 65535, not {text!r}")
-    return value
-
-
 SERVE_PORT = 8765
 """The viewer's port unless ``--port`` says otherwise (a fixed port keeps links stable)."""
 
@@ -509,7 +446,7 @@ def _setup_serve(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--port",
-        type=_port,
+        type=port,
         default=SERVE_PORT,
         metavar="PORT",
         help=f"the port (default: {SERVE_PORT}; 0 picks a free one)",
@@ -595,7 +532,7 @@ COMMANDS: tuple[Command, ...] = (
         "mcp",
         "Serve the five session tools over stdio (MCP).",
         _setup_mcp,
-        f"{_COMMANDS}:cmd_mcp",
+        "sessionquery.cli._mcp:cmd_mcp",
     ),
     Command(
         "serve",
@@ -607,7 +544,7 @@ COMMANDS: tuple[Command, ...] = (
         "quickstart",
         "Create a sample store from bundled example sessions and try it.",
         _setup_quickstart,
-        f"{_COMMANDS}:cmd_quickstart",
+        "sessionquery.cli._quickstart:cmd_quickstart",
     ),
 )
 """Every subcommand, in the order ``--help`` lists them."""
