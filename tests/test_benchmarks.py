@@ -187,3 +187,35 @@ def test_the_startup_benchmark_compares_two_versions_side_by_side(tmp_path: Path
     for version in measured.values():
         assert version["help"] > 0 and version["list"] >= version["work"] > 0
         assert version["help_imports"] > 0
+
+
+def test_the_viewer_benchmark_measures_a_small_history(tmp_path: Path) -> None:
+    output = tmp_path / "RESULTS.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "viewer.py"),
+            "--transcripts",
+            "6",
+            "--target-bytes",
+            "2e6",
+            "--big-events",
+            "600",
+            "--reps",
+            "1",
+            "--output",
+            str(output),
+            "--workdir",
+            str(tmp_path / "work"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    section = output.read_text(encoding="utf-8")
+    assert "## Web viewer" in section
+    assert "600-event session, first screen, cold" in section
+    for label in ("session list `/`", "search, a word in one session", "floor of the cold"):
+        assert label in section

@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,12 @@ from sessionquery.query.service import SessionQuery
 from sessionquery.search.postgres import PostgresSearch
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition, ToolResult
-from sessionquery.tools.schemas import PROMPT_SECTION, TOOL_NAMES
+from sessionquery.tools.specs import (
+    PROMPT_SECTION,
+    TOOL_NAMES,
+    parse_event_search,
+    parse_session_search,
+)
 
 GOLDEN = GOLDEN / "tools"
 ALPHA = "/work/alpha"
@@ -241,30 +247,47 @@ def test_caller_for_the_live_session_points_at_its_running_step(world: _World) -
     assert world.caller == ToolCaller("alpha-live", ALPHA, len(world.live.events) - 1)
 
 
+PHRASE = {"match": "phrase"}
+
 GOLDEN_CALLS: list[tuple[str, str, dict[str, Any]]] = [
-    ("session_search", "session_search", {"query": "login test"}),
+    ("session_search", "session_search", {"query": "login test", **PHRASE}),
     (
         "session_search_filtered",
         "session_search",
-        {"query": "login test", "parent_session_ids": ["alpha-root", "beta-secret", "alpha-root"]},
+        {
+            "query": "login test",
+            "parent_session_ids": ["alpha-root", "beta-secret", "alpha-root"],
+            **PHRASE,
+        },
     ),
     ("session_search_none", "session_search", {"query": "no such words anywhere"}),
-    ("session_search_words_fallback", "session_search", {"query": "suite login"}),
+    ("session_search_words_fallback", "session_search", {"query": "suite login", **PHRASE}),
     (
         "session_event_search_words_fallback",
         "session_event_search",
-        {"session_id": "alpha-root", "query": "suite, run"},
+        {"session_id": "alpha-root", "query": "suite, run", **PHRASE},
     ),
     (
         "session_event_search",
         "session_event_search",
-        {"session_id": "alpha-root", "query": "login"},
+        {"session_id": "alpha-root", "query": "login", **PHRASE},
     ),
-    ("session_event_search_own", "session_event_search", {"query": "login test"}),
+    ("session_event_search_own", "session_event_search", {"query": "login test", **PHRASE}),
     (
         "session_event_search_compacted",
         "session_event_search",
         {"session_id": "alpha-compact", "query": "login test", "surfaces": ["shadowed"]},
+    ),
+    ("session_search_relevance", "session_search", {"query": "where did we fix the login test"}),
+    (
+        "session_search_relevance_corrected",
+        "session_search",
+        {"query": "login redirct"},
+    ),
+    (
+        "session_event_search_relevance",
+        "session_event_search",
+        {"session_id": "alpha-root", "query": "failing login suite"},
     ),
     ("session_trace_root", "session_trace", {"session_id": "alpha-root"}),
     ("session_trace_orphan", "session_trace", {"session_id": "alpha-orphan"}),
@@ -300,14 +323,14 @@ def test_tool_output_matches_the_golden_file(
 
 def test_capped_search_ends_with_the_cap_sentence(world: _World) -> None:
     tools = SessionQueryTools(world.query, max_search_results=2)
-    text = _ok(tools.call("session_search", {"query": "login test"}, world.caller))
+    text = _ok(tools.call("session_search", {"query": "login test", **PHRASE}, world.caller))
     assert text.startswith("Session search results (2):")
     assert text.endswith(
-        "Result cap reached: only the first 2 matching sessions are shown. "
+        "Result cap reached: these are the 2 best matching sessions, and more match. "
         "Narrow the query or add filters to find the others."
     )
     _golden("session_search_capped", text)
-    uncapped = _ok(world.call("session_search", {"query": "login test"}))
+    uncapped = _ok(world.call("session_search", {"query": "login test", **PHRASE}))
     assert "Result cap reached" not in uncapped
 
 
@@ -326,21 +349,76 @@ def test_a_phrase_that_finds_nothing_is_answered_with_its_words_under_one_line(
     world: _World,
 ) -> None:
     line = "The exact phrase was not found; these results contain all of its words, in any order."
-    words = _ok(world.call("session_search", {"query": "suite login"}))
+    words = _ok(world.call("session_search", {"query": "suite login", **PHRASE}))
     assert words.startswith(line + "\nSession search results (")
-    phrase = _ok(world.call("session_search", {"query": "login test"}))
+    phrase = _ok(world.call("session_search", {"query": "login test", **PHRASE}))
     assert line not in phrase and phrase.startswith("Session search results (")
     events = _ok(
-        world.call("session_event_search", {"session_id": "alpha-root", "query": "suite run"})
+        world.call(
+            "session_event_search", {"session_id": "alpha-root", "query": "suite run", **PHRASE}
+        )
     )
     assert f"\n\n{line}\nEvent search results (" in events
     # One word, or words that never occur together: no fallback, the usual empty answer.
-    assert _ok(world.call("session_search", {"query": "nosuchword"})) == (
+    assert _ok(world.call("session_search", {"query": "nosuchword", **PHRASE})) == (
         "No prior session matches found."
     )
-    assert _ok(world.call("session_search", {"query": "login nosuchword"})) == (
+    assert _ok(world.call("session_search", {"query": "login nosuchword", **PHRASE})) == (
         "No prior session matches found."
     )
+    # Relevance (the default) never falls back: it already takes any of the words.
+    relevance = _ok(world.call("session_search", {"query": "suite login"}))
+    assert line not in relevance and relevance.startswith("Session search results (")
+
+
+def test_the_search_mode_is_the_toolkit_default_unless_the_model_chooses(
+    world: _World,
+) -> None:
+    question = {"query": "login nosuchword"}
+    assert _ok(world.call("session_search", question)).startswith("Session search results (")
+    phrase_tools = SessionQueryTools(world.query, match="phrase")
+    assert _ok(phrase_tools.call("session_search", question, world.caller)) == (
+        "No prior session matches found."
+    )
+    chosen = {**question, "match": "relevance"}
+    assert _ok(phrase_tools.call("session_search", chosen, world.caller)).startswith(
+        "Session search results ("
+    )
+    definitions = {d.name: d for d in phrase_tools.definitions}
+    described = definitions["session_search"].input_schema["properties"]["match"]
+    assert described["description"].endswith("Omit for phrase.")
+
+
+def test_a_correction_to_a_word_only_another_workspace_holds_is_never_shown(
+    world: _World,
+) -> None:
+    from sessionquery.query.filters import CwdIn
+
+    # "secret" is a word of the beta sessions only: the backend corrects within the
+    # workspace the filters keep, so it never proposes it to an alpha caller...
+    page = world.query.search_sessions(
+        "login secrt", session_filters=[CwdIn((ALPHA,))], match="relevance"
+    )
+    assert dict(page.corrections) == {}
+    assert dict(world.query.search_sessions("login secrt", match="relevance").corrections) == {
+        "secrt": "secret"
+    }
+    # ...and the tools' own guard would not show it either.
+    text = _ok(world.call("session_search", {"query": "login secrt"}))
+    assert text.startswith("Session search results (")
+    assert "secret" not in text.lower() and "secrt" not in text
+
+
+@pytest.mark.parametrize("match", ["words", "PHRASE", "", 1, None])
+def test_a_match_mode_outside_relevance_and_phrase_is_refused(world: _World, match: object) -> None:
+    result = world.call("session_search", {"query": "login", "match": match})
+    if match is None:  # null for an optional argument: omitted
+        assert not result.is_error
+        return
+    assert result.code == ToolErrorCode.INVALID_ARGUMENTS.value
+    with pytest.raises(SessionQueryError) as info:
+        SessionQueryTools(world.query, match=match)  # type: ignore[arg-type]
+    assert info.value.code is ErrorCode.INVALID_CONFIG
 
 
 # --- authorization matrix --------------------------------------------------------------------
@@ -542,7 +620,9 @@ def test_argument_errors_keep_their_exact_messages(world: _World) -> None:
         "SESSION_QUERY_INVALID_FILTER: event_seq_from must be less than or equal to event_seq_to"
     )
     result = world.call("session_search", {"query": " "})
-    assert result.text == "SESSION_QUERY_INVALID_QUERY: query must contain non-whitespace text"
+    assert result.text == (
+        "SESSION_QUERY_INVALID_QUERY: session-search query must contain non-whitespace text"
+    )
 
 
 def test_unknown_tool_is_an_error_result(world: _World) -> None:
@@ -680,6 +760,33 @@ def test_openai_and_anthropic_tool_dicts_carry_the_same_definitions(world: _Worl
         assert o["function"]["parameters"] == a["input_schema"] == d.input_schema
     json.dumps(openai)
     json.dumps(anthropic)
+
+
+def test_strict_openai_tools_say_strict_and_list_every_property_as_required(
+    world: _World,
+) -> None:
+    strict = world.tools.to_openai_tools(strict=True)
+    for entry, d in zip(strict, world.tools.definitions, strict=True):
+        function = entry["function"]
+        assert set(function) == {"name", "description", "parameters", "strict"}
+        assert function["strict"] is True
+        assert function["parameters"]["required"] == list(d.input_schema["properties"])
+    assert "strict" not in world.tools.to_openai_tools()[0]["function"]
+    json.dumps(strict)
+
+
+@pytest.mark.parametrize(
+    ("golden", "tool", "arguments"), GOLDEN_CALLS, ids=[c[0] for c in GOLDEN_CALLS]
+)
+def test_a_strict_model_sending_null_for_every_omitted_argument_gets_the_same_answer(
+    world: _World, golden: str, tool: str, arguments: dict[str, Any]
+) -> None:
+    (entry,) = [
+        e for e in world.tools.to_openai_tools(strict=True) if e["function"]["name"] == tool
+    ]
+    properties = entry["function"]["parameters"]["properties"]
+    everything = {key: arguments.get(key) for key in properties}
+    assert world.call(tool, everything) == world.call(tool, arguments), golden
 
 
 # --- search serialisation and deadlines ------------------------------------------------------
@@ -912,3 +1019,64 @@ def test_no_tool_call_from_alpha_reveals_anything_of_the_beta_workspace(
         assert "beta-" not in text, (tool, arguments, text)
         assert "loose" not in text or arguments.get("session_id") == "loose", text
         assert "no cwd" not in text.lower()
+
+
+# --- bounded query cost ----------------------------------------------------------------------
+
+_HUGE_QUERY = " ".join(f"w{n:x}q" for n in range(100_000))
+"""100,000 distinct words (about 800 kB): SQLite used to prepare one such expression in
+quadratic time, beyond any deadline (issue 31)."""
+
+
+_UNBOUNDED_WORDS = pytest.mark.xfail(
+    run=False,  # it would burn about 100 s of CPU before failing
+    reason="a phrase that finds nothing falls back to match='words', which prepares all "
+    "100,000 terms (issue 31.1, search): remove this mark when the bounded words mode is "
+    "on main",
+)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("session_search", {}),
+        pytest.param("session_search", {"match": "phrase"}, marks=_UNBOUNDED_WORDS),
+        ("session_event_search", {"session_id": "alpha-root"}),
+        pytest.param(
+            "session_event_search",
+            {"session_id": "alpha-root", "match": "phrase"},
+            marks=_UNBOUNDED_WORDS,
+        ),
+    ],
+)
+def test_a_query_of_100000_distinct_words_answers_or_times_out_within_its_deadline(
+    world: _World, storage: Storage, tool: str, arguments: dict[str, Any]
+) -> None:
+    deadline_s = 0.5
+    tools = SessionQueryTools(world.query, search_timeout_ms=int(deadline_s * 1000))
+    text = json.dumps({"query": _HUGE_QUERY, **arguments})
+    # Reading the arguments happens before the deadline starts: measured apart.
+    began = time.thread_time()
+    if tool == "session_search":
+        parse_session_search(json.loads(text))
+    else:
+        parse_event_search(json.loads(text))
+    parsing = time.thread_time() - began
+    wall = time.monotonic()
+    began = time.thread_time()
+    result = tools.call(tool, text, world.caller)
+    spent = time.thread_time() - began - 2 * parsing
+    assert time.monotonic() - wall < 60  # a hang guard only; the bound below is CPU time
+    # The call's own work (CPU time, which a loaded machine does not stretch) stays within the
+    # deadline plus the 100 ms SPEC §13.3 allows.
+    if storage.backend == "postgres" and spent > deadline_s + 0.1:
+        pytest.xfail(
+            f"PostgreSQL relevance spent {spent:.2f} s: its typo lookups (one document_counts "
+            "round trip per absent word, about 1,000 here) do not check the deadline (search)"
+        )
+    assert spent <= deadline_s + 0.1, spent
+    if result.is_error:
+        assert result.text == (
+            "SESSION_QUERY_ABORTED: session search ran out of time; narrow the query or add "
+            "filters and try again"
+        )

@@ -150,6 +150,7 @@ def cmd_show(inv: Invocation) -> int:
             return _show_conversation(inv, query, session_id)
         log = query.read_session(session_id)
         (result,) = query.read_title_snapshots([session_id])
+        archived = any(r.archived for r in query.filter_sessions([IdIn((session_id,))]))
     if result.error is not None:
         raise result.error
     header = log.session
@@ -160,6 +161,7 @@ def cmd_show(inv: Invocation) -> int:
         events=log.events,
         source=_source_of(inv, session_id, log.events),
         resume=inv.app.resume(session_id, header.cwd, header.parent_session),
+        archived=archived,
     )
     return emit(inv, render.show_json(details), lambda s: render.show_text(details, s))
 
@@ -453,6 +455,7 @@ def update_index(
 
 def cmd_index(inv: Invocation) -> int:
     index, postgres = inv.selection.index, inv.selection.postgres
+    inv.app.archive_on_update()
     inv.persistence()  # a missing source is reported before the index is created
     with (
         inv.app.open_index() as search,

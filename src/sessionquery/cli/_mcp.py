@@ -1,7 +1,8 @@
 """``sessionquery mcp``: the MCP server over the composition root, or its registration.
 
 ``--print-config CLIENT`` prints how to register this server with CLIENT (the absolute
-command, the options given) and exits; otherwise :func:`sessionquery.mcp.run_stdio` serves.
+command, the options given) and exits; otherwise :func:`sessionquery.mcp.run_stdio` serves,
+also with a command line it cannot run with (:func:`serve_bad_command_line`).
 A relative ``--cwd`` is taken from the working directory (a session's recorded cwd is
 absolute), an absolute one verbatim.
 """
@@ -13,7 +14,24 @@ import sys
 
 from sessionquery.cli._services import EXIT_OK, Invocation
 
-__all__ = ["cmd_mcp"]
+__all__ = ["EXIT_USAGE_SERVED", "cmd_mcp", "serve_bad_command_line"]
+
+EXIT_USAGE_SERVED = 2
+"""The exit status of ``mcp`` served with a bad command line (the usage-error status)."""
+
+
+def serve_bad_command_line(message: str) -> int:
+    """``sessionquery mcp`` with options it cannot run with: an MCP client that started it
+    sees only a closed connection when the process exits, so serve instead, answering every
+    tool call with the reason (and logging it on stderr)."""
+    from sessionquery.errors import ErrorCode, SessionQueryError
+    from sessionquery.mcp import run_stdio
+
+    problem = SessionQueryError(
+        ErrorCode.INVALID_CONFIG, f"the server's command line is wrong: {message}"
+    )
+    run_stdio(None, cwd=None, session_id=None, problem=problem)
+    return EXIT_USAGE_SERVED
 
 
 def _server_arguments(inv: Invocation) -> list[str]:

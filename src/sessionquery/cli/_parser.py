@@ -40,6 +40,7 @@ __all__ = [
     "Parser",
     "UsageError",
     "build_parser",
+    "command_of",
     "is_quiet",
     "source_options",
     "version_text",
@@ -51,7 +52,15 @@ the parser imports no model; a test keeps them equal)."""
 
 
 class UsageError(Exception):
-    """A command line that cannot be run as given (exit status 2)."""
+    """A command line that cannot be run as given (exit status 2).
+
+    Attributes:
+        command: the subcommand whose own options were wrong, when the error is its.
+    """
+
+    def __init__(self, message: str, command: str | None = None) -> None:
+        super().__init__(message)
+        self.command = command
 
 
 _INVALID_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from (?P<choices>.*)\)$")
@@ -64,7 +73,9 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         hint = self._suggestion(message)
-        raise UsageError(f"{message}{hint} (see '{self.prog} --help')")
+        # A subcommand's parser is called "sessionquery <command>".
+        _, _, command = self.prog.partition(" ")
+        raise UsageError(f"{message}{hint} (see '{self.prog} --help')", command or None)
 
     def _suggestion(self, message: str) -> str:
         choice = _INVALID_CHOICE.search(message)
@@ -85,6 +96,22 @@ class Parser(argparse.ArgumentParser):
                 for child in action.choices.values():
                     found |= set(child._option_string_actions)
         return found
+
+
+def command_of(
+    parser: argparse.ArgumentParser, argv: Sequence[str], error: UsageError
+) -> str | None:
+    """The subcommand a command line that failed to parse names, if it names one: the one
+    whose options were wrong, or (for arguments no parser knows, such as ``mcp --frobnicate``)
+    the one the rest of the line selects."""
+    if error.command is not None:
+        return error.command
+    try:
+        known, _ = parser.parse_known_args(argv)
+    except UsageError:
+        return None
+    command = getattr(known, "command", None)
+    return command if isinstance(command, str) else None
 
 
 def _did_you_mean(value: str, known: Sequence[str]) -> str:
@@ -432,6 +459,22 @@ def _setup_mcp(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _setup_archive(p: argparse.ArgumentParser) -> None:
+    what = p.add_mutually_exclusive_group()
+    what.add_argument(
+        "--status",
+        action="store_true",
+        help="show what the archive holds and what it rescued, without changing it",
+    )
+    what.add_argument(
+        "--prune-older-than",
+        type=positive,
+        metavar="DAYS",
+        help="remove the copies of sessions whose source last changed over DAYS days ago",
+    )
+    _add_json(p)
+
+
 SERVE_PORT = 8765
 """The viewer's port unless ``--port`` says otherwise (a fixed port keeps links stable)."""
 
@@ -527,6 +570,12 @@ COMMANDS: tuple[Command, ...] = (
         "Show which sources are used, why, and what they hold.",
         _setup_sources,
         f"{_SOURCES}:cmd_sources",
+    ),
+    Command(
+        "archive",
+        "Keep the agents' transcripts when they purge them (--status, --prune-older-than).",
+        _setup_archive,
+        "sessionquery.cli._archive:cmd_archive",
     ),
     Command(
         "mcp",

@@ -16,6 +16,7 @@ from pathlib import Path
 from sessionquery.app import App, SourceOptions
 from sessionquery.cli import _hits as hits
 from sessionquery.cli import _render as render
+from sessionquery.cli._archive import turn_on_hint
 from sessionquery.cli._commands import collect_session_hits, titles_of, update_index
 from sessionquery.cli._parser import UsageError
 from sessionquery.cli._services import EXIT_OK, Invocation, style_for
@@ -70,6 +71,7 @@ def cmd_quickstart(inv: Invocation) -> int:
             render.event_window_text(window, style),
         )
     out.write(_try_it(config, root, index, f"{top.record.id} {hit.seq}"))
+    out.write(f"\n{turn_on_hint(inv)}.\n")
     return EXIT_OK
 
 

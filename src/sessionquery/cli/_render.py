@@ -151,7 +151,8 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str], style: Style) ->
 
 
 def _availability(record: SessionRecord) -> str:
-    flags = [name for name, on in (("live", record.live), ("persisted", record.persisted)) if on]
+    pairs = (("live", record.live), ("persisted", record.persisted), ("archived", record.archived))
+    flags = [name for name, on in pairs if on]
     return ", ".join(flags) or "unavailable"
 
 
@@ -178,8 +179,14 @@ def header_json(header: SessionHeader) -> dict[str, Any]:
 
 
 def record_json(record: SessionRecord) -> dict[str, Any]:
-    """A session record as JSON: the header fields plus ``live`` and ``persisted``."""
-    return {**header_json(record.header), "live": record.live, "persisted": record.persisted}
+    """A session record as JSON: the header fields plus ``live``, ``persisted`` and
+    ``archived``."""
+    return {
+        **header_json(record.header),
+        "live": record.live,
+        "persisted": record.persisted,
+        "archived": record.archived,
+    }
 
 
 def title_json(title: TitleSnapshot | None) -> dict[str, Any] | None:
@@ -236,7 +243,7 @@ def records_text(
     for record in records:
         h = record.header
         shown_id = term.safe(short_ids.get(h.id, h.id))
-        kind = f"[{h.origin}] " if h.origin else ""
+        kind = ("[archived] " if record.archived else "") + (f"[{h.origin}] " if h.origin else "")
         title = (titles or {}).get(h.id) or "untitled"
         safe_rows.append(
             (shown_id, time_text(h.created_at)[:16], term.safe(_or_dash(h.cwd)), kind + title)
@@ -290,6 +297,7 @@ class ShowDetails:
     events: Sequence[SessionEvent]
     source: SourceView | None
     resume: str | None
+    archived: bool = False
 
     @property
     def model(self) -> str | None:
@@ -330,6 +338,7 @@ def show_json(details: ShowDetails) -> dict[str, Any]:
         "model": details.model,
         "branch": details.branch,
         "resume": details.resume,
+        "archived": details.archived,
     }
 
 
@@ -361,6 +370,8 @@ def show_text(details: ShowDetails, style: Style) -> list[str]:
         ("Branch", details.branch),
         ("Resume", details.resume),
     ]
+    if details.archived:
+        fields.append(("Stored", "archived (its source file is gone; read from the archive)"))
     shown = [(label, value) for label, value in fields if value is not None]
     width = max(len(label) for label, _ in shown)
     return [f"{style.dim(label.ljust(width))}  {value}" for label, value in shown]

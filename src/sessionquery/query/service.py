@@ -18,12 +18,13 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Self
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import validate_session_id
-from sessionquery.persistence.base import SessionPersistence
+from sessionquery.persistence.base import ArchiveAware, SessionPersistence
 from sessionquery.query.backend import Corpus, SearchBackend, SearchMatch, validate_match
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken
@@ -37,7 +38,7 @@ from sessionquery.query.filters import (
     validate_session_filters,
 )
 from sessionquery.query.lineage import trace_lineage
-from sessionquery.query.titles import read_titles
+from sessionquery.query.titles import TitleMemo, read_titles
 from sessionquery.query.tracing import require_event, trace_event
 from sessionquery.query.types import (
     EventDocument,
@@ -73,6 +74,12 @@ def _require_methods(value: object, name: str, methods: Sequence[str]) -> None:
             f"{name} must provide {', '.join(methods)}; {type(value).__name__} lacks "
             f"{', '.join(missing)}",
         )
+
+
+def _partial(allow_partial: bool) -> dict[str, bool]:
+    """``allow_partial`` for the backend only when asked for, so a backend written before it
+    existed keeps working for every other search."""
+    return {"allow_partial": True} if allow_partial else {}
 
 
 def _session_id(value: object) -> str:
@@ -124,7 +131,9 @@ class SessionQuery:
         self._search = search
         self._search_closed = False
         self._cache = PreparedCache(cache_size)
+        self._persistence = persistence
         self._corpus = ServiceCorpus(store, persistence, self._cache)
+        self._titles = TitleMemo()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -211,7 +220,9 @@ class SessionQuery:
             SessionQueryError: ``ABORTED`` only (the whole call is cancelled).
             TypeError: when ``ids`` is not an iterable of strings.
         """
-        return read_titles(self._corpus, ids, concurrency=self._concurrency, cancel=cancel)
+        return read_titles(
+            self._corpus, ids, concurrency=self._concurrency, cancel=cancel, memo=self._titles
+        )
 
     def trace_session(self, session_id: str, *, cancel: CancelToken | None = None) -> LineageTrace:
         """The ancestors (nearest first) and descendants of one session.
@@ -354,11 +365,16 @@ class SessionQuery:
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> SessionSearchPage:
         """Sessions matching ``query``, each with its best event (delegated to the backend).
 
         ``match="phrase"`` (default) finds the query as one literal phrase; ``match="words"``
-        finds events containing every word of the query in any order (SPEC §13.3).
+        finds events containing every word of the query in any order (SPEC §13.3);
+        ``match="relevance"`` finds events holding any of its words, best answers first
+        (SPEC §14.1). ``allow_partial=True`` answers from the indexed part when the
+        deadline comes during a first index build (``page.partial``) instead of raising
+        ``INDEX_BUILDING``.
 
         Raises:
             SessionQueryError: ``SEARCH_DISABLED`` without a backend; otherwise whatever the
@@ -367,7 +383,7 @@ class SessionQuery:
         """
         backend = self._backend()
         match = validate_match(match)
-        return backend.search_sessions(
+        page = backend.search_sessions(
             self._corpus,
             query,
             session_filters=session_filters,
@@ -376,7 +392,25 @@ class SessionQuery:
             cursor=cursor,
             cancel=cancel,
             match=match,
+            **_partial(allow_partial),
         )
+        return self._archived_marked(page)
+
+    def _archived_marked(self, page: SessionSearchPage) -> SessionSearchPage:
+        """The page with ``record.archived`` set for the hits read from an archive."""
+        persistence = self._persistence
+        if not isinstance(persistence, ArchiveAware):
+            return page
+        archived = persistence.archived_ids()
+        if not archived or not any(hit.record.id in archived for hit in page.items):
+            return page
+        items = [
+            replace(hit, record=replace(hit.record, archived=True))
+            if hit.record.persisted and hit.record.id in archived
+            else hit
+            for hit in page.items
+        ]
+        return replace(page, items=items)
 
     def search_events(
         self,
@@ -388,9 +422,10 @@ class SessionQuery:
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> EventSearchPage:
-        """Events of one session matching ``query`` (delegated to the backend; ``match`` as
-        in :meth:`search_sessions`).
+        """Events of one session matching ``query`` (delegated to the backend; ``match`` and
+        ``allow_partial`` as in :meth:`search_sessions`).
 
         Raises:
             SessionQueryError: as :meth:`search_sessions`, plus ``SESSION_NOT_FOUND``.
@@ -406,6 +441,7 @@ class SessionQuery:
             cursor=cursor,
             cancel=cancel,
             match=match,
+            **_partial(allow_partial),
         )
 
     # -- helpers -------------------------------------------------------------------------

@@ -21,7 +21,8 @@ interrupted update is rolled back (committed batches stay).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -31,14 +32,21 @@ from sessionquery.errors import (
     ErrorCode,
     SessionQueryError,
 )
-from sessionquery.model import SessionHeader
-from sessionquery.query.backend import Corpus
+from sessionquery.model import SessionHeader, SurfaceClass
+from sessionquery.query.backend import Corpus, SearchMatch
 from sessionquery.query.cancel import CancelToken, check_cancel
-from sessionquery.query.types import EventSearchHit, SessionRecord, SessionSearchHit
+from sessionquery.query.filters import SessionFilter, event_matches, session_matches
+from sessionquery.query.types import (
+    EventSearchHit,
+    PartialIndex,
+    SessionRecord,
+    SessionSearchHit,
+)
 from sessionquery.search.base import OpenAt, SearchBase, Window
+from sessionquery.search.bounded import is_long, phrases_of
 from sessionquery.search.cursor import CursorPosition, page_offset
-from sessionquery.search.postgres import relevance, schema
-from sessionquery.search.postgres.overlay import LiveHit, LiveOverlay, RelevantHit
+from sessionquery.search.postgres import bounded, relevance, schema
+from sessionquery.search.postgres.overlay import LiveHit, LiveOverlay, LiveSession, RelevantHit
 from sessionquery.search.postgres.sql import (
     POSTGRES_FILTERS,
     CompiledFilters,
@@ -61,6 +69,9 @@ from sessionquery.search.update import IndexUpdate, ProgressCallback
 __all__ = ["PostgresSearch"]
 
 _LOCK_POLL_SECONDS: Final = 0.005
+_PARTIAL_RESERVE_SECONDS: Final = 0.5
+"""At most this much of a partial search's time is kept for answering (a third of what is
+left when that is less)."""
 _WATCH_SECONDS: Final = 0.01
 
 
@@ -237,6 +248,34 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             persisted_indexed=indexed, persisted_removed=removed, documents_written=docs
         )
 
+    def _search_sync(
+        self,
+        conn: psycopg.Connection[Any],
+        corpus: Corpus,
+        cancel: CancelToken | None,
+        allow_partial: bool,
+    ) -> PartialIndex | None:
+        """Reconcile before a search; with ``allow_partial``, stop early enough to answer
+        from what is indexed when the store is still being indexed (how much: returned)."""
+        if not allow_partial or cancel is None or cancel.deadline is None:
+            self._reconcile(conn, corpus, cancel)
+            return None
+        left = cancel.deadline - time.monotonic()
+        token = cancel.sooner(min(_PARTIAL_RESERVE_SECONDS, max(left, 0.0) / 3))
+        try:
+            with _watch(conn, token):
+                self._reconcile(conn, corpus, token)
+        except SessionQueryError as exc:
+            if exc.code is not ErrorCode.ABORTED or cancel.expired:
+                raise
+        except psycopg.errors.QueryCanceled:
+            if cancel.expired or not token.expired:
+                raise
+        else:
+            return None
+        row = conn.execute("SELECT count(*) FROM sqi_sessions").fetchone()
+        return PartialIndex(int(row[0]) if row else 0, None)
+
     # -- one page of a search (the steps around it are SearchBase's) ---------------------
 
     def _sessions(
@@ -254,9 +293,13 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             return self._relevance_sessions(
                 corpus, request, compiled, position=position, cancel=cancel
             )
+        words = tokens(request.text)
+        check_cancel(cancel)  # a long query's tokens took a while
+        if is_long(words, request.mode):
+            return self._long_sessions(corpus, words, request, compiled, position, cancel)
         plan = match_plan(request.text, request.mode)
         with self._connection(cancel) as conn:
-            self._reconcile(conn, corpus, cancel)
+            partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             generation = f"{self._generation}:{self._overlay.generation}"
             offset = page_offset(position, generation)
             ranked: list[tuple[tuple[Any, ...], object]] = []
@@ -279,7 +322,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             else:
                 window = []
             hits = self._session_hits(conn, plan, [item for _key, item in window[:page_size]])
-        return Window(hits, len(window) > page_size, generation, offset)
+        return Window(hits, len(window) > page_size, generation, offset, partial=partial)
 
     def _events(
         self,
@@ -296,9 +339,13 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             return self._relevance_events(
                 corpus, session_id, request, compiled, position=position, cancel=cancel
             )
+        words = tokens(request.text)
+        check_cancel(cancel)  # a long query's tokens took a while
+        if is_long(words, request.mode):
+            return self._long_events(corpus, session_id, words, request, compiled, position, cancel)
         plan = match_plan(request.text, request.mode)
         with self._connection(cancel) as conn:
-            self._reconcile(conn, corpus, cancel)
+            partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             live = self._overlay.sessions.get(session_id)
             if live is not None:
                 header, generation = live.header, f"live:{live.generation}"
@@ -330,20 +377,177 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
                     )
                     for seq, kind, time, surface, _length, _mc, text in window[:page_size]
                 ]
-        return header, Window(hits[:page_size], len(window) > page_size, generation, offset)
+        return header, Window(
+            hits[:page_size], len(window) > page_size, generation, offset, partial=partial
+        )
+
+    # -- over-long phrase and words queries (search.bounded) ----------------------------
+
+    def _long_found(  # noqa: PLR0917
+        self,
+        conn: psycopg.Connection[Any],
+        words: Sequence[str],
+        mode: SearchMatch,
+        compiled: CompiledFilters,
+        request: SearchRequest,
+        persisted: bool,
+        session_id: str | None,
+        cancel: CancelToken | None,
+    ) -> list[bounded.Found]:
+        phrases = phrases_of(words, mode)
+        overlay = self._overlay
+        if not bounded.all_present(conn, overlay, words, include_persisted=persisted):
+            return []
+        events = request.event_filters
+
+        def keep(doc: Any, surface: SurfaceClass) -> bool:
+            return not events or event_matches(
+                events, seq=doc.seq, time=doc.time, type=doc.type, surface=surface, text=""
+            )
+
+        found: list[bounded.Found] = []
+        for live in overlay.sessions.values():
+            if session_id is not None and live.header.id != session_id:
+                continue
+            if (
+                session_id is None
+                and request.session_filters
+                and not _live_passes(live, request.session_filters)
+            ):
+                continue
+            found += bounded.live_found(live, phrases, keep, cancel)
+        if persisted and (session_id is None or session_id not in overlay.sessions):
+            plan = bounded.selective_plan(words)
+            sql = bounded.candidates_sql(plan, compiled, one_session=session_id is not None)
+            params = bounded.params(plan, compiled)
+            if session_id is None:
+                params["live"] = sorted(overlay.sessions)
+            else:
+                params["sid"] = session_id
+            rows = conn.execute(sql, params).fetchall()
+            found += bounded.stored_found(rows, phrases, cancel)
+        return found
+
+    def _long_sessions(  # noqa: PLR0917
+        self,
+        corpus: Corpus,
+        words: Sequence[str],
+        request: SearchRequest,
+        compiled: CompiledFilters,
+        position: CursorPosition | None,
+        cancel: CancelToken | None,
+    ) -> Window[SessionSearchHit]:
+        page_size = request.page_size
+        with self._connection(cancel) as conn:
+            partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
+            generation = f"{self._generation}:{self._overlay.generation}"
+            offset = page_offset(position, generation)
+            found = self._long_found(
+                conn,
+                words,
+                request.mode,
+                compiled,
+                request,
+                corpus.persistence is not None,
+                None,
+                cancel,
+            )
+        ranked = bounded.rank(found, sessions=True)
+        window = ranked[offset : offset + page_size + 1]
+        hits = []
+        for hit in window[:page_size]:
+            if hit.live is not None:
+                session = hit.live
+                record = SessionRecord(session.header, live=True, persisted=session.persisted)
+            else:
+                assert hit.header_json is not None
+                record = SessionRecord(self._header(hit.header_json), live=False, persisted=True)
+            hits.append(SessionSearchHit(record=record, best_match=self._long_hit(hit)))
+        return Window(hits, len(window) > page_size, generation, offset, partial=partial)
+
+    def _long_events(  # noqa: PLR0917
+        self,
+        corpus: Corpus,
+        session_id: str,
+        words: Sequence[str],
+        request: SearchRequest,
+        compiled: CompiledFilters,
+        position: CursorPosition | None,
+        cancel: CancelToken | None,
+    ) -> tuple[SessionHeader, Window[EventSearchHit]]:
+        page_size = request.page_size
+        with self._connection(cancel) as conn:
+            partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
+            live = self._overlay.sessions.get(session_id)
+            if live is not None:
+                header, generation = live.header, f"live:{live.generation}"
+            else:
+                header, generation = self._persisted_target(conn, corpus, session_id)
+            offset = page_offset(position, generation)
+            found = self._long_found(
+                conn,
+                words,
+                request.mode,
+                compiled,
+                request,
+                corpus.persistence is not None,
+                session_id,
+                cancel,
+            )
+        window = bounded.rank(found, sessions=False)[offset : offset + page_size + 1]
+        hits = [self._long_hit(hit) for hit in window[:page_size]]
+        return header, Window(hits, len(window) > page_size, generation, offset, partial=partial)
+
+    def _long_hit(self, hit: bounded.Found) -> EventSearchHit:
+        return EventSearchHit(
+            session_id=hit.session_id,
+            seq=hit.seq,
+            type=hit.type,
+            time=hit.time,
+            surface=hit.surface,  # type: ignore[arg-type]  # stored SurfaceClass values
+            snippet=hit.snippet(self._snippet_chars),
+        )
 
     # -- relevance -------------------------------------------------------------------
 
     def _plan(
-        self, conn: psycopg.Connection[Any], text: str, include_persisted: bool
+        self,
+        conn: psycopg.Connection[Any],
+        request: SearchRequest,
+        compiled: CompiledFilters,
+        include_persisted: bool,
+        session_id: str | None = None,
     ) -> RelevancePlan | None:
+        """The relevance plan; corrections limited to the search's scope (one session, or
+        the sessions the filters keep)."""
         overlay = self._overlay
+        scope: Callable[[str], bool] | None = None
+        if session_id is not None or compiled.session_predicates:
+            if session_id is not None:
+                live = [s for s in overlay.sessions.values() if s.header.id == session_id]
+            else:
+                live = [
+                    s for s in overlay.sessions.values() if _live_passes(s, request.session_filters)
+                ]
+
+            def scope(word: str) -> bool:
+                return relevance.in_scope(
+                    conn,
+                    overlay,
+                    compiled,
+                    word,
+                    live=live,
+                    session_id=session_id,
+                    include_persisted=include_persisted,
+                )
+
         return plan_relevance(
-            tokens(text),
+            tokens(request.text),
             relevance.corpus_stats(conn, overlay, include_persisted=include_persisted),
             lambda words: relevance.document_counts(
                 conn, overlay, words, include_persisted=include_persisted
             ),
+            scope,
         )
 
     def _relevance_sessions(
@@ -358,12 +562,12 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
         page_size = request.page_size
         persisted = corpus.persistence is not None
         with self._connection(cancel) as conn:
-            self._reconcile(conn, corpus, cancel)
+            partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             generation = f"{self._generation}:{self._overlay.generation}"
             offset = page_offset(position, generation)
-            plan = self._plan(conn, request.text, persisted)
+            plan = self._plan(conn, request, compiled, persisted)
             if plan is None:
-                return Window([], False, generation, offset)
+                return Window([], False, generation, offset, partial=partial)
             live = self._overlay.best_relevant(plan, request.session_filters, request.event_filters)
             ranked: list[tuple[tuple[Any, ...], object]] = [(h.session_key(), h) for h in live]
             start = offset if not live else 0
@@ -381,7 +585,9 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             ranked.sort(key=lambda item: item[0])
             window = ranked[offset - start :]
             hits = [self._relevant_session_hit(plan, item) for _key, item in window[:page_size]]
-        return Window(hits, len(window) > page_size, generation, offset, plan.corrections)
+        return Window(
+            hits, len(window) > page_size, generation, offset, plan.corrections, partial=partial
+        )
 
     def _relevance_events(
         self,
@@ -396,16 +602,16 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
         page_size = request.page_size
         persisted = corpus.persistence is not None
         with self._connection(cancel) as conn:
-            self._reconcile(conn, corpus, cancel)
+            partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             live = self._overlay.sessions.get(session_id)
             if live is not None:
                 header, generation = live.header, f"live:{live.generation}"
             else:
                 header, generation = self._persisted_target(conn, corpus, session_id)
             offset = page_offset(position, generation)
-            plan = self._plan(conn, request.text, persisted)
+            plan = self._plan(conn, request, compiled, persisted, session_id)
             if plan is None:
-                return header, Window([], False, generation, offset)
+                return header, Window([], False, generation, offset, partial=partial)
             if live is not None:
                 found = self._overlay.relevant(plan, live, request.event_filters)
                 window = found[offset : offset + page_size + 1]
@@ -416,7 +622,12 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
                     for hit in window[:page_size]
                 ]
                 return header, Window(
-                    hits, len(window) > page_size, generation, offset, plan.corrections
+                    hits,
+                    len(window) > page_size,
+                    generation,
+                    offset,
+                    plan.corrections,
+                    partial=partial,
                 )
             params = {
                 **compiled.params,
@@ -437,7 +648,9 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
                 )
                 for row in rows[:page_size]
             ]
-        return header, Window(hits, len(rows) > page_size, generation, offset, plan.corrections)
+        return header, Window(
+            hits, len(rows) > page_size, generation, offset, plan.corrections, partial=partial
+        )
 
     def _relevant_snippet(self, plan: RelevancePlan, frequencies: Sequence[Any], text: str) -> str:
         """The snippet around the first occurrence of the most selective searched word the
@@ -516,6 +729,19 @@ def _live_event_hit(hit: LiveHit, snippet: str) -> EventSearchHit:
         time=doc.time,
         surface=hit.surface,
         snippet=snippet,
+    )
+
+
+def _live_passes(live: LiveSession, session_filters: Sequence[SessionFilter]) -> bool:
+    header = live.header
+    return session_matches(
+        session_filters,
+        id=header.id,
+        cwd=header.cwd,
+        created_at=header.created_at,
+        parent=header.parent_session,
+        live=True,
+        persisted=live.persisted,
     )
 
 
