@@ -26,6 +26,7 @@ __all__ = [
     "ReadHandle",
     "SessionPersistence",
     "TextDocument",
+    "TitleSource",
     "WriteHandle",
 ]
 
@@ -233,6 +234,20 @@ class DocumentLog:
     titles: Sequence[TextDocument] = ()
     title: TitleSnapshot | None = None
     title_read: bool = False
+
+
+@runtime_checkable
+class TitleSource(Protocol):
+    """A persistence that can read one log's title without reading the log into events."""
+
+    def read_title(self, session_id: str) -> tuple[SessionHeader, TitleSnapshot | None]:
+        """The stored header and the title (``fold_title`` of the log's title events).
+
+        Raises:
+            PersistenceNotFound: the id is not stored.
+            PersistenceCorrupt: the header or a line is damaged.
+        """
+        ...
 
 
 @runtime_checkable

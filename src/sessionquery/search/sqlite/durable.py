@@ -190,6 +190,10 @@ def _fits_before_deadline(cancel: CancelToken | None, chars: int) -> None:
         )
 
 
+def _stored_size(item: tuple[PersistedSession, tuple[int, str] | None]) -> int:
+    return item[0].size_bytes or 0
+
+
 def _text_size(document_log: DocumentLog) -> int:
     return sum(len(document.text) for document in document_log.documents)
 
@@ -366,6 +370,9 @@ class DurablePass:
         """
         plan = self.plan_work()
         stale = plan.stale
+        # Smallest logs first: one huge log that needs several searches' deadlines to read
+        # never holds the rest of the history back.
+        stale.sort(key=_stored_size)
         if stale:
             with self.access.hold(self.cancel) as conn:  # other processes see the build's size
                 conn.execute(
