@@ -522,6 +522,8 @@ class App:
     def archive(self, *, create: bool = False) -> Archive | None:
         """The archive under the data home (opened once), or ``None`` when there is none and
         ``create`` is false."""
+        if self._archive is None and not create and not self.config.archive_dir.exists():
+            self._archive_looked = True  # no archive folder: nothing to import or open
         if self._archive is None and (create or not self._archive_looked):
             from sessionquery.archive.setup import open_archive
 

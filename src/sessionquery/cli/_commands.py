@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from sessionquery.cli import _conversation as conversation
 from sessionquery.cli import _hits as hits
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
@@ -46,6 +45,7 @@ from sessionquery.query.types import (
 )
 
 if TYPE_CHECKING:
+    from sessionquery.cli import _conversation as conversation
     from sessionquery.search.postgres import PostgresSearch
     from sessionquery.search.sqlite import SqliteSearch
 
@@ -186,6 +186,8 @@ def _source_of(
 def _conversation_parts(
     query: SessionQuery, session_id: str
 ) -> tuple[Any, Any, list[SessionRecord], list[conversation.Entry]]:
+    from sessionquery.cli import _conversation as conversation  # for these commands only
+
     log = query.read_session(session_id)
     (result,) = query.read_title_snapshots([session_id])
     children = query.filter_sessions([ParentIn((session_id,))])
@@ -194,6 +196,8 @@ def _conversation_parts(
 
 
 def _show_conversation(inv: Invocation, query: SessionQuery, session_id: str) -> int:
+    from sessionquery.cli import _conversation as conversation  # for these commands only
+
     log, title, children, items = _conversation_parts(query, session_id)
     document = conversation.export_json(log, title, children)
     return emit(
@@ -202,6 +206,8 @@ def _show_conversation(inv: Invocation, query: SessionQuery, session_id: str) ->
 
 
 def cmd_export(inv: Invocation) -> int:
+    from sessionquery.cli import _conversation as conversation  # for these commands only
+
     args = inv.args
     with inv.query() as query:
         session_id = inv.resolve(args.session_id)

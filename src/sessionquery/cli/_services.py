@@ -13,8 +13,6 @@ Invariants:
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -146,6 +144,8 @@ def _first_sight(problems: Sequence[Problem], memory: Path) -> bool:
 
     The memory file is derived and disposable: unreadable or unwritable means "not seen".
     """
+    import hashlib
+    import json
     digest = hashlib.sha256()
     for problem in problems:
         digest.update(json.dumps([problem.path, problem.line, problem.message]).encode())
