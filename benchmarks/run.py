@@ -355,7 +355,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         print("search quality", flush=True)
         try:
-            results["quality"] = quality.measure(backends=("sqlite", "postgres"))
+            results["quality"] = quality.measure(  # quick: a smoke run, one backend
+                backends=("sqlite",) if args.quick else ("sqlite", "postgres"),
+                background=30 if args.quick else quality.BACKGROUND,
+            )
         except Exception as exc:  # reported as "not measured", never fatal to the run
             results["quality"] = {"error": f"{type(exc).__name__}: {exc}"}
         print("index lifecycle", flush=True)

@@ -386,6 +386,22 @@ def _setup_mcp(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _setup_archive(p: argparse.ArgumentParser) -> None:
+    what = p.add_mutually_exclusive_group()
+    what.add_argument(
+        "--status",
+        action="store_true",
+        help="show what the archive holds and what it rescued, without changing it",
+    )
+    what.add_argument(
+        "--prune-older-than",
+        type=_positive,
+        metavar="DAYS",
+        help="remove the copies of sessions whose source last changed over DAYS days ago",
+    )
+    _add_json(p)
+
+
 def _port(text: str) -> int:
     value = _non_negative(text)
     if value > 65535:
@@ -429,6 +445,7 @@ SETUP: dict[str, Callable[[argparse.ArgumentParser], None]] = {
     "search-events": _setup_search_events,
     "index": _setup_index,
     "sources": _setup_sources,
+    "archive": _setup_archive,
     "mcp": _setup_mcp,
     "serve": _setup_serve,
     "quickstart": _setup_quickstart,
