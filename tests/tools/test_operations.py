@@ -373,3 +373,16 @@ def test_retryable_search_failures_tell_the_model_to_try_again(
     result = tools.call("session_search", {"query": "q"}, CALLER)
     assert (result.is_error, result.code) == (True, error.code.value)
     assert result.text == f"{error.code.value}: {message}"
+
+
+def test_a_correction_is_shown_only_for_a_word_the_answers_snippets_hold() -> None:
+    fake = FakeQuery(_records())
+    hit = SessionSearchHit(
+        fake.records["a"], EventSearchHit("a", 1, "user/message", 0, "current", "Fix the test")
+    )
+    corrections = {"teh": "the", "secrt": "secret"}  # "secret": no snippet of this answer
+    fake.session_pages = {None: SessionSearchPage([hit], corrections=corrections)}
+    text = _ops(fake).session_search(parse_session_search({"query": "teh secrt"}))
+    first = text.split("\n", 1)[0]
+    assert first == "Showing results for \u201cthe\u201d instead of \u201cteh\u201d."
+    assert "secret" not in text and "secrt" not in text
