@@ -392,8 +392,19 @@ def test_the_search_mode_is_the_toolkit_default_unless_the_model_chooses(
 def test_a_correction_to_a_word_only_another_workspace_holds_is_never_shown(
     world: _World,
 ) -> None:
-    # "secret" is a word of the beta sessions only (the tools' own guard is checked with a
-    # scripted backend in test_operations.py).
+    from sessionquery.query.filters import CwdIn
+
+    # "secret" is a word of the beta sessions only: the backend corrects within the
+    # workspace the filters keep, so it never proposes it to an alpha caller...
+    page = world.query.search_sessions(
+        "login secrt", session_filters=[CwdIn((ALPHA,))], match="relevance"
+    )
+    assert dict(page.corrections) == {}
+    assert dict(world.query.search_sessions("login secrt", match="relevance").corrections) == {
+        "secrt": "secret"
+    }
+    # ...and the tools' own guard would not show it either (test_operations.py checks the
+    # guard against a scripted backend).
     text = _ok(world.call("session_search", {"query": "login secrt"}))
     assert text.startswith("Session search results (")
     assert "secret" not in text.lower() and "secrt" not in text
