@@ -139,39 +139,22 @@ def rank(api: apsw.FTS5ExtensionApi, *args: apsw.SQLiteValue) -> float | None:
 
     With ``src`` (a session search with pruning) the row's score times ``weight`` is
     returned only when its session could still reach the page (its score plus the session's
-    best title is not below the running floor); ``NULL`` otherwise. Such a row is recognised
-    before its length is read when even a document of no length could not reach the floor
-    with these frequencies (rounding is monotonic, so that bound is never below the exact
-    score). (Called once per candidate row: written for speed.)"""
+    best title is not below the running floor); ``NULL`` otherwise. (Called once per
+    candidate row: written for speed.)"""
     plan = _PLANS[args[0]]  # type: ignore[index]
-    locations = api.phrase_locations
-    frequencies = [len(locations(index)[0]) for index, _weight in plan.phrases]
-    held = sum(1 for tf in frequencies if tf)
-    boost = PHRASE_FACTOR if plan.phrase >= 0 and locations(plan.phrase)[0] else 1.0
     c1 = plan.c1
-    pruned = len(args) >= 3 and plan.page
-    if pruned:
-        session = (args[1], api.rowid >> SEQ_BITS)
-        bonus = plan.bonus.get(session, 0.0) if plan.bonus else 0.0  # type: ignore[arg-type]
-        if plan.floor > 0.0:
-            c2 = plan.c2
-            bound = 0.0
-            for (_index, weight), tf in zip(plan.phrases, frequencies, strict=True):
-                if tf:
-                    bound += weight * (tf * c1) / (tf + c2)
-            if boost != 1.0:
-                bound = bound * boost
-            if held:
-                bound = bound * plan.coverage[held - 1]
-            if bound * args[2] + bonus < plan.floor:  # type: ignore[operator]
-                return None
     norm = plan.c2 + plan.c3 * api.column_size(0)
+    locations = api.phrase_locations
     score = 0.0
-    for (_index, weight), tf in zip(plan.phrases, frequencies, strict=True):
-        if tf:
+    held = 0
+    for index, weight in plan.phrases:
+        found = locations(index)[0]
+        if found:
+            held += 1
+            tf = len(found)
             score += weight * (tf * c1) / (tf + norm)
-    if boost != 1.0:
-        score = score * boost
+    if plan.phrase >= 0 and locations(plan.phrase)[0]:
+        score = score * PHRASE_FACTOR
     if held:
         score = score * plan.coverage[held - 1]
     if len(args) < 3:
@@ -179,9 +162,10 @@ def rank(api: apsw.FTS5ExtensionApi, *args: apsw.SQLiteValue) -> float | None:
     factor: float = args[2]  # type: ignore[assignment]
     if factor != 1.0:
         score = factor * score
-    if not pruned:
+    if not plan.page:
         return score
-    total = score + bonus
+    session = (args[1], api.rowid >> SEQ_BITS)
+    total = score + plan.bonus.get(session, 0.0)  # type: ignore[arg-type]
     if total < plan.floor:
         return None
     best = plan.best
