@@ -175,6 +175,23 @@ def test_our_index_from_another_schema_version_is_rebuilt(
     assert (app_id, stored_version) == (APPLICATION_ID, SCHEMA_VERSION)
 
 
+def test_a_damaged_generation_in_our_index_is_index_failed_not_a_raw_error(
+    tmp_path: Path,
+) -> None:
+    # One damaged byte found by the property below turned the generation into a NULL;
+    # a value of the wrong type is the same damage, reachable without guessing offsets.
+    store, index = _built_index(tmp_path)
+    conn = sqlite3.connect(index)
+    conn.execute("UPDATE search_state SET global_generation = 'damaged'")
+    conn.commit()
+    conn.close()
+    with store.open_write(IDS[1]) as handle:
+        handle.append(events(IDS[1], 24, 26))
+    with SessionQuery(persistence=store, search=SqliteSearch(index)) as query:
+        with raises_code(ErrorCode.INDEX_FAILED):
+            query.search_sessions("alpha")
+
+
 @settings(max_examples=max(5, profile_examples() // 5), deadline=None)
 @given(data=st.data())
 def test_bytes_damaged_inside_our_index_never_escape_as_raw_errors(

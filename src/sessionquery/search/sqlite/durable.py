@@ -459,7 +459,10 @@ class DurablePass:
     ) -> None:
         plan = self.plan
         (generation,) = db.one(conn, "SELECT global_generation FROM main.search_state")
-        generation = int(generation) + 1
+        if type(generation) is not int:
+            # Bytes damaged inside the index file: INDEX_FAILED, never a raw error.
+            raise db.Damaged("main.search_state holds a damaged generation")
+        generation += 1
         self._written = 0
         for row, document_log in batch:
             self._written += self._write_session(conn, row, document_log, generation)
