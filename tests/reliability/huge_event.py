@@ -74,12 +74,22 @@ def main() -> None:
             seconds.append(time.monotonic() - started)
             rss.append(rss_mib())
             assert "Session small " in result.text, result.text
-        for _ in range(3):  # a hit on the huge session: its title is read in bounded memory
+        # A hit on the huge session: its title is read in bounded memory. The index may still
+        # be on the huge line when the small session answers (a loaded machine gives each
+        # 500 ms call less of a core), so it too gets a bounded number of calls, then three.
+        huge_found = 0
+        for _ in range(max_calls):
             started = time.monotonic()
             result = tools.call("session_search", {"query": "headword"}, caller)
             seconds.append(time.monotonic() - started)
             rss.append(rss_mib())
-            assert "Session huge " in result.text, result.text
+            if "Session huge " in result.text:
+                huge_found += 1
+                if huge_found == 3:
+                    break
+            else:
+                assert huge_found == 0, result.text  # once found, always found
+        assert huge_found == 3, result.text
         token = CancelToken(deadline=time.monotonic() + timeout_ms / 1000)
         head = [hit.record.id for hit in query.search_sessions("headword", cancel=token).items]
         tail = [hit.record.id for hit in query.search_sessions("tailword").items]
