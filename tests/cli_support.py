@@ -29,6 +29,7 @@ __all__ = [
     "ESCAPES",
     "Cli",
     "Ran",
+    "Sample",
     "clean_env",
     "make_agent_home",
     "make_subagents",
@@ -56,6 +57,14 @@ class Ran:
         """The one JSON document the command printed (it must have succeeded)."""
         assert self.status == 0, self.err
         return json.loads(self.out)
+
+    def error_line(self, code: str) -> str:
+        """The one ``CODE: message`` line the command printed on stderr."""
+        lines = self.err.splitlines()
+        assert len(lines) == 1, self.err
+        assert lines[0].startswith(f"{code}: "), lines[0]
+        assert "Traceback" not in self.err
+        return lines[0]
 
 
 class Cli:
@@ -85,6 +94,19 @@ class Cli:
         status = main(list(args))
         captured = self._capsys.readouterr()
         return Ran(status, captured.out, captured.err)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """The store and index ``sessionquery quickstart`` made (the ``sample`` fixture)."""
+
+    root: Path
+    index: Path
+
+    @property
+    def flags(self) -> list[str]:
+        """The source options that select exactly this sample."""
+        return ["--root", str(self.root), "--index", str(self.index)]
 
 
 def clean_env(base: Path) -> dict[str, str]:

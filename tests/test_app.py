@@ -144,3 +144,29 @@ def test_problems_of_asks_the_declared_protocol(tmp_path: Path) -> None:
     assert isinstance(snapshot, ProblemSource)
     assert [Path(p.path).name for p in problems_of(snapshot)] == ["damaged.jsonl"]
     assert problems_of(object()) == []
+
+
+def test_listed_once_lists_once_and_lacks_what_the_wrapped_persistence_lacks(
+    tmp_path: Path,
+) -> None:
+    build_examples(tmp_path / "store")
+    store = JsonlPersistence(tmp_path / "store")
+    snapshot = ListedOnce(store)
+    first = snapshot.list()
+    (tmp_path / "store" / "billing-rounding.jsonl").unlink()  # a change after the listing
+    assert [e.header.id for e in snapshot.list()] == [e.header.id for e in first]
+    assert len(store.list()) == len(first) - 1  # the store itself sees the change
+    assert hasattr(snapshot, "change_token") == hasattr(store, "change_token")
+    assert not hasattr(snapshot, "no_such_capability")
+
+
+def test_listed_once_reports_the_problems_of_the_wrapped_persistence(tmp_path: Path) -> None:
+    build_examples(tmp_path / "store")
+    (tmp_path / "store" / "damaged.jsonl").write_bytes(b"not a header\n")
+    store = JsonlPersistence(tmp_path / "store")
+    snapshot = ListedOnce(store)
+    assert isinstance(snapshot, ProblemSource)
+    reported = [(p.path, p.line, p.message) for p in problems_of(snapshot)]
+    assert reported == [(p.path, p.line, p.message) for p in store.problems()]
+    assert [Path(path).name for path, _line, _message in reported] == ["damaged.jsonl"]
+    assert problems_of(object()) == []

@@ -1,6 +1,7 @@
-"""The subcommands, run in process (``cli`` fixture): short ids, options, messages, hints.
+"""The subcommands, run in process (``cli`` fixture): what each prints, short ids and
+prefixes, options, messages, hints.
 
-End-to-end checks through a real ``sessionquery`` process are in ``test_cli.py``.
+The few checks through a real ``sessionquery`` process are in ``test_main.py``.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from cli_support import CLAUDE_ID, CODEX_ID, Cli, make_agent_home, make_subagents
+from cli_support import CLAUDE_ID, CODEX_ID, Cli, Sample, make_agent_home, make_subagents
 from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._launcher import launcher
-from sessionquery.examples import EXAMPLE_SESSION_IDS, build_examples
+from sessionquery.examples import DASHBOARD_WORKSPACE, EXAMPLE_SESSION_IDS, build_examples
 from sessionquery.live import SessionStore
 from sessionquery.model.messages import user_message
 from sessionquery.persistence import JsonlPersistence
@@ -458,3 +459,116 @@ def test_a_corrected_word_is_said_on_the_first_line_and_in_json(cli: Cli) -> Non
     assert document["corrections"] == {"websokcet": "websocket"}
     events = cli("search-events", "dashboard-websocket", "reconect", *flags)
     assert events.out.startswith('Showing results for "reconnect" instead of "reconect".')
+
+
+# -- read commands with --json, on the quickstart's sample -----------------------------------
+
+
+def test_list_json_returns_every_session_newest_first(cli: Cli, sample: Sample) -> None:
+    sessions = cli("list", *sample.flags, "--json").json()["sessions"]
+    assert {s["id"] for s in sessions} == set(EXAMPLE_SESSION_IDS)
+    created = [s["created_at"] for s in sessions]
+    assert created == sorted(created, reverse=True)
+    assert all(s["persisted"] and not s["live"] for s in sessions)
+
+
+def test_list_with_cwd_and_titles_shows_only_that_workspace(cli: Cli, sample: Sample) -> None:
+    args = ["list", "--cwd", DASHBOARD_WORKSPACE, "--titles", *sample.flags, "--json"]
+    titles = {s["id"]: s["title"] for s in cli(*args).json()["sessions"]}
+    assert titles == {
+        "dashboard-dark-mode": "Add a dark mode toggle to settings",
+        "dashboard-websocket": "Debug websocket reconnect loop",
+    }
+
+
+def test_show_json_returns_header_and_title(cli: Cli, sample: Sample) -> None:
+    document = cli("show", "billing-rounding-scan", *sample.flags, "--json").json()
+    assert document["session"]["parent_session"] == "billing-rounding"
+    assert document["session"]["origin"] == "subagent"
+    assert document["title"]["title"] == "Find float rounding in billing/"
+
+
+def test_events_json_lists_every_event_with_surface(cli: Cli, sample: Sample) -> None:
+    events = cli("events", "billing-rounding", *sample.flags, "--json").json()["events"]
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert {"current", "shadowed", "log-only"} == {e["surface"] for e in events}
+
+
+def test_read_json_returns_the_target_in_wire_form_with_neighbours(
+    cli: Cli, sample: Sample
+) -> None:
+    args = ["read", "billing-rounding", "20", "--before", "1", "--after", "2", *sample.flags]
+    document = cli(*args, "--json").json()
+    assert document["target"]["seq"] == 20
+    assert document["target"]["type"] == "user/message"
+    assert [e["seq"] for e in document["events"]] == [19, 20, 21, 22]
+    assert (document["start_seq"], document["end_seq"]) == (19, 22)
+
+
+def test_trace_json_shows_the_fork_and_the_subagent_as_descendants(
+    cli: Cli, sample: Sample
+) -> None:
+    document = cli("trace", "billing-rounding", *sample.flags, "--json").json()
+    children = [node["session"]["id"] for node in document["descendants"]]
+    assert children == ["billing-rounding-bankers", "billing-rounding-scan"]
+    assert document["complete"] is True and document["ancestors"] == []
+
+
+def test_trace_event_json_shows_the_compaction_that_replaced_an_event(
+    cli: Cli, sample: Sample
+) -> None:
+    document = cli("trace-event", "billing-rounding", "20", *sample.flags, "--json").json()
+    assert document["target"]["surface"] == "shadowed"
+    replacer = document["replaced_by"]
+    assert isinstance(replacer, int) and replacer > 20
+    assert document["replacement_chain"] == [replacer]
+
+
+def test_index_json_reports_an_up_to_date_index(cli: Cli, sample: Sample) -> None:
+    document = cli("index", *sample.flags, "--json").json()
+    assert document["index"] == str(sample.index)
+    assert document["persisted_indexed"] == 0
+
+
+def test_index_on_a_fresh_index_indexes_every_session(
+    cli: Cli, sample: Sample, tmp_path: Path
+) -> None:
+    flags = ["--root", str(sample.root), "--index", str(tmp_path / "fresh.sqlite3")]
+    document = cli("index", *flags, "--json").json()
+    assert document["persisted_indexed"] == len(EXAMPLE_SESSION_IDS)
+    ran = cli("index", *flags)
+    assert ran.status == 0 and "up to date" in ran.out
+
+
+# -- id prefixes -------------------------------------------------------------------------------
+
+
+def test_every_id_argument_accepts_a_unique_prefix(cli: Cli, sample: Sample) -> None:
+    for args in (
+        ["show", "dashboard-w"],
+        ["events", "dashboard-w"],
+        ["trace", "dashboard-w"],
+        ["read", "dashboard-w", "1"],
+        ["trace-event", "dashboard-w", "1"],
+        ["search-events", "dashboard-w", "websocket"],
+        ["search", "websocket", "--session", "dashboard-w"],
+    ):
+        ran = cli(*args, *sample.flags)
+        assert ran.status == 0, (args, ran.err)
+        expected = "session/title" if args[0] == "events" else "dashboard-websocket"
+        assert expected in ran.out, args
+
+
+def test_an_ambiguous_prefix_is_a_usage_error_listing_the_candidates(
+    cli: Cli, sample: Sample
+) -> None:
+    ran = cli("show", "billing-rounding-", *sample.flags)
+    assert ran.status == 2
+    line = ran.error_line("SESSION_QUERY_USAGE")
+    for candidate in ("billing-rounding-bankers", "billing-rounding-scan"):
+        assert candidate in line
+
+
+def test_an_exact_id_wins_over_longer_ids_it_is_a_prefix_of(cli: Cli, sample: Sample) -> None:
+    document = cli("show", "billing-rounding", *sample.flags, "--json").json()
+    assert document["session"]["id"] == "billing-rounding"

@@ -1,14 +1,18 @@
-"""Exports of a conversation: complete, and inert however hostile the session data is."""
+"""The conversation (``show --conversation``) and its exports: complete, and inert however
+hostile the session data is."""
 
 from __future__ import annotations
 
+import html
 import html.parser
+import json
 import re
 from pathlib import Path
 
 import pytest
 
-from cli_support import Cli
+from cli_support import Cli, Sample
+from sessionquery.cli import _conversation as conversation
 from sessionquery.live import SessionStore
 from sessionquery.model.messages import session_title, user_message
 from sessionquery.persistence import JsonlPersistence
@@ -97,3 +101,88 @@ def test_the_html_export_shows_the_title_as_text(cli: Cli, tmp_path: Path) -> No
     parser = Titles()
     parser.feed(page)
     assert parser.found == ["Fix \\x1b]0;pwned\\x07 the \\x1b[2J login\\u202e test"]
+
+
+# -- the conversation and the export of the quickstart's sample ------------------------------
+
+
+def test_show_conversation_marks_turns_tool_calls_results_compactions_and_subagents(
+    cli: Cli, sample: Sample
+) -> None:
+    ran = cli("show", "billing-rounding", "--conversation", *sample.flags)
+    assert ran.status == 0, ran.err
+    out = ran.out
+    assert "── user · seq 1" in out and "── assistant · seq 3" in out
+    assert "  → bash {" in out  # one line per tool call
+    assert "  ← " in out
+    assert "── compaction · seq " in out
+    assert "subagent: Find float rounding in billing/ · session billing-rounding-scan" in out
+    fork = cli("show", "billing-rounding-b", "--conversation", *sample.flags)
+    assert "inherited from billing-rounding" in fork.out
+    assert "this session starts here" in fork.out
+
+
+def test_long_tool_results_are_cut_with_a_visible_marker() -> None:
+    lines = conversation._cut_result("x\n" * 50, "abc", 7)
+    assert len(lines) == conversation.RESULT_LINES + 1
+    assert lines[-1].startswith("[… ") and "sessionquery read abc 7" in lines[-1]
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html", "json"])
+def test_export_writes_the_complete_session(
+    cli: Cli, sample: Sample, tmp_path: Path, fmt: str
+) -> None:
+    target = tmp_path / f"out.{fmt}"
+    ran = cli("export", "billing-rounding-s", "--format", fmt, "-o", str(target), *sample.flags)
+    assert ran.status == 0, ran.err
+    text = target.read_text(encoding="utf-8")
+    events = cli("events", "billing-rounding-scan", *sample.flags, "--json").json()
+    if fmt == "json":
+        document = json.loads(text)
+        assert document["session"]["id"] == "billing-rounding-scan"
+        assert [e["seq"] for e in document["events"]] == [e["seq"] for e in events["events"]]
+    else:
+        assert "Find float rounding in billing/" in text
+        assert "billing/refunds.py" in text  # tool output in full
+
+
+class _Page(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.text: list[str] = []
+        self.sources: list[str | None] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.sources += [value for name, value in attrs if name in ("src", "href")]
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_html_export_is_self_contained_and_escapes_session_data(cli: Cli) -> None:
+    hostile = '<script>alert("x")</script> & <img src=x onerror=alert(1)>'
+    line = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "sessionId": "hostile",
+        "timestamp": "2025-03-09T10:00:00.000Z",
+        "cwd": "/home/dev/<b>app</b>",
+        "message": {"role": "user", "content": hostile},
+    }
+    project = cli.home / ".claude" / "projects" / "-app"
+    project.mkdir(parents=True)
+    (project / "hostile.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    ran = cli("export", "hostile", "--format", "html")
+    assert ran.status == 0, ran.err
+    page = _Page()
+    page.feed(ran.out)
+    assert page.tags.count("script") == 1  # the viewer's own, allowed by its hash alone
+    assert "img" not in page.tags and "b" not in page.tags
+    assert hostile in "".join(page.text)  # shown as text, exactly
+    assert "link" not in page.tags  # self-contained: only in-page anchors
+    assert all(source and source.startswith("#seq-") for source in page.sources)
+    policy = html.unescape(ran.out)
+    assert "script-src 'sha256-" in policy and "unsafe-inline" not in policy
