@@ -13,8 +13,12 @@ terminals, the README chain).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +37,7 @@ __all__ = [
     "clean_env",
     "make_agent_home",
     "make_subagents",
+    "run_in_process",
 ]
 
 CLAUDE_ID = "c0ffee00-1111-2222-3333-444444444444"
@@ -107,6 +112,27 @@ class Sample:
     def flags(self) -> list[str]:
         """The source options that select exactly this sample."""
         return ["--root", str(self.root), "--index", str(self.index)]
+
+
+def run_in_process(args: Sequence[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """``sessionquery ARGS`` run by ``cli.main`` in this process with exactly the environment
+    ``env``, as a subprocess given ``env=`` would see it; the output is captured and the
+    environment restored. The result has ``subprocess.run``'s shape, so a test written for a
+    real process runs unchanged (keep real processes for what needs one, see the module doc).
+    """
+    from sessionquery.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in set(os.environ) - set(env):
+            patch.delenv(name)
+        for name, value in env.items():
+            patch.setenv(name, value)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(list(args))
+    return subprocess.CompletedProcess(
+        ["sessionquery", *args], status, out.getvalue(), err.getvalue()
+    )
 
 
 def clean_env(base: Path) -> dict[str, str]:

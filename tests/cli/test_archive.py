@@ -7,24 +7,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from cli_support import CLAUDE_ID, CODEX_ID, clean_env, make_agent_home
-
-TIMEOUT = 120
+from cli_support import CLAUDE_ID, CODEX_ID, clean_env, make_agent_home, run_in_process
 
 
 def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "sessionquery.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=TIMEOUT,
-        check=False,
-    )
+    return run_in_process(args, env)
 
 
 def run_json(args: list[str], env: dict[str, str]) -> dict[str, object]:

@@ -2,14 +2,14 @@
 
 For each of Gemini CLI, Qwen Code, Copilot CLI, OpenCode, Cursor and VS Code Copilot Chat, a
 session with tool calls and results, a subagent or child (the Cursor format has none) and a
-rewind or compaction (likewise) is listed, searched, read and traced through the command line,
-the five tools and the MCP server, and ``sessionquery sources`` shows its source.
+rewind or compaction (likewise) is listed, searched, read and traced through the command line
+(in process), the five tools and the MCP server (a real ``sessionquery mcp`` process), and
+``sessionquery sources`` shows its source.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from typing import Any
 
@@ -18,12 +18,12 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
+from cli_support import run_in_process
 from formats_support import FORMATS, SESSIONS, FixtureHome, Sample, fixture_home, home_env
 from sessionquery.app import App
 from sessionquery.config import Config
 from sessionquery.tools import SessionQueryTools, ToolCaller
 
-TIMEOUT = 180
 STARTUP_SECONDS = 120
 
 
@@ -38,15 +38,7 @@ def env(home: FixtureHome) -> dict[str, str]:
 
 
 def _run(args: list[str], env: dict[str, str]) -> Any:
-    result = subprocess.run(
-        [sys.executable, "-m", "sessionquery.cli", *args, "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=TIMEOUT,
-        check=False,
-    )
+    result = run_in_process([*args, "--json"], env)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -163,12 +155,5 @@ def test_a_kind_can_be_named_with_source_kind_path(env: dict[str, str], home: Fi
     listed = _run(["list", "--all", "--source", f"gemini={gemini}"], env)
     assert {r["id"] for r in listed["sessions"]} >= {SESSIONS["gemini"].session}
     assert all(r["id"] != SESSIONS["qwen"].session for r in listed["sessions"])
-    result = subprocess.run(
-        [sys.executable, "-m", "sessionquery.cli", "list", "--source", "nonsense=/x"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+    result = run_in_process(["list", "--source", "nonsense=/x"], env)
     assert result.returncode == 2 and "unknown source kind 'nonsense'" in result.stderr
