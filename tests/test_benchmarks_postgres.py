@@ -7,10 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from locations import BENCHMARKS
 from postgres_support import PostgresServer
 
 
+@pytest.mark.slow
 def test_quick_run_replaces_its_section_and_reports_identical_results(
     tmp_path: Path, postgres_server: PostgresServer
 ) -> None:

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from locations import BENCHMARKS, CORPUS
 from sessionquery.examples import EXAMPLE_SESSION_IDS
 
@@ -133,6 +135,7 @@ def test_every_right_session_is_listed_from_the_vendored_corpus() -> None:
     assert results["corpus"]["not_read"]  # the DeepSeek-harness files are named, not hidden
 
 
+@pytest.mark.slow
 def test_the_default_background_answers_no_question(tmp_path: Path) -> None:
     folder, info = generate_background(tmp_path, BACKGROUND)
     assert info["transcripts"] == BACKGROUND

@@ -55,6 +55,7 @@ def _everything(query: SessionQuery, tools: SessionQueryTools) -> dict[str, obje
     return out
 
 
+@pytest.mark.slow
 def test_after_half_the_transcripts_are_deleted_every_session_is_still_found_marked_archived(
     tmp_path: Path,
 ) -> None:

@@ -186,6 +186,7 @@ def test_a_token_read_while_a_change_is_in_progress_is_one_off(tmp_path: Path) -
     assert store.changed_since(first) is None
 
 
+@pytest.mark.slow
 def test_a_compacted_journal_answers_recent_tokens_and_refuses_old_ones(tmp_path: Path) -> None:
     store = JsonlPersistence(tmp_path)
     _create(store, "a")
@@ -242,6 +243,7 @@ def test_a_damaged_journal_makes_the_answer_unknown_not_wrong(tmp_path: Path) ->
     assert store.changed_since(token) is None
 
 
+@pytest.mark.slow
 def test_changes_made_by_another_process_are_in_the_journal(tmp_path: Path) -> None:
     store = JsonlPersistence(tmp_path)
     _create(store, "a")
@@ -269,6 +271,7 @@ _OPS = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=_OPS, cut=st.integers(min_value=0, max_value=12))
 def test_changed_since_never_misses_a_changed_session(
@@ -380,6 +383,7 @@ with store.open_write(sys.argv[2]) as writer:
 """
 
 
+@pytest.mark.slow
 def test_changed_since_never_misses_appends_made_by_concurrent_processes(tmp_path: Path) -> None:
     store = JsonlPersistence(tmp_path)
     names = ("a", "b", "c")

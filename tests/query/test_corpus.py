@@ -264,6 +264,7 @@ def _all_hits(query: SessionQuery) -> list[tuple[str, int]]:
         cursor = page.next_cursor
 
 
+@pytest.mark.slow
 def test_a_writer_process_never_makes_a_search_list_or_read_fail(tmp_path: Path) -> None:
     root = tmp_path / "store"
     persistence = JsonlPersistence(root)

@@ -371,6 +371,7 @@ class CountingPersistence(JsonlPersistence):
         return super().open_read(session_id)
 
 
+@pytest.mark.slow
 def test_an_unchanged_large_session_is_parsed_once_and_a_changed_one_again(
     tmp_path: Path,
 ) -> None:

@@ -13,6 +13,8 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from archive_support import units
 from reliability.child import Child
 from reliability.stats import profile_examples, record
@@ -50,6 +52,7 @@ def _archived(archive: Archive, projects: Path) -> dict[str, bytes]:
     return out
 
 
+@pytest.mark.slow
 def test_a_killed_archive_run_leaves_old_or_new_state_and_the_next_run_completes(
     tmp_path: Path,
 ) -> None:

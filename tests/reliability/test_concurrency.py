@@ -165,6 +165,7 @@ def test_live_appends_while_other_threads_search_trace_and_read(tmp_path: Path) 
     record("concurrency", turns_appended=ROUNDS, **observed)
 
 
+@pytest.mark.slow
 def test_two_processes_read_one_store_while_a_third_appends(tmp_path: Path) -> None:
     root = tmp_path / "store"
     store = JsonlPersistence(root)

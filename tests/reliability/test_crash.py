@@ -19,6 +19,8 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from reliability.child import Child
 from reliability.corpus import QUERIES, event_at, events, header
 from reliability.stats import profile_examples, record
@@ -60,6 +62,7 @@ def _tear(path: Path, session_id: str, rng: random.Random) -> None:
     path.write_bytes(data + line[: rng.randint(1, len(line) - 1)])
 
 
+@pytest.mark.slow
 def test_killed_writers_lose_nothing_flushed_and_the_index_catches_up(tmp_path: Path) -> None:
     rng = random.Random(1234)
     root = tmp_path / "store"
@@ -127,6 +130,7 @@ def _grow(store: JsonlPersistence, session_id: str, more: int) -> None:
         handle.append(events(session_id, count, count + more))
 
 
+@pytest.mark.slow
 def test_an_index_owner_killed_mid_reconciliation_leaves_an_index_that_recovers(
     tmp_path: Path,
 ) -> None:

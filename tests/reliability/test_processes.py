@@ -26,6 +26,7 @@ from pathlib import Path
 
 import anyio
 import mcp_types as types
+import pytest
 from mcp import Client, StdioServerParameters
 
 from cli_support import clean_env
@@ -271,6 +272,7 @@ def _fresh_answers(
         return answers
 
 
+@pytest.mark.slow
 def test_four_servers_a_search_loop_and_a_writer_share_one_store_and_one_index(
     tmp_path: Path,
 ) -> None:

@@ -38,6 +38,7 @@ def _digests(home: Path) -> dict[str, tuple[str, int]]:
     }
 
 
+@pytest.mark.slow
 def test_the_same_spec_writes_byte_identical_files_with_identical_mtimes(tmp_path: Path) -> None:
     first = generate_history(tmp_path / "a", SMALL)
     second = generate_history(tmp_path / "b", SMALL)
@@ -94,6 +95,7 @@ def test_a_home_that_already_holds_a_claude_folder_is_refused_untouched(tmp_path
     assert not (tmp_path / ".codex").exists()
 
 
+@pytest.mark.slow
 def test_the_end_to_end_benchmark_runs_on_a_tiny_history(tmp_path: Path) -> None:
     from history_bench import render, run
 

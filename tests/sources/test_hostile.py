@@ -242,6 +242,7 @@ def test_a_transcript_over_the_size_cap_is_reported_and_not_read(tmp_path: Path)
         ClaudeCodeSource(tmp_path, max_file_bytes=0)
 
 
+@pytest.mark.slow
 def test_a_32_mb_line_is_read_in_linear_time(tmp_path: Path) -> None:
     text = "word " * 6_400_000
     _write(

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from sessionquery import SessionQuery
 from sessionquery.persistence.postgres import PostgresPersistence
 from sessionquery.search.postgres import PostgresSearch
@@ -66,6 +68,7 @@ SEARCHER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_concurrent_writers_and_searchers_lose_and_duplicate_nothing(postgres_dsn: str) -> None:
     PostgresPersistence(postgres_dsn).close()  # migrate once before the race
     expected = WRITERS * SESSIONS_PER_WRITER

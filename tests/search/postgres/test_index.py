@@ -157,6 +157,7 @@ def all_pages(
             return out
 
 
+@pytest.mark.slow
 @settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -455,6 +456,7 @@ def test_a_deadline_interrupts_a_long_index_build_promptly(pg: PostgresSearch) -
 _MEGABYTE_OF_WORDS = " ".join(f"w{i % 7919}x{i % 13}" for i in range(120_000))
 
 
+@pytest.mark.slow
 def test_a_deadline_passing_inside_a_big_log_stops_the_sync_promptly_and_the_next_one_ends_it(
     pg: PostgresSearch, postgres_dsn: str, tmp_path: Path
 ) -> None:

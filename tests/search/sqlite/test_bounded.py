@@ -71,6 +71,7 @@ def _all_pages(
             return out
 
 
+@pytest.mark.slow
 def test_long_words_and_phrase_queries_answer_as_one_expression_would(index: SqliteSearch) -> None:
     rng = random.Random(3)
     corpus, texts = _corpus(rng)

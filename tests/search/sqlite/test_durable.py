@@ -116,6 +116,7 @@ def _indexed_ids(path: Path) -> set[str]:
         conn.close()
 
 
+@pytest.mark.slow
 def test_a_deadline_passing_inside_a_big_log_stops_its_read_and_the_next_search_indexes_it(
     tmp_path: Path,
 ) -> None:
@@ -146,6 +147,7 @@ def test_a_deadline_passing_inside_a_big_log_stops_its_read_and_the_next_search_
         assert _indexed_ids(tmp_path / "index.db") == {"small-a", "small-b", "big"}
 
 
+@pytest.mark.slow
 def test_a_session_too_big_to_write_before_the_deadline_is_not_started_and_indexed_later(
     tmp_path: Path,
 ) -> None:
@@ -180,6 +182,7 @@ def test_a_session_too_big_to_write_before_the_deadline_is_not_started_and_index
         assert [hit.record.id for hit in index.search_sessions(corpus, "needle").items] == ["big"]
 
 
+@pytest.mark.slow
 def test_an_append_to_a_session_holding_a_huge_document_is_indexed_under_a_short_deadline(
     tmp_path: Path,
 ) -> None:
@@ -198,6 +201,7 @@ def test_an_append_to_a_session_holding_a_huge_document_is_indexed_under_a_short
         assert [(hit.record.id, hit.best_match.seq) for hit in hits] == [("big", 1)]
 
 
+@pytest.mark.slow
 def test_a_batch_write_cut_by_a_cancellation_is_rolled_back_whole_and_written_next_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -411,6 +411,7 @@ def _index_command(root: Path, index: Path, home: Path) -> list[str]:
     return [sys.executable, "-c", program, "index", "--root", str(root), "--index", str(index)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signal_number", [signal.SIGKILL, signal.SIGINT])
 def test_an_index_command_interrupted_halfway_keeps_its_batches_and_the_next_run_finishes(
     tmp_path: Path, signal_number: int
@@ -449,6 +450,7 @@ def test_an_index_command_interrupted_halfway_keeps_its_batches_and_the_next_run
     assert indexed_rows(index) == indexed_rows(fresh)
 
 
+@pytest.mark.slow
 def test_a_deadline_interrupts_a_build_promptly_and_keeps_its_committed_batches(
     tmp_path: Path,
 ) -> None:
@@ -504,6 +506,7 @@ print(" ".join(codes))
 """
 
 
+@pytest.mark.slow
 def test_processes_sharing_one_index_all_answer_while_a_writer_appends(tmp_path: Path) -> None:
     root, index = tmp_path / "store", tmp_path / "index.db"
     store = JsonlPersistence(root)

@@ -297,6 +297,7 @@ def _brute_force(
     return [item for _key, item in ranked]
 
 
+@pytest.mark.slow
 def test_pruned_pages_equal_a_brute_force_ranking_on_a_zipf_corpus(tmp_path: Path) -> None:
     rng = random.Random(7)
     vocabulary = [f"w{i}" for i in range(60)]
