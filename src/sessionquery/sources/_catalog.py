@@ -31,7 +31,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, Self, cast
 
@@ -59,7 +59,10 @@ from sessionquery.sources._parsed import (
 )
 from sessionquery.sources.units import ArchiveBacked, Role, SkippedFile, Unit, UnitStore
 
-__all__ = ["Catalog", "ParsedFile", "ParsedSession", "ReadHandleImpl", "TitleOverlay"]
+__all__ = ["Catalog", "ParsedFile", "ParsedSession", "ReadHandleImpl", "TitleOverlay", "UnitsAt"]
+
+UnitsAt = Callable[..., UnitStore]
+"""``units(root, *, follow_outside_links=False)``: the raw units of one location of a kind."""
 
 _FLUSH_SECONDS = 2.0
 """A first listing stores what it read in the cache file at least this often."""
@@ -145,23 +148,48 @@ class Catalog:
     kind: ClassVar[str | None] = None
     """The registry kind of this importer (``claude``, ``codex``...), naming its label."""
 
+    _recipe: ClassVar[tuple[UnitsAt, Parser] | None] = None
+
+    def __init_subclass__(
+        cls,
+        *,
+        kind: str | None = None,
+        units: UnitsAt | None = None,
+        parser: Parser | None = None,
+        **rest: Any,
+    ) -> None:
+        """An importer declares its kind, units and parser as class keywords:
+        ``class ClaudeCodeSource(Catalog, kind="claude", units=claude_units,
+        parser=parse_claude_file)``."""
+        super().__init_subclass__(**rest)
+        if kind is not None:
+            cls.kind = kind
+        if units is not None and parser is not None:
+            cls._recipe = (units, parser)
+
+    @classmethod
+    def _declared(cls) -> tuple[UnitsAt, Parser]:
+        if cls._recipe is None:
+            raise TypeError(f"{cls.__name__} declares no units and parser")
+        return cls._recipe
+
     @classmethod
     def unit_parser(cls) -> Parser:
         """The kind's parser (each importer class names its own), used by :meth:`from_units`.
 
         Raises:
-            TypeError: the class declares no parser.
+            TypeError: the class declares none.
         """
-        raise TypeError(f"{cls.__name__} declares no parser")
+        return cls._declared()[1]
 
     @classmethod
     def units_at(cls, root: Path) -> UnitStore:
         """The raw units of one location of this kind (each importer class names its own).
 
         Raises:
-            TypeError: the class declares no units.
+            TypeError: the class declares none.
         """
-        raise TypeError(f"{cls.__name__} declares no units")
+        return cls._declared()[0](Path(root))
 
     @classmethod
     def from_units(

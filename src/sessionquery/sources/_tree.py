@@ -10,26 +10,20 @@ every such kind, so a further format adds no constructor of its own.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
 
-from sessionquery.sources._catalog import Catalog
+from sessionquery.sources._catalog import Catalog, UnitsAt
 from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
-from sessionquery.sources._parsed import Parser
-from sessionquery.sources.units import UnitStore
 
 __all__ = ["TreeSource", "UnitsAt"]
-
-UnitsAt = Callable[..., UnitStore]
-"""``units(root, *, follow_outside_links=False)``: the raw units of one location of a kind."""
 
 
 class TreeSource(Catalog):
     """A read-only ``SessionPersistence`` over one location of a folder-tree kind.
 
     Subclasses declare ``class GeminiSource(TreeSource, kind="gemini", units=gemini_units,
-    parser=parse_gemini_unit)``; their docstring says what ``root`` is.
+    parser=parse_gemini_unit)`` (the keywords of :class:`~._catalog.Catalog`); their
+    docstring says what ``root`` is.
 
     Args:
         root: the kind's folder (each importer's docstring names it).
@@ -44,23 +38,6 @@ class TreeSource(Catalog):
         ValueError: ``max_file_bytes`` is not a positive integer.
     """
 
-    _recipe: ClassVar[tuple[UnitsAt, Parser]]
-
-    def __init_subclass__(cls, *, kind: str, units: UnitsAt, parser: Parser, **rest: Any) -> None:
-        super().__init_subclass__(**rest)
-        cls.kind = kind
-        cls._recipe = (units, parser)
-
-    @classmethod
-    def unit_parser(cls) -> Parser:
-        """The parser of this kind's units."""
-        return cls._recipe[1]
-
-    @classmethod
-    def units_at(cls, root: Path) -> UnitStore:
-        """The raw units of one location of this kind."""
-        return cls._recipe[0](Path(root))
-
     def __init__(
         self,
         root: str | os.PathLike[str],
@@ -69,6 +46,6 @@ class TreeSource(Catalog):
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         follow_outside_links: bool = False,
     ) -> None:
-        units, parser = self._recipe
+        units, parser = self._declared()
         tree = units(Path(root), follow_outside_links=follow_outside_links)
         super().__init__(tree, parser, metadata_cache=metadata_cache, max_file_bytes=max_file_bytes)

@@ -40,8 +40,8 @@ from sessionquery.sources._common import (
 )
 from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import Line, parse_lines
-from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
-from sessionquery.sources.units import FileTree, Role, UnitStore
+from sessionquery.sources._parsed import ParsedFile, ParsedSession, UnitInput
+from sessionquery.sources.units import FileTree, Role
 
 __all__ = ["ClaudeCodeSource"]
 
@@ -85,49 +85,6 @@ def select_claude(rel: str, is_dir: bool) -> Role | None:
 def claude_units(root: Path, *, follow_outside_links: bool = False) -> FileTree:
     """The transcript files under ``root``, as raw units."""
     return FileTree(Path(root), select_claude, follow_outside_links=follow_outside_links)
-
-
-class ClaudeCodeSource(Catalog):
-    """A read-only ``SessionPersistence`` over a Claude Code projects directory.
-
-    Args:
-        projects_dir: a ``~/.claude/projects``-style directory (project folders holding
-            ``<uuid>.jsonl`` transcripts); transcripts directly inside it are read too.
-        metadata_cache: a SQLite file that keeps what each transcript yields between runs
-            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
-        max_file_bytes: transcripts larger than this are reported and not read (256 MiB).
-        follow_outside_links: follow symbolic links that lead outside ``projects_dir``.
-
-    Raises:
-        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
-            an importer cache (it is left untouched).
-        ValueError: ``max_file_bytes`` is not a positive integer.
-    """
-
-    kind = "claude"
-
-    @classmethod
-    def units_at(cls, root: Path) -> UnitStore:
-        """The raw units of one location of this kind."""
-        return claude_units(Path(root))
-
-    @classmethod
-    def unit_parser(cls) -> Parser:
-        """The parser of this kind's units."""
-        return parse_claude_file
-
-    def __init__(
-        self,
-        projects_dir: str | os.PathLike[str],
-        *,
-        metadata_cache: str | os.PathLike[str] | None = None,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        follow_outside_links: bool = False,
-    ) -> None:
-        tree = claude_units(Path(projects_dir), follow_outside_links=follow_outside_links)
-        super().__init__(
-            tree, parse_claude_file, metadata_cache=metadata_cache, max_file_bytes=max_file_bytes
-        )
 
 
 # --------------------------------------------------------------------------- file level
@@ -470,3 +427,34 @@ def _assistant_block(block: object, line: int, index: int) -> dict[str, Any]:
             "arguments": dumps(data.get("input", {})),
         }
     return _opaque(data)
+
+
+class ClaudeCodeSource(Catalog, kind="claude", units=claude_units, parser=parse_claude_file):
+    """A read-only ``SessionPersistence`` over a Claude Code projects directory.
+
+    Args:
+        projects_dir: a ``~/.claude/projects``-style directory (project folders holding
+            ``<uuid>.jsonl`` transcripts); transcripts directly inside it are read too.
+        metadata_cache: a SQLite file that keeps what each transcript yields between runs
+            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
+        max_file_bytes: transcripts larger than this are reported and not read (256 MiB).
+        follow_outside_links: follow symbolic links that lead outside ``projects_dir``.
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
+            an importer cache (it is left untouched).
+        ValueError: ``max_file_bytes`` is not a positive integer.
+    """
+
+    def __init__(
+        self,
+        projects_dir: str | os.PathLike[str],
+        *,
+        metadata_cache: str | os.PathLike[str] | None = None,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        follow_outside_links: bool = False,
+    ) -> None:
+        tree = claude_units(Path(projects_dir), follow_outside_links=follow_outside_links)
+        super().__init__(
+            tree, parse_claude_file, metadata_cache=metadata_cache, max_file_bytes=max_file_bytes
+        )

@@ -44,9 +44,9 @@ from sessionquery.sources._common import (
 )
 from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import Line, parse_lines
-from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
+from sessionquery.sources._parsed import ParsedFile, ParsedSession, UnitInput
 from sessionquery.sources._sqlite import DatabaseUnavailable, database_stamp, read_database
-from sessionquery.sources.units import FileTree, Role, UnitStore
+from sessionquery.sources.units import FileTree, Role
 
 __all__ = ["CodexSource"]
 
@@ -170,58 +170,6 @@ def _thread_names(conn: sqlite3.Connection) -> dict[str, str]:
         if isinstance(thread, str) and isinstance(value, str) and value.strip():
             out[thread] = value
     return out
-
-
-class CodexSource(Catalog):
-    """A read-only ``SessionPersistence`` over a Codex ``sessions`` directory.
-
-    Args:
-        sessions_dir: a ``~/.codex/sessions``-style directory; ``rollout-*.jsonl`` files are
-            found at any depth (``YYYY/MM/DD`` folders or flat).
-        metadata_cache: a SQLite file that keeps what each rollout yields between runs
-            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
-        max_file_bytes: rollouts larger than this are reported and not read (256 MiB).
-        follow_outside_links: follow symbolic links that lead outside ``sessions_dir``.
-        state_dir: where Codex's state databases (thread names) are; the sessions folder's
-            parent (``$CODEX_HOME``) by default. ``None`` there reads no thread names.
-
-    Raises:
-        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
-            an importer cache (it is left untouched).
-        ValueError: ``max_file_bytes`` is not a positive integer.
-    """
-
-    kind = "codex"
-
-    @classmethod
-    def units_at(cls, root: Path) -> UnitStore:
-        """The raw units of one location of this kind."""
-        return codex_units(Path(root))
-
-    @classmethod
-    def unit_parser(cls) -> Parser:
-        """The parser of this kind's units."""
-        return parse_codex_file
-
-    def __init__(
-        self,
-        sessions_dir: str | os.PathLike[str],
-        *,
-        metadata_cache: str | os.PathLike[str] | None = None,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        follow_outside_links: bool = False,
-        state_dir: str | os.PathLike[str] | _Default | None = _DEFAULT,
-    ) -> None:
-        folder = Path(sessions_dir).absolute()
-        tree = codex_units(folder, follow_outside_links=follow_outside_links)
-        state = folder.parent if isinstance(state_dir, _Default) else state_dir
-        super().__init__(
-            tree,
-            parse_codex_file,
-            metadata_cache=metadata_cache,
-            max_file_bytes=max_file_bytes,
-            titles=None if state is None else ThreadNames(Path(state)),
-        )
 
 
 def parse_codex_file(unit: UnitInput) -> ParsedFile:
@@ -542,3 +490,43 @@ def _is_error(item: dict[str, Any]) -> bool:
         code = _dict(_dict(decoded).get("metadata")).get("exit_code")
         return isinstance(code, int) and code != 0
     return False
+
+
+class CodexSource(Catalog, kind="codex", units=codex_units, parser=parse_codex_file):
+    """A read-only ``SessionPersistence`` over a Codex ``sessions`` directory.
+
+    Args:
+        sessions_dir: a ``~/.codex/sessions``-style directory; ``rollout-*.jsonl`` files are
+            found at any depth (``YYYY/MM/DD`` folders or flat).
+        metadata_cache: a SQLite file that keeps what each rollout yields between runs
+            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
+        max_file_bytes: rollouts larger than this are reported and not read (256 MiB).
+        follow_outside_links: follow symbolic links that lead outside ``sessions_dir``.
+        state_dir: where Codex's state databases (thread names) are; the sessions folder's
+            parent (``$CODEX_HOME``) by default. ``None`` there reads no thread names.
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
+            an importer cache (it is left untouched).
+        ValueError: ``max_file_bytes`` is not a positive integer.
+    """
+
+    def __init__(
+        self,
+        sessions_dir: str | os.PathLike[str],
+        *,
+        metadata_cache: str | os.PathLike[str] | None = None,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        follow_outside_links: bool = False,
+        state_dir: str | os.PathLike[str] | _Default | None = _DEFAULT,
+    ) -> None:
+        folder = Path(sessions_dir).absolute()
+        tree = codex_units(folder, follow_outside_links=follow_outside_links)
+        state = folder.parent if isinstance(state_dir, _Default) else state_dir
+        super().__init__(
+            tree,
+            parse_codex_file,
+            metadata_cache=metadata_cache,
+            max_file_bytes=max_file_bytes,
+            titles=None if state is None else ThreadNames(Path(state)),
+        )
