@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, TypeVar
 
 from sessionquery.cli import _hits as hits
 from sessionquery.cli import _render as render
@@ -38,7 +38,6 @@ from sessionquery.query.filters import (
 )
 from sessionquery.query.service import SessionQuery
 from sessionquery.query.types import (
-    EventSearchHit,
     EventSearchPage,
     SessionRecord,
     SessionSearchPage,
@@ -307,6 +306,37 @@ def _session_filters(inv: Invocation) -> list[SessionFilter]:
     return filters
 
 
+class _Page(Protocol):
+    @property
+    def items(self) -> Sequence[Any]: ...
+
+    @property
+    def next_cursor(self) -> str | None: ...
+
+    @property
+    def corrections(self) -> Mapping[str, str]: ...
+
+
+_PageT = TypeVar("_PageT", bound=_Page)
+
+
+def _collect(
+    fetch: Callable[[int, str | None], _PageT], limit: int
+) -> tuple[_PageT, list[Any], dict[str, str], str | None]:
+    """``fetch(size, cursor)`` page after page until ``limit`` items or the last page: the
+    last page, the items, every page's corrections, and ``"more"`` when some were left."""
+    items: list[Any] = []
+    corrections: dict[str, str] = {}
+    cursor: str | None = None
+    while True:
+        page = fetch(min(_SEARCH_PAGE_MAX, limit - len(items)), cursor)
+        items.extend(page.items)
+        corrections.update(page.corrections)
+        cursor = page.next_cursor
+        if cursor is None or len(items) >= limit:
+            return page, items, corrections, None if cursor is None else "more"
+
+
 def collect_session_hits(
     query: SessionQuery,
     text: str,
@@ -321,24 +351,19 @@ def collect_session_hits(
     The returned page's ``next_cursor`` is ``None``; a non-``None`` value would be useless
     outside this process, so truncation is reported as ``next_cursor="more"``.
     """
-    items: list[Any] = []
-    cursor: str | None = None
-    corrections: dict[str, str] = {}
-    while True:
-        page = query.search_sessions(
+
+    def fetch(size: int, cursor: str | None) -> SessionSearchPage:
+        return query.search_sessions(
             text,
             session_filters=session_filters,
             event_filters=event_filters,
-            limit=min(_SEARCH_PAGE_MAX, limit - len(items)),
+            limit=size,
             cursor=cursor,
             match=mode,
         )
-        items.extend(page.items)
-        corrections.update(page.corrections)
-        cursor = page.next_cursor
-        if cursor is None or len(items) >= limit:
-            more = None if cursor is None else "more"
-            return SessionSearchPage(items=items, next_cursor=more, corrections=corrections)
+
+    _last, items, corrections, more = _collect(fetch, limit)
+    return SessionSearchPage(items=items, next_cursor=more, corrections=corrections)
 
 
 def _search_events(
@@ -350,26 +375,15 @@ def _search_events(
     *,
     mode: SearchMatch,
 ) -> EventSearchPage:
-    items: list[EventSearchHit] = []
-    cursor: str | None = None
-    corrections: dict[str, str] = {}
-    while True:
-        page = query.search_events(
-            session_id,
-            text,
-            filters=filters,
-            limit=min(_SEARCH_PAGE_MAX, limit - len(items)),
-            cursor=cursor,
-            match=mode,
+    def fetch(size: int, cursor: str | None) -> EventSearchPage:
+        return query.search_events(
+            session_id, text, filters=filters, limit=size, cursor=cursor, match=mode
         )
-        items.extend(page.items)
-        corrections.update(page.corrections)
-        cursor = page.next_cursor
-        if cursor is None or len(items) >= limit:
-            more = None if cursor is None else "more"
-            return EventSearchPage(
-                session=page.session, items=items, next_cursor=more, corrections=corrections
-            )
+
+    last, items, corrections, more = _collect(fetch, limit)
+    return EventSearchPage(
+        session=last.session, items=items, next_cursor=more, corrections=corrections
+    )
 
 
 def _query_text(words: Sequence[str]) -> str:

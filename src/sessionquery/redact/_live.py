@@ -9,35 +9,15 @@ length, exact reads by value). The store itself is never changed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.query.corpus import LiveSession as _Live
+from sessionquery.query.corpus import LiveStore as _Store
 from sessionquery.redact._persistence import redacted_event
 from sessionquery.redact._redactor import Redactor
 
 __all__ = ["RedactedLiveSession", "RedactingLiveStore"]
-
-
-class _Live(Protocol):
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def header(self) -> SessionHeader: ...
-
-    @property
-    def inherited_event_count(self) -> int: ...
-
-    @property
-    def events(self) -> Sequence[SessionEvent]: ...
-
-
-class _Store(Protocol):
-    def get(self, session_id: str) -> _Live | None: ...
-
-    def sessions(self) -> Sequence[_Live]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,9 +34,8 @@ import bisect
 import builtins
 from collections.abc import Sequence
 from dataclasses import replace
-from types import TracebackType
-from typing import Self
 
+from sessionquery.closing import Closing
 from sessionquery.model import SessionEvent, SessionHeader
 from sessionquery.model.title import TitleSnapshot
 from sessionquery.persistence.base import (
@@ -134,7 +133,7 @@ def _redacted_titles(
     return titles
 
 
-class _RedactingHandle:
+class _RedactingHandle(Closing):
     """A read handle whose events come out redacted."""
 
     def __init__(self, inner: ReadHandle, redactor: Redactor) -> None:
@@ -170,17 +169,6 @@ class _RedactingHandle:
 
     def close(self) -> None:
         self._inner.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 class RedactingPersistence:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sessionquery.query.backend import SearchMatch
+from sessionquery.search.bounded import count_spans
 from sessionquery.search.postgres._unicode61_table import FOLDED, SEPARATORS, SILENT
 
 __all__ = [
@@ -146,34 +147,10 @@ def match_plan(normalized_query: str, match: SearchMatch) -> MatchPlan | None:
     return MatchPlan(phrases=phrases, simple=simple)
 
 
-def _instances(words: Sequence[str], plan: MatchPlan) -> list[tuple[int, int]]:
-    """``(start, end)`` token intervals (end exclusive) of every phrase instance, sorted."""
-    found: list[tuple[int, int]] = []
-    for phrase in plan.phrases:
-        n = len(phrase)
-        first = phrase[0]
-        for i, word in enumerate(words):
-            if word == first and tuple(words[i : i + n]) == phrase:
-                found.append((i, i + n))
-    found.sort()
-    return found
-
-
 def span_count(words: Sequence[str], plan: MatchPlan) -> int:
-    """Match spans of ``plan`` in a document of these tokens; 0 unless every phrase occurs."""
-    instances = _instances(words, plan)
-    present = {tuple(words[s:e]) for s, e in instances}
-    if len(present) != len(plan.phrases):
-        return 0
-    spans = 0
-    end = -1
-    for start, stop in instances:
-        if start >= end:
-            spans += 1
-            end = stop
-        else:
-            end = max(end, stop)
-    return spans
+    """Match spans of ``plan`` in a document of these tokens; 0 unless every phrase occurs
+    (the kernel's rule, :func:`sessionquery.search.bounded.count_spans`)."""
+    return count_spans(words, plan.phrases)
 
 
 def _phrase_pattern(phrase: tuple[str, ...]) -> str:
