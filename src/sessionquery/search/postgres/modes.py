@@ -19,7 +19,7 @@ import psycopg
 from sessionquery.model import SessionHeader, SurfaceClass
 from sessionquery.query.backend import Corpus, SearchMatch
 from sessionquery.query.cancel import CancelToken
-from sessionquery.query.filters import SessionFilter, event_matches, session_matches
+from sessionquery.query.filters import event_matches
 from sessionquery.query.types import (
     EventSearchHit,
     PartialIndex,
@@ -30,7 +30,7 @@ from sessionquery.search.base import Window
 from sessionquery.search.bounded import phrases_of
 from sessionquery.search.cursor import CursorPosition, page_offset
 from sessionquery.search.postgres import bounded, relevance
-from sessionquery.search.postgres.overlay import LiveOverlay, LiveSession, RelevantHit
+from sessionquery.search.postgres.overlay import LiveOverlay, RelevantHit
 from sessionquery.search.postgres.tokens import MatchPlan, tokens
 from sessionquery.search.predicates import CompiledFilters
 from sessionquery.search.relevance import RelevancePlan, plan_relevance
@@ -99,7 +99,7 @@ class ModeSearches:
             if (
                 session_id is None
                 and request.session_filters
-                and not _live_passes(live, request.session_filters)
+                and not live.passes(request.session_filters)
             ):
                 continue
             found += bounded.live_found(live, phrases, keep, cancel)
@@ -213,9 +213,7 @@ class ModeSearches:
             if session_id is not None:
                 live = [s for s in overlay.sessions.values() if s.header.id == session_id]
             else:
-                live = [
-                    s for s in overlay.sessions.values() if _live_passes(s, request.session_filters)
-                ]
+                live = [s for s in overlay.sessions.values() if s.passes(request.session_filters)]
 
             def scope(word: str) -> bool:
                 return relevance.in_scope(
@@ -363,19 +361,6 @@ class ModeSearches:
             snippet=self._relevant_snippet(plan, row[10:], str(text)),
         )
         return SessionSearchHit(record=record, best_match=best)
-
-
-def _live_passes(live: LiveSession, session_filters: Sequence[SessionFilter]) -> bool:
-    header = live.header
-    return session_matches(
-        session_filters,
-        id=header.id,
-        cwd=header.cwd,
-        created_at=header.created_at,
-        parent=header.parent_session,
-        live=True,
-        persisted=live.persisted,
-    )
 
 
 def _live_relevant_hit(hit: RelevantHit, snippet: str) -> EventSearchHit:

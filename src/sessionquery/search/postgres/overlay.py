@@ -73,6 +73,19 @@ class LiveSession:
             self.vocabulary.update(set(doc.words))
             self.tokens += len(doc.words)
 
+    def passes(self, session_filters: Sequence[SessionFilter]) -> bool:
+        """Whether the session passes ``session_filters`` (every one passes none)."""
+        header = self.header
+        return not session_filters or session_matches(
+            session_filters,
+            id=header.id,
+            cwd=header.cwd,
+            created_at=header.created_at,
+            parent=header.parent_session,
+            live=True,
+            persisted=self.persisted,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class LiveHit:
@@ -243,16 +256,7 @@ class LiveOverlay:
         """Each matching live session's best hit, ranked as sessions."""
         best = []
         for session in self.sessions.values():
-            header = session.header
-            if session_filters and not session_matches(
-                session_filters,
-                id=header.id,
-                cwd=header.cwd,
-                created_at=header.created_at,
-                parent=header.parent_session,
-                live=True,
-                persisted=session.persisted,
-            ):
+            if not session.passes(session_filters):
                 continue
             hits = self.search(plan, session, event_filters)
             if hits:
@@ -313,16 +317,7 @@ class LiveOverlay:
         its best title when no event holds one) carrying the session's score."""
         best = []
         for session in self.sessions.values():
-            header = session.header
-            if session_filters and not session_matches(
-                session_filters,
-                id=header.id,
-                cwd=header.cwd,
-                created_at=header.created_at,
-                parent=header.parent_session,
-                live=True,
-                persisted=session.persisted,
-            ):
+            if not session.passes(session_filters):
                 continue
             hits = self.relevant(plan, session, event_filters)
             events = [hit for hit in hits if not hit.title]
