@@ -219,6 +219,20 @@ class LogBuilder:
             replace_from=replace_from,
         )
 
+    def rewound(self, text: str, line: int, time: int | None, replace_from: int) -> int:
+        """A rewind in the transcript: the open turn ends, and a ``user/message``
+        (``source.kind: "rewind"``) saying ``text`` replaces the surface from ``replace_from``."""
+        self.close_turn(self.default_close_reason(), line, time)
+        return self.user_message(
+            f"rewind-line-{line}",
+            [{"type": "context", "text": text}],
+            "rewind",
+            line,
+            time,
+            replace_surface=True,
+            replace_from=replace_from,
+        )
+
     def assistant_message(
         self,
         content: list[Any],

@@ -181,17 +181,7 @@ class _Stream:
         start = self.before.get(target) if isinstance(target, str) else None
         if start is None or start >= len(current):
             return False
-        builder = self.builder
-        builder.close_turn(builder.default_close_reason(), line.number, time)
-        builder.user_message(
-            f"rewind-line-{line.number}",
-            [{"type": "context", "text": f"Rewound to before event {target}"}],
-            "rewind",
-            line.number,
-            time,
-            replace_surface=True,
-            replace_from=current[start],
-        )
+        self.builder.rewound(f"Rewound to before event {target}", line.number, time, current[start])
         return True
 
     def title(self, data: dict[str, Any], line: Line, time: int | None) -> bool:

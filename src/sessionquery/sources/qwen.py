@@ -126,17 +126,7 @@ class _Stream:
         current = self.builder.current
         if keep >= len(current):
             return
-        builder = self.builder
-        builder.close_turn(builder.default_close_reason(), line.number, time)
-        builder.user_message(
-            f"rewind-line-{line.number}",
-            [{"type": "context", "text": f"Rewound to after record {parent}"}],
-            "rewind",
-            line.number,
-            time,
-            replace_surface=True,
-            replace_from=current[keep],
-        )
+        self.builder.rewound(f"Rewound to after record {parent}", line.number, time, current[keep])
 
     def user(
         self, record: dict[str, Any], parts: list[dict[str, Any]], line: Line, time: int | None
