@@ -21,6 +21,8 @@ sys.path.insert(0, str(BENCHMARKS))
 from corpus import CorpusSpec, generate
 from report import NOT_MEASURED, render
 
+pytestmark = pytest.mark.slow  # each test runs a benchmark script on a small corpus
+
 
 def _digest(root: Path) -> dict[str, str]:
     return {

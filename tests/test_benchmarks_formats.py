@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from locations import BENCHMARKS
 from sessionquery.app import App
 from sessionquery.config import Config
@@ -12,6 +14,8 @@ from sessionquery.config import Config
 sys.path.insert(0, str(BENCHMARKS))
 
 from formats_bench import KINDS, generate_formats, render
+
+pytestmark = pytest.mark.slow  # a generated home of every format
 
 
 def test_the_generated_home_holds_every_format_and_lists_completely(tmp_path: Path) -> None:

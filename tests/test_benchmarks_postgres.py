@@ -12,8 +12,9 @@ import pytest
 from locations import BENCHMARKS
 from postgres_support import PostgresServer
 
+pytestmark = pytest.mark.slow  # a benchmark run against PostgreSQL
 
-@pytest.mark.slow
+
 def test_quick_run_replaces_its_section_and_reports_identical_results(
     tmp_path: Path, postgres_server: PostgresServer
 ) -> None:

@@ -30,6 +30,8 @@ from quality import (
 )
 from quality_questions import KINDS, QUESTIONS
 
+pytestmark = pytest.mark.slow  # the quality benchmark over its vendored corpus
+
 _NUMBER = re.compile(r"^(0|1)\.\d\d$")
 
 
@@ -135,7 +137,6 @@ def test_every_right_session_is_listed_from_the_vendored_corpus() -> None:
     assert results["corpus"]["not_read"]  # the DeepSeek-harness files are named, not hidden
 
 
-@pytest.mark.slow
 def test_the_default_background_answers_no_question(tmp_path: Path) -> None:
     folder, info = generate_background(tmp_path, BACKGROUND)
     assert info["transcripts"] == BACKGROUND

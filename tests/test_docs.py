@@ -42,6 +42,8 @@ import pytest
 
 from locations import ROOT
 
+pytestmark = pytest.mark.slow  # every page's commands, run as a reader would
+
 DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")], key=str)
 SKIP_MARKER = "<!-- docs-check: skip -->"
 DOCUMENTED_HOME = "/tmp/sq-demo"

@@ -29,6 +29,8 @@ from sessionquery.query.service import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools
 
+pytestmark = pytest.mark.slow  # a real MCP server process per test
+
 TOOL_NAMES = {
     "session_search",
     "session_event_search",

@@ -26,11 +26,14 @@ from pathlib import Path
 
 import anyio
 import mcp_types as types
+import pytest
 from mcp import Client, StdioServerParameters
 
 from cli_support import make_agent_home
 from locations import ROOT
 from test_docs import SHELL_LANGUAGES, parse_blocks, shell_commands
+
+pytestmark = pytest.mark.slow  # a new user's whole README chain in processes
 
 README = ROOT / "README.md"
 VENV_ENV = "SESSIONQUERY_README_VENV"

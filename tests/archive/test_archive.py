@@ -165,6 +165,7 @@ def test_a_growing_transcript_is_extended_and_an_unchanged_one_is_not_opened(
         assert archive.read("claude", projects, rel) == path.read_bytes()
 
 
+@pytest.mark.slow
 def test_codex_rollouts_and_a_missing_folder_are_served_from_the_archive(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions" / "2025" / "09"
     sessions.mkdir(parents=True)

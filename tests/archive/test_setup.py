@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from archive_support import claude_home
 from sessionquery.app import App
 from sessionquery.archive import ARCHIVE_FILE, RAW
@@ -28,6 +30,7 @@ def test_without_an_archive_nothing_touches_its_folder(tmp_path: Path) -> None:
     assert not config.archive_dir.exists()
 
 
+@pytest.mark.slow
 def test_after_an_archive_run_a_gone_default_folder_is_still_read(tmp_path: Path) -> None:
     config = _config(tmp_path)
     app = App(config)

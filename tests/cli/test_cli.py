@@ -79,6 +79,7 @@ def test_importer_problems_are_summarised_on_stderr(cli: Cli, tmp_path: Path) ->
     assert "claude-1.jsonl:2" in shown.out
 
 
+@pytest.mark.slow
 def test_bad_transcripts_give_results_and_one_problem_line_never_a_traceback(cli: Cli) -> None:
     make_agent_home(cli.home)
     projects = cli.home / ".claude" / "projects"

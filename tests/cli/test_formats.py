@@ -24,6 +24,8 @@ from sessionquery.app import App
 from sessionquery.config import Config
 from sessionquery.tools import SessionQueryTools, ToolCaller
 
+pytestmark = pytest.mark.slow  # every format through every interface, MCP servers included
+
 STARTUP_SECONDS = 120
 
 

@@ -29,6 +29,7 @@ def record(dsn: str) -> None:
         store.close_all()
 
 
+@pytest.mark.slow
 def test_list_index_and_search_read_the_postgres_database(
     postgres_dsn: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -30,6 +30,8 @@ from secret_history import (
 from sessionquery.cli import main
 from sessionquery.redact import preview
 
+pytestmark = pytest.mark.slow  # every command, the MCP tools and both indexes over one history
+
 SESSIONS = (CLAUDE_SESSION, CODEX_SESSION)
 QUERIES = (
     "deploy", "aws_secret_access_key", "stripe", "Bearer", "key file holds", "webhook",

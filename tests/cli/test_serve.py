@@ -7,7 +7,11 @@ import http.client
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+
 from web_support import make_history, run_cli, served
+
+pytestmark = pytest.mark.slow  # real viewer processes
 
 
 def test_the_first_line_is_the_url_and_the_server_answers(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ def test_event_round_trips_through_its_json_text(event: SessionEvent) -> None:
 
 
 @given(valid_events())
+@pytest.mark.slow
 def test_event_round_trips_through_its_wire_object(event: SessionEvent) -> None:
     assert SessionEvent.from_json(event.to_json()) == event
 

@@ -857,6 +857,7 @@ def test_a_symlink_named_like_a_session_is_a_problem_not_a_session(tmp_path: Pat
         store.open_read("link")
 
 
+@pytest.mark.slow
 def test_a_huge_garbage_header_is_listed_as_a_problem_in_linear_time(tmp_path: Path) -> None:
     store = _store_with(tmp_path, 1, "good")
     with open(store.path_of("huge"), "wb") as file:

@@ -133,6 +133,7 @@ def _nested(depth: int) -> list[Any]:
 
 
 @pytest.mark.parametrize("depth", [400, 5_000, 100_000])
+@pytest.mark.slow
 def test_deeply_nested_event_data_is_a_value_error_not_a_recursion_error(depth: int) -> None:
     """Regression: ``freeze_json`` recursed without a guard, so deep data (a few hundred
     levels inside pytest) escaped ``SessionEvent.from_json`` as ``RecursionError``."""

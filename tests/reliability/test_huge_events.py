@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cli_support import clean_env
 from locations import TESTS
 from reliability.stats import record
@@ -35,6 +37,7 @@ RSS_DRIFT_MIB = 20
 """How much resident memory may move between the first answer and the last call."""
 
 
+@pytest.mark.slow
 def test_a_huge_single_line_event_leaves_the_history_searchable_in_bounded_memory(
     tmp_path: Path,
 ) -> None:

@@ -194,6 +194,7 @@ def test_a_damaged_generation_in_our_index_is_index_failed_not_a_raw_error(
 
 @settings(max_examples=max(5, profile_examples() // 5), deadline=None)
 @given(data=st.data())
+@pytest.mark.slow
 def test_bytes_damaged_inside_our_index_never_escape_as_raw_errors(
     tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
 ) -> None:

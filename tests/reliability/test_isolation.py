@@ -53,6 +53,8 @@ from sessionquery.tools import SessionQueryTools, ToolCaller, ToolResult
 from sessionquery.tools.specs import TOOL_NAMES
 from strategies import LogBuilder
 
+pytestmark = pytest.mark.slow  # a long hypothesis state machine
+
 MARKER = re.compile(r"tok\d+x")
 SHARED_WORDS = ("deploy", "login test", "migration", "deploy the service")
 ID_PREFIXES = ("", "a/", "../", "ü-", " lead ", "UPPER-", "x" * 40)

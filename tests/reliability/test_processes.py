@@ -37,6 +37,8 @@ from sessionquery.persistence import JsonlPersistence
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools, ToolCaller
 
+pytestmark = pytest.mark.slow  # several server and writer processes per test
+
 WORKSPACE = "/home/dev/src/ledger"
 OTHER_WORKSPACE = "/home/dev/src/elsewhere"
 GROWING = "ledger-growing"
@@ -272,7 +274,6 @@ def _fresh_answers(
         return answers
 
 
-@pytest.mark.slow
 def test_four_servers_a_search_loop_and_a_writer_share_one_store_and_one_index(
     tmp_path: Path,
 ) -> None:

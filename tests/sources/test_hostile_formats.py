@@ -146,6 +146,7 @@ def _opencode(home: FixtureHome) -> Path:
     return home.home / ".local" / "share" / "opencode"
 
 
+@pytest.mark.slow
 def test_a_locked_database_is_a_problem_not_an_error(home: FixtureHome, tmp_path: Path) -> None:
     root = tmp_path / "locked"
     shutil.copytree(_opencode(home), root)

@@ -397,6 +397,7 @@ def _big_transcript(fmt: str, root: Path, session_id: str, texts: list[str]) -> 
 
 
 @pytest.mark.parametrize("fmt", ["claude", "codex"])
+@pytest.mark.slow
 def test_a_deadline_passing_inside_a_big_transcript_stops_its_read_and_the_next_search_finds_it(
     tmp_path: Path, fmt: str
 ) -> None:

@@ -34,6 +34,8 @@ from web_support import (
     served,
 )
 
+pytestmark = pytest.mark.slow  # a real browser per test
+
 WAIT_MS = 30_000
 """Bound on any wait for the page (polling runs every 3-5 s; the machine may be loaded)."""
 

@@ -66,5 +66,6 @@ def test_only_relative_and_safe_scheme_urls_survive(url: str, kept: bool) -> Non
     assert (el("a", {"href": url}) == el("a", {"href": "#"})) is not kept
 
 
+@pytest.mark.slow
 def test_control_and_bidi_characters_are_shown_as_escapes() -> None:
     assert visible("a\x1b[2Jb\u202ec\ud800\tz\n") == "a\\x1b[2Jb\\u202ec\\ud800\tz\n"

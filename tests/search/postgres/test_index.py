@@ -209,6 +209,7 @@ def test_session_and_event_search_answer_exactly_as_sqlite(
     ).map(" ".join),
     match=st.sampled_from(["phrase", "words"]),
 )
+@pytest.mark.slow
 def test_database_counts_equal_the_live_overlay_counts_in_both_match_modes(
     postgres_server: PostgresServer, docs: list[str], query: str, match: str
 ) -> None:
@@ -227,6 +228,7 @@ def test_database_counts_equal_the_live_overlay_counts_in_both_match_modes(
         postgres_server.drop_schema(dsn)
 
 
+@pytest.mark.slow
 def test_an_oversized_document_is_still_found(pg: PostgresSearch) -> None:
     text = " ".join(f"w{i:07d}" for i in range(120_000)) + " needle"
     corpus = build_corpus({"big": [text], "small": ["needle"]}, {})
@@ -587,6 +589,7 @@ def test_relevance_statistics_follow_deletes_and_rewrites(
 # --- over-long phrase and words queries ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_long_phrase_and_words_queries_answer_exactly_as_sqlite(
     postgres_server: PostgresServer,
 ) -> None:

@@ -64,6 +64,7 @@ def _recount(dsn: str) -> tuple[tuple[int, int], dict[str, int], tuple[int, int]
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(history=steps, batch=st.integers(min_value=1, max_value=4))
+@pytest.mark.slow
 def test_term_statistics_always_equal_a_recount_of_the_indexed_rows(
     dsn: str, history: list[tuple[str, int, list[str]]], batch: int
 ) -> None:

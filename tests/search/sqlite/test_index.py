@@ -258,6 +258,7 @@ def big_index(
     search.close()
 
 
+@pytest.mark.slow
 def test_an_expired_deadline_aborts_within_fifty_milliseconds(
     big_index: tuple[SqliteSearch, FakeCorpus],
 ) -> None:
