@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from search_sqlite_support import FakeCorpus, FakePersistence, header, log
+from builders import log
+from search_sqlite_support import FakeCorpus, FakePersistence, header
 from sessionquery.search.postgres import PostgresSearch, sync
 from sessionquery.search.postgres.tokens import lexeme
 
