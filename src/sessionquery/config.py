@@ -92,7 +92,8 @@ NO_COLOR_ENV = "NO_COLOR"
 SOURCE_KINDS = ("root", *(kind.kind for kind in KINDS if kind.kind != "store"))
 """The kinds of session source, named as their config keys (``root`` is the store)."""
 
-_KEYS = frozenset({*SOURCE_KINDS, "store", "index", "postgres"})
+_KEYS = frozenset({*SOURCE_KINDS, "store", "index", "postgres", "push"})
+_PUSH_KEYS = frozenset({"postgres", "machine", "interval"})
 
 
 def _absolute(path: Path) -> Path:
@@ -110,12 +111,16 @@ class FileSettings:
             file does not mention is absent (``store`` is read as ``root``).
         index: the index path it names, or ``None``.
         postgres: a PostgreSQL DSN used as session store and search index, or ``None``.
+        push: the ``[push]`` table (``sessionquery push``): ``postgres`` (the team database),
+            ``machine`` (this machine's name there), ``interval`` (seconds between pushes of
+            ``--watch``); empty when the file has none.
     """
 
     path: Path
     sources: Mapping[str, tuple[Path, ...]] = field(default_factory=dict)
     index: Path | None = None
     postgres: str | None = None
+    push: Mapping[str, str | float] = field(default_factory=dict)
 
     @property
     def names_sources(self) -> bool:
@@ -162,7 +167,29 @@ def read_settings(path: Path) -> FileSettings:
     postgres = data.get("postgres")
     if postgres is not None and (not isinstance(postgres, str) or not postgres.strip()):
         raise _invalid(path, "'postgres' must be a PostgreSQL connection string")
-    return FileSettings(path=path, sources=sources, index=index, postgres=postgres)
+    push = _push_table(path, data.get("push", {}))
+    return FileSettings(path=path, sources=sources, index=index, postgres=postgres, push=push)
+
+
+def _push_table(path: Path, table: object) -> dict[str, str | float]:
+    if not isinstance(table, dict):
+        raise _invalid(path, "'push' must be a table ([push])")
+    unknown = sorted(set(table) - _PUSH_KEYS)
+    if unknown:
+        raise _invalid(path, f"unknown key(s) push.{', push.'.join(unknown)}")
+    out: dict[str, str | float] = {}
+    for key in ("postgres", "machine"):
+        value = table.get(key)
+        if value is not None:
+            if not isinstance(value, str) or not value.strip():
+                raise _invalid(path, f"'push.{key}' must be a non-empty string")
+            out[key] = value
+    interval = table.get("interval")
+    if interval is not None:
+        if isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0:
+            raise _invalid(path, "'push.interval' must be a positive number of seconds")
+        out["interval"] = float(interval)
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,6 +25,7 @@ from sessionquery.cli._parser import Command, UsageError
 from sessionquery.cli._serve import cmd_serve
 from sessionquery.cli._services import EXIT_OK, Invocation, Progress, emit, style_for
 from sessionquery.cli._sources import cmd_sources
+from sessionquery.cli._team import cmd_push, cmd_team
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.query.backend import SearchMatch
 from sessionquery.query.filters import (
@@ -477,6 +478,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("sources", "Show which sources are used, why, and what they hold.", cmd_sources),
     Command("mcp", "Serve the five session tools over stdio (MCP).", _cmd_mcp),
     Command("serve", "Browse every session in a local, read-only web viewer.", cmd_serve),
+    Command("push", "Copy this machine's sessions, redacted, into the team database.", cmd_push),
+    Command("team", "Set up the team database; grant, revoke and list access.", cmd_team),
     Command(
         "quickstart",
         "Create a sample store from bundled example sessions and try it.",

@@ -390,6 +390,38 @@ def _setup_quickstart(p: argparse.ArgumentParser) -> None:
     del p  # only the shared source options (--root, --index)
 
 
+def _setup_push(p: argparse.ArgumentParser) -> None:
+    """Options of ``push`` (besides the shared source options)."""
+    p.add_argument(
+        "--machine",
+        metavar="NAME",
+        help="this machine's name in the team database (default: the config file's "
+        "push.machine, else the host name)",
+    )
+    p.add_argument("--watch", action="store_true", help="keep pushing until interrupted")
+    p.add_argument(
+        "--interval",
+        type=float,
+        metavar="SECONDS",
+        help="seconds between pushes with --watch (default: push.interval, else 60)",
+    )
+    p.add_argument("--json", action="store_true", help="print the report as one JSON document")
+
+
+def _setup_team(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``team``."""
+    p.add_argument("action", choices=("init", "grant", "revoke", "members"))
+    p.add_argument("role", nargs="?", metavar="ROLE", help="a database role (grant, revoke)")
+    p.add_argument(
+        "workspace",
+        nargs="?",
+        metavar="WORKSPACE",
+        help="a team workspace, e.g. github.com/org/app ('*': every workspace)",
+    )
+    p.add_argument("--push", action="store_true", help="grant: also let ROLE push")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+
 SETUP: dict[str, Callable[[argparse.ArgumentParser], None]] = {
     "list": _setup_list,
     "show": _setup_show,
@@ -404,6 +436,8 @@ SETUP: dict[str, Callable[[argparse.ArgumentParser], None]] = {
     "sources": _setup_sources,
     "mcp": _setup_mcp,
     "serve": _setup_serve,
+    "push": _setup_push,
+    "team": _setup_team,
     "quickstart": _setup_quickstart,
 }
 

@@ -24,7 +24,7 @@ from typing import Any
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 from sessionquery.query.cancel import CancelToken
 from sessionquery.tools import arguments as args
-from sessionquery.tools.access import ToolCaller
+from sessionquery.tools.access import EXACT_CWD, ToolCaller, WorkspaceRule
 from sessionquery.tools.boundary import (
     SEARCH_TIMEOUT_MESSAGE,
     TOOL_FAILED_MESSAGE,
@@ -119,6 +119,8 @@ class SessionQueryTools:
         max_search_results: the most hits one search call returns; when more exist the
             output ends with a sentence asking the model to narrow the query.
         search_timeout_ms: the deadline of each search call, in milliseconds.
+        workspaces: which sessions a caller's workspace holds; default the exact-cwd rule of
+            SPEC §8 (a team database's server passes :class:`sessionquery.team.TeamWorkspaces`).
 
     Raises:
         SessionQueryError: ``SESSION_QUERY_INVALID_CONFIG`` for a non-integer or
@@ -131,7 +133,9 @@ class SessionQueryTools:
         *,
         max_search_results: int = 100,
         search_timeout_ms: int = 30_000,
+        workspaces: WorkspaceRule | None = None,
     ) -> None:
+        self._rule = EXACT_CWD if workspaces is None else workspaces
         self._max = _positive_int(max_search_results, "max_search_results", 2**53 - 1)
         self._timeout_ms = _positive_int(
             search_timeout_ms, "search_timeout_ms", MAX_SEARCH_TIMEOUT_MS
@@ -208,7 +212,9 @@ class SessionQueryTools:
             if name in SEARCH_TOOLS:
                 text = self._run_search(handler, raw, caller, cancel)
             else:
-                ops = Operations(self._query, caller, ServiceBoundary(cancel, cancel), self._max)
+                ops = Operations(
+                    self._query, caller, ServiceBoundary(cancel, cancel), self._max, self._rule
+                )
                 text = handler(ops, raw)
         except SessionQueryError as exc:
             if is_caller_cancellation(exc, cancel):
@@ -227,7 +233,7 @@ class SessionQueryTools:
         cancel: CancelToken | None,
     ) -> str:
         token = DeadlineToken(self._timeout_ms, cancel)
-        ops = Operations(self._query, caller, ServiceBoundary(cancel, token), self._max)
+        ops = Operations(self._query, caller, ServiceBoundary(cancel, token), self._max, self._rule)
         with self._search_slot(token, cancel):
             return handler(ops, raw)
 

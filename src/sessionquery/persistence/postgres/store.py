@@ -281,13 +281,43 @@ class PostgresPersistence:
             return None
         counter = int(counter_text)
         with self._shared() as conn, conn.transaction():
-            (current,) = conn.execute("SELECT change_counter FROM sq_store").fetchone() or (0,)
-            if counter > int(current):
-                return None
+            current, pruned = conn.execute(
+                "SELECT change_counter, pruned_through FROM sq_store"
+            ).fetchone() or (0, 0)
+            if counter > int(current) or counter < int(pruned):
+                return None  # from the future, or older than the pruned journal
             rows = conn.execute(
                 "SELECT DISTINCT session_id FROM sq_changes WHERE change_id > %s", (counter,)
             ).fetchall()
         return frozenset(str(sid) for (sid,) in rows)
+
+    def prune_changes(self, keep: int = 100_000) -> int:
+        """Delete journal rows older than the newest ``keep`` changes; return how many.
+
+        An index holding a token older than the pruned part then lists the store once
+        (:meth:`changed_since` answers ``None`` for it), so pruning never hides a change.
+
+        Raises:
+            PersistenceWriteFailed: the server refused the delete.
+        """
+        if type(keep) is not int or keep < 0:
+            raise ValueError(f"keep must be a non-negative integer: {keep!r}")
+        try:
+            with self._shared() as conn, conn.transaction():
+                row = conn.execute(
+                    "SELECT change_counter, pruned_through FROM sq_store FOR UPDATE"
+                ).fetchone()
+                assert row is not None
+                through = int(row[0]) - keep
+                if through <= int(row[1]):
+                    return 0
+                deleted = conn.execute(
+                    "DELETE FROM sq_changes WHERE change_id <= %s", (through,)
+                ).rowcount
+                conn.execute("UPDATE sq_store SET pruned_through = %s", (through,))
+        except psycopg.Error as exc:
+            raise write_failed(exc, "pruning the change journal") from exc
+        return int(deleted)
 
     # -- writing -----------------------------------------------------------------------
 

@@ -52,13 +52,14 @@ from sessionquery.search.postgres.tokens import lexeme, normal_form, tokens
 from sessionquery.search.snippet import sanitize_text
 from sessionquery.search.update import ProgressCallback
 
-__all__ = ["SyncResult", "forget_sessions", "sync_persisted"]
+__all__ = ["DocRow", "SyncResult", "doc_row", "forget_sessions", "sync_persisted"]
 
 _TSVECTOR_BUDGET: Final = 1_000_000
 """Bytes of lexemes above which a document stores no tsvector (PostgreSQL's limit is 1 MiB)."""
 
 _DocRow = tuple[str, int, str, int, str, int, str, str, str | None, int, bool]
 """``(session_id, seq, type, time, surface, length, text, norm, tsv, ntokens, title)``."""
+DocRow = _DocRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +116,11 @@ def _doc_row(  # noqa: PLR0917
         title,
     )
     return row, {lexeme(word) for word in words}
+
+
+doc_row = _doc_row
+"""The ``sqi_docs`` row of one document and its distinct lexemes (team pushes write the same
+rows as this index's own updates)."""
 
 
 def forget_sessions(conn: psycopg.Connection[Any], ids: Sequence[str]) -> None:
@@ -209,6 +215,10 @@ def sync_persisted(
     with conn.transaction():
         row = conn.execute("SELECT source, token, generation FROM sqi_state").fetchone()
         assert row is not None
+        if row[0] == schema.TEAM_SOURCE:
+            # A team database: every push writes the index rows of what it pushed in the same
+            # transaction (sessionquery.team.push), so there is nothing to synchronise.
+            return SyncResult(generation=int(row[2]))
         if row[0] == source and row[1] is not None and not _try_lock(conn):
             # Another process is updating the index: search what it holds now rather than
             # wait (the caller does not record the token, so the next search looks again).

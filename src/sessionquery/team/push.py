@@ -1,0 +1,599 @@
+"""``push``: copy this machine's sessions into the team database.
+
+:func:`push_sessions` reads every session of ``source`` (the composition root's corpus, which
+is redacted: :class:`~sessionquery.redact.RedactingPersistence`; the text as stored on this
+machine is never sent) and brings the team database up to date with it:
+
+* a session never pushed is inserted (its events, one row each, and its index documents);
+* a session that only grew (its pushed events are an unchanged prefix: :func:`~.rows.digests`)
+  gets its new events appended, one row per event, and only the index documents that changed;
+* a session that changed otherwise is replaced whole; an unchanged one (same revision as last
+  pushed) is not even read. A session the database holds from another machine is left alone
+  (each session belongs to the machine that pushed it first). Nothing is ever deleted.
+
+Invariants:
+
+* **Idempotent and crash-safe.** Sessions are written in batches, each one transaction
+  holding the sessions' rows, their index rows, the statistics and the journal; a batch
+  commits whole or not at all, and what committed is recognised by the next push (its
+  revision and digest are stored with it). A push killed at any point and run again leaves
+  the database as one uninterrupted push would.
+* **Concurrent machines never conflict.** A machine is claimed once by the role that first
+  pushes it; only that role pushes it, one push at a time (a session-level advisory lock).
+  Rows and statistics are per machine, so two machines' batches touch no common row except
+  the store's change counter and the index generation, updated last, just before commit.
+  Workspace ids are resolved before a batch's transaction, in their own.
+* Every written row carries the session's workspace and machine (``ws``, ``mid``), the
+  columns row-level security filters by (:mod:`.schema`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import psycopg
+
+from sessionquery.errors import ErrorCode, PersistenceError, SessionQueryError
+from sessionquery.model import SessionEvent, SessionHeader, SurfaceError
+from sessionquery.persistence.base import PersistedSession, SessionPersistence
+from sessionquery.persistence.postgres._schema import advisory_key, check_id, dumps, migrate
+from sessionquery.search.postgres import schema as index_schema
+from sessionquery.team import schema as team_schema
+from sessionquery.team.rows import Delta, DocSet, digests, doc_set, event_lines, lexemes_of_norm
+from sessionquery.team.workspace import team_workspace, valid_machine
+
+__all__ = ["BATCH_BYTES", "BATCH_SESSIONS", "JOURNAL_KEEP", "PushReport", "push_sessions"]
+
+BATCH_SESSIONS: Final = 200
+"""Sessions per committed batch, at most..."""
+BATCH_BYTES: Final = 8 << 20
+"""...and bytes of their events' JSON (a batch holds at least one session)."""
+JOURNAL_KEEP: Final = 100_000
+"""Change-journal rows of this machine kept after a push; older ones are pruned."""
+
+Progress = Callable[[int, int], None]
+Kind = Literal["new", "grown", "replaced", "same"]
+
+
+@dataclass(frozen=True, slots=True)
+class PushReport:
+    """What one push did.
+
+    Attributes:
+        machine: the machine pushed as.
+        role: the database role that pushed.
+        sessions: sessions listed on this machine.
+        new, grown, replaced: sessions inserted, appended to, rewritten.
+        unchanged: sessions already pushed as they are.
+        elsewhere: sessions the database holds from another machine (left alone).
+        failed: sessions that could not be read here (their reasons are in ``problems``).
+        events: event rows written.
+        bytes: bytes of event JSON written.
+        seconds: wall time.
+        problems: one sentence per session that failed.
+    """
+
+    machine: str
+    role: str
+    sessions: int
+    new: int
+    grown: int
+    replaced: int
+    unchanged: int
+    elsewhere: int
+    failed: int
+    events: int
+    bytes: int
+    seconds: float
+    problems: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        """One line for a log or a terminal."""
+        rate = self.bytes / self.seconds / 1e6 if self.seconds > 0 else 0.0
+        parts = [
+            f"pushed {self.new + self.grown + self.replaced} of {self.sessions} sessions "
+            f"from {self.machine} as {self.role}",
+            f"{self.new} new, {self.grown} grown, {self.replaced} replaced, "
+            f"{self.unchanged} unchanged",
+        ]
+        if self.elsewhere:
+            parts.append(f"{self.elsewhere} held by another machine")
+        if self.failed:
+            parts.append(f"{self.failed} unreadable")
+        parts.append(
+            f"{self.events} events, {self.bytes / 1e6:.1f} MB in {self.seconds:.1f} s "
+            f"({rate:.1f} MB/s)"
+        )
+        return "; ".join(parts)
+
+
+def _failed(message: str, exc: BaseException | None = None) -> SessionQueryError:
+    detail = f": {exc}" if exc is not None else ""
+    return SessionQueryError(ErrorCode.PERSISTENCE_FAILED, f"push: {message}{detail}")
+
+
+@dataclass(slots=True)
+class _Pushed:
+    revision: str | None
+    digest: str | None
+    count: int
+    ws: int | None
+
+
+@dataclass(slots=True)
+class _Local:
+    entry: PersistedSession
+    header: SessionHeader
+    inherited: int
+    events: list[SessionEvent]
+    lines: list[str]
+    workspace: str | None
+    size: int
+    ws: int | None = None
+    digest: str = ""
+
+
+@dataclass(slots=True)
+class _Totals:
+    new: int = 0
+    grown: int = 0
+    replaced: int = 0
+    unchanged: int = 0
+    elsewhere: int = 0
+    events: int = 0
+    bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+class _Pusher:
+    def __init__(self, conn: psycopg.Connection[Any], machine: str, store_id: str) -> None:
+        self.conn = conn
+        self.machine = machine
+        self.store_id = store_id
+        self.mid = 0
+        self.role = ""
+        self.totals = _Totals()
+        self.state: dict[str, _Pushed] = {}
+        self._workspaces: dict[str | None, str | None] = {}
+        self._ws_ids: dict[str, int] = {}
+
+    # -- set-up ----------------------------------------------------------------------
+
+    def claim(self) -> None:
+        conn = self.conn
+        conn.execute(
+            "INSERT INTO sq_machines (name, owner) VALUES (%s, current_user) "
+            "ON CONFLICT (name) DO NOTHING",
+            (self.machine,),
+        )
+        row = conn.execute(
+            "SELECT m.id, m.owner = current_user, current_user FROM sq_machines AS m "
+            "WHERE m.name = %s",
+            (self.machine,),
+        ).fetchone()
+        who = conn.execute("SELECT current_user").fetchone()
+        self.role = str(who[0]) if who else ""
+        if row is None or not row[1]:
+            raise SessionQueryError(
+                ErrorCode.INVALID_CONFIG,
+                f"push: machine {self.machine!r} is pushed by another role; push with that "
+                "role or choose another machine name (--machine)",
+            )
+        self.mid = int(row[0])
+        locked = conn.execute(
+            "SELECT pg_try_advisory_lock(%s)",
+            (advisory_key(self.store_id, f"push:{self.machine}"),),
+        ).fetchone()
+        if not locked or not locked[0]:
+            raise SessionQueryError(
+                ErrorCode.BUSY, f"push: another push from machine {self.machine!r} is running"
+            )
+        rows = conn.execute(
+            "SELECT id, source_revision, digest, event_count, ws FROM sq_sessions WHERE mid = %s",
+            (self.mid,),
+        ).fetchall()
+        self.state = {
+            str(sid): _Pushed(rev, dig, int(count), ws) for sid, rev, dig, count, ws in rows
+        }
+
+    def workspace(self, cwd: str | None) -> str | None:
+        if cwd not in self._workspaces:
+            self._workspaces[cwd] = team_workspace(cwd, self.machine)
+        return self._workspaces[cwd]
+
+    def resolve(self, batch: Sequence[_Local]) -> None:
+        """Workspace ids of a batch, each in its own short transaction (before the batch's)."""
+        for local in batch:
+            name = local.workspace
+            if name is None:
+                continue
+            if name not in self._ws_ids:
+                row = self.conn.execute("SELECT sq_workspace_id(%s)", (name,)).fetchone()
+                assert row is not None
+                self._ws_ids[name] = int(row[0])
+            local.ws = self._ws_ids[name]
+
+    # -- reading ---------------------------------------------------------------------
+
+    def read(self, source: SessionPersistence, entry: PersistedSession) -> _Local | None:
+        sid = entry.header.id
+        try:
+            check_id(sid)
+            with source.open_read(sid) as handle:
+                header, inherited = handle.header, handle.inherited_event_count
+                events = handle.read()
+        except (PersistenceError, OSError, ValueError, SessionQueryError) as exc:
+            self.totals.problems.append(f"session {sid!r} could not be read: {exc}")
+            return None
+        lines = event_lines(events)
+        size = sum(len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines)
+        workspace = self.workspace(header.cwd)
+        return _Local(entry, header, inherited, events, lines, workspace, size)
+
+    # -- writing one batch -----------------------------------------------------------
+
+    def write(self, batch: Sequence[_Local]) -> None:
+        deltas: dict[int | None, Delta] = {}
+        changed: list[str] = []
+        with self.conn.transaction():
+            for local in batch:
+                kind = self._write_one(local, deltas)
+                if kind is None:
+                    continue
+                if kind == "same":
+                    self.totals.unchanged += 1
+                    continue
+                changed.append(local.header.id)
+                setattr(self.totals, kind, getattr(self.totals, kind) + 1)
+            self._statistics(deltas)
+            if changed:
+                self._journal(changed)
+        for local in batch:
+            if local.digest:  # written (or found unchanged) by this push
+                self.state[local.header.id] = _Pushed(
+                    local.entry.revision, local.digest, len(local.lines), local.ws
+                )
+
+    def _write_one(self, local: _Local, deltas: dict[int | None, Delta]) -> Kind | None:
+        sid = local.header.id
+        pushed = self.state.get(sid)
+        count = len(local.lines)
+        if pushed is None:
+            return self._insert(local, deltas)
+        prefix, whole = digests(local.lines, pushed.count)
+        local.digest = whole
+        if pushed.ws == local.ws and whole == pushed.digest and count == pushed.count:
+            self.conn.execute(
+                "UPDATE sq_sessions SET source_revision = %s WHERE id = %s AND mid = %s",
+                (local.entry.revision, sid, self.mid),
+            )
+            return "same"
+        if pushed.ws == local.ws and count > pushed.count and prefix == pushed.digest:
+            self._append(local, pushed, whole, deltas)
+            return "grown"
+        self._replace(local, whole, deltas)
+        return "replaced"
+
+    def _session_values(self, local: _Local, whole: str) -> tuple[object, ...]:
+        return (
+            dumps(local.header.to_json()),
+            local.inherited,
+            len(local.lines),
+            local.size,
+            local.ws,
+            local.entry.revision,
+            whole,
+        )
+
+    def _insert(self, local: _Local, deltas: dict[int | None, Delta]) -> Kind | None:
+        sid = local.header.id
+        _prefix, whole = digests(local.lines, 0)
+        inserted = self.conn.execute(
+            "INSERT INTO sq_sessions (id, header_json, inherited_event_count, event_count, "
+            "size_bytes, ws, source_revision, digest, revision, mid, pushed_by, pushed_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 0, %s, current_user, now()) "
+            "ON CONFLICT (id) DO NOTHING",
+            (sid, *self._session_values(local, whole), self.mid),
+        ).rowcount
+        if inserted != 1:
+            self.totals.elsewhere += 1
+            return None
+        local.digest = whole
+        self._copy_events(local, 0)
+        docs = self._docs(local)
+        self._index_session(local, insert=True)
+        self._copy_docs(local, docs.values())
+        delta = deltas.setdefault(local.ws, Delta())
+        for row, terms in docs.values():
+            delta.add(row[9], terms, 1)
+        return "new"
+
+    def _append(
+        self, local: _Local, pushed: _Pushed, whole: str, deltas: dict[int | None, Delta]
+    ) -> None:
+        sid = local.header.id
+        updated = self.conn.execute(
+            "UPDATE sq_sessions SET header_json = %s, inherited_event_count = %s, "
+            "event_count = %s, size_bytes = %s, ws = %s, source_revision = %s, digest = %s, "
+            "pushed_by = current_user, pushed_at = now() "
+            "WHERE id = %s AND mid = %s AND event_count = %s",
+            (*self._session_values(local, whole), sid, self.mid, pushed.count),
+        ).rowcount
+        if updated != 1:
+            raise _failed(f"session {sid!r} changed in the database during the push")
+        self._copy_events(local, pushed.count)
+        old = self._docs(local, local.events[: pushed.count])
+        new = self._docs(local)
+        gone = [seq for seq, item in old.items() if new.get(seq, (None,))[0] != item[0]]
+        added = [item for seq, item in new.items() if old.get(seq, (None,))[0] != item[0]]
+        delta = deltas.setdefault(local.ws, Delta())
+        if gone:
+            self.conn.execute(
+                "DELETE FROM sqi_docs WHERE session_id = %s AND seq = ANY(%s::int[])", (sid, gone)
+            )
+            for seq in gone:
+                row, terms = old[seq]
+                delta.add(row[9], terms, -1)
+        self._index_session(local, insert=False)
+        self._copy_docs(local, added)
+        for row, terms in added:
+            delta.add(row[9], terms, 1)
+
+    def _replace(self, local: _Local, whole: str, deltas: dict[int | None, Delta]) -> None:
+        sid = local.header.id
+        conn = self.conn
+        for ws, ntokens, norm in conn.execute(
+            "SELECT ws, ntokens, norm FROM sqi_docs WHERE session_id = %s", (sid,)
+        ).fetchall():
+            deltas.setdefault(ws, Delta()).add(int(ntokens), lexemes_of_norm(str(norm)), -1)
+        conn.execute("DELETE FROM sqi_docs WHERE session_id = %s", (sid,))
+        conn.execute("DELETE FROM sq_events WHERE session_id = %s", (sid,))
+        updated = conn.execute(
+            "UPDATE sq_sessions SET header_json = %s, inherited_event_count = %s, "
+            "event_count = %s, size_bytes = %s, ws = %s, source_revision = %s, digest = %s, "
+            "pushed_by = current_user, pushed_at = now() WHERE id = %s AND mid = %s",
+            (*self._session_values(local, whole), sid, self.mid),
+        ).rowcount
+        if updated != 1:
+            raise _failed(f"session {sid!r} changed in the database during the push")
+        self._copy_events(local, 0)
+        docs = self._docs(local)
+        self._index_session(local, insert=False)
+        self._copy_docs(local, docs.values())
+        delta = deltas.setdefault(local.ws, Delta())
+        for row, terms in docs.values():
+            delta.add(row[9], terms, 1)
+
+    def _docs(self, local: _Local, events: Sequence[SessionEvent] | None = None) -> DocSet:
+        try:
+            return doc_set(local.header.id, local.events if events is None else events)
+        except SurfaceError as exc:
+            raise _failed(f"session {local.header.id!r} does not fold", exc) from None
+
+    def _copy_events(self, local: _Local, start: int) -> None:
+        sid, ws, mid = local.header.id, local.ws, self.mid
+        with (
+            self.conn.cursor() as cur,
+            cur.copy("COPY sq_events (session_id, seq, event_json, ws, mid) FROM STDIN") as copy,
+        ):
+            for seq in range(start, len(local.lines)):
+                line = local.lines[seq]
+                copy.write_row((sid, seq, line, ws, mid))
+                self.totals.events += 1
+                self.totals.bytes += len(line) + 1
+
+    def _index_session(self, local: _Local, *, insert: bool) -> None:
+        header = local.header
+        values = (
+            header.created_at,
+            header.cwd,
+            header.parent_session,
+            dumps(header.to_json()),
+            local.ws,
+        )
+        if insert:
+            self.conn.execute(
+                "INSERT INTO sqi_sessions (created_at, cwd, parent_session, header_json, ws, "
+                "id, mid, revision, generation) VALUES (%s, %s, %s, %s, %s, %s, %s, '', 0)",
+                (*values, header.id, self.mid),
+            )
+        else:
+            self.conn.execute(
+                "UPDATE sqi_sessions SET created_at = %s, cwd = %s, parent_session = %s, "
+                "header_json = %s, ws = %s WHERE id = %s AND mid = %s",
+                (*values, header.id, self.mid),
+            )
+
+    def _copy_docs(self, local: _Local, docs: Any) -> None:
+        ws, mid = local.ws, self.mid
+        with (
+            self.conn.cursor() as cur,
+            cur.copy(
+                "COPY sqi_docs (session_id, seq, type, time, surface, length, text, norm, tsv, "
+                "ntokens, title, ws, mid) FROM STDIN"
+            ) as copy,
+        ):
+            for row, _terms in docs:
+                copy.write_row((*row, ws, mid))
+
+    def _statistics(self, deltas: dict[int | None, Delta]) -> None:
+        conn, mid = self.conn, self.mid
+        for ws, delta in sorted(deltas.items(), key=lambda item: (item[0] is None, item[0] or 0)):
+            key = -1 if ws is None else ws  # statistics of workspace-less sessions
+            if delta.documents or delta.tokens:
+                conn.execute(
+                    "INSERT INTO sqi_team_counts (ws, mid, documents, tokens) "
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT (ws, mid) DO UPDATE SET "
+                    "documents = sqi_team_counts.documents + excluded.documents, "
+                    "tokens = sqi_team_counts.tokens + excluded.tokens",
+                    (key, mid, delta.documents, delta.tokens),
+                )
+            terms = sorted(term for term, n in delta.terms.items() if n)
+            if not terms:
+                continue
+            counts = [delta.terms[term] for term in terms]
+            conn.execute(
+                "INSERT INTO sqi_team_terms (term, ws, mid, docs) SELECT t, %s, %s, n "
+                "FROM unnest(%s::text[], %s::bigint[]) AS g(t, n) "
+                "ON CONFLICT (term, ws, mid) DO UPDATE SET docs = sqi_team_terms.docs + "
+                "excluded.docs",
+                (key, mid, terms, counts),
+            )
+            fewer = [term for term, n in zip(terms, counts, strict=True) if n < 0]
+            if fewer:
+                conn.execute(
+                    "DELETE FROM sqi_team_terms WHERE ws = %s AND mid = %s AND "
+                    "term = ANY(%s::text[]) AND docs <= 0",
+                    (key, mid, fewer),
+                )
+
+    def _journal(self, changed: list[str]) -> None:
+        """Record the batch's changes last: the two shared rows are locked only until commit."""
+        conn = self.conn
+        row = conn.execute(
+            "UPDATE sq_store SET change_counter = change_counter + %s RETURNING change_counter",
+            (len(changed),),
+        ).fetchone()
+        assert row is not None
+        last = int(row[0])
+        counters = list(range(last - len(changed) + 1, last + 1))
+        conn.execute(
+            "INSERT INTO sq_changes (change_id, session_id, ws, mid) "
+            "SELECT c, s, (SELECT ws FROM sq_sessions WHERE id = s), %s "
+            "FROM unnest(%s::bigint[], %s::text[]) AS u(c, s)",
+            (self.mid, counters, changed),
+        )
+        conn.execute(
+            "UPDATE sq_sessions AS t SET revision = u.c FROM unnest(%s::text[], %s::bigint[]) "
+            "AS u(s, c) WHERE t.id = u.s",
+            (changed, counters),
+        )
+        conn.execute(
+            "UPDATE sqi_sessions AS t SET revision = %s || ':' || u.c, generation = u.c "
+            "FROM unnest(%s::text[], %s::bigint[]) AS u(s, c) WHERE t.id = u.s",
+            (self.store_id, changed, counters),
+        )
+        conn.execute("UPDATE sqi_state SET generation = generation + 1")
+
+    def prune(self, keep: int) -> None:
+        with self.conn.transaction():
+            row = self.conn.execute("SELECT change_counter FROM sq_store").fetchone()
+            assert row is not None
+            through = int(row[0]) - keep
+            if through > 0:
+                self.conn.execute(
+                    "DELETE FROM sq_changes WHERE mid = %s AND change_id <= %s",
+                    (self.mid, through),
+                )
+                self.conn.execute(
+                    "UPDATE sq_store SET pruned_through = %s WHERE pruned_through < %s",
+                    (through, through),
+                )
+
+
+def _open(dsn: str, connect_timeout: float) -> tuple[psycopg.Connection[Any], str]:
+    try:
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout)))
+    except psycopg.Error as exc:
+        raise _failed("cannot connect to the team database", exc) from exc
+    try:
+        store_id = migrate(conn)
+        with conn.transaction():
+            index_schema.ensure_schema(conn)
+        if not team_schema.is_team(conn):
+            team_schema.init_team(conn)
+    except SessionQueryError:
+        conn.close()
+        raise
+    except (psycopg.Error, PersistenceError) as exc:
+        conn.close()
+        raise _failed("the team database could not be opened", exc) from exc
+    return conn, store_id
+
+
+def _batches(pusher: _Pusher, source: SessionPersistence, todo: Sequence[PersistedSession]) -> Any:
+    batch: list[_Local] = []
+    size = 0
+    for entry in todo:
+        local = pusher.read(source, entry)
+        if local is None:
+            continue
+        batch.append(local)
+        size += local.size
+        if len(batch) >= BATCH_SESSIONS or size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def push_sessions(
+    source: SessionPersistence,
+    dsn: str,
+    *,
+    machine: str,
+    progress: Progress | None = None,
+    connect_timeout: float = 10.0,
+) -> PushReport:
+    """Bring the team database at ``dsn`` up to date with this machine's sessions.
+
+    Args:
+        source: this machine's sessions, already redacted (``App.persistence()``).
+        dsn: the team database (a role with :data:`~.schema.PUSH_ROLE`, or the owner).
+        machine: this machine's name in the team database (:func:`~.workspace.valid_machine`).
+        progress: called with ``(sessions done, sessions to push)``.
+        connect_timeout: seconds to wait for the server.
+
+    Raises:
+        ValueError: an invalid machine name.
+        SessionQueryError: ``INVALID_CONFIG`` (the database is not a team database and this
+            role may not make it one; the machine belongs to another role), ``BUSY`` (another
+            push of this machine is running), ``PERSISTENCE_FAILED`` (the server refused).
+    """
+    started = time.monotonic()
+    valid_machine(machine)
+    conn, store_id = _open(dsn, connect_timeout)
+    pusher = _Pusher(conn, machine, store_id)
+    try:
+        pusher.claim()
+        listing = sorted(source.list(), key=lambda entry: entry.header.id)
+        todo = [
+            entry
+            for entry in listing
+            if (state := pusher.state.get(entry.header.id)) is None
+            or state.revision != entry.revision
+        ]
+        pusher.totals.unchanged = len(listing) - len(todo)
+        done = 0
+        if progress is not None:
+            progress(0, len(todo))
+        for batch in _batches(pusher, source, todo):
+            pusher.resolve(batch)
+            pusher.write(batch)
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(todo))
+        pusher.prune(JOURNAL_KEEP)
+    except psycopg.Error as exc:
+        raise _failed("the team database refused the push", exc) from exc
+    finally:
+        conn.close()
+    totals = pusher.totals
+    return PushReport(
+        machine=machine,
+        role=pusher.role,
+        sessions=len(listing),
+        new=totals.new,
+        grown=totals.grown,
+        replaced=totals.replaced,
+        unchanged=totals.unchanged,
+        elsewhere=totals.elsewhere,
+        failed=len(totals.problems),
+        events=totals.events,
+        bytes=totals.bytes,
+        seconds=time.monotonic() - started,
+        problems=tuple(totals.problems),
+    )

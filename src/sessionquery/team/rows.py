@@ -1,0 +1,85 @@
+"""The rows a push writes for one session: its events and its search-index documents.
+
+Invariants:
+
+* The documents of a pushed log are exactly what the index's own update derives from the
+  stored log (:func:`~sessionquery.persistence.documents.stored_documents`: the stored events,
+  the crash-tail closers in memory, the fold, the texts, the titles), row for row
+  (:func:`~sessionquery.search.postgres.sync.doc_row`), so a team index answers as an index
+  built from the same store would.
+* :func:`digests` hashes the canonical wire JSON of each event in seq order; equal digests of a
+  prefix mean the stored prefix is unchanged and the log only grew.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from sessionquery.model import SessionEvent, interrupted_turn_closers
+from sessionquery.persistence.documents import event_documents, title_documents
+from sessionquery.persistence.postgres._schema import dumps
+from sessionquery.search.postgres.sync import DocRow, doc_row
+from sessionquery.search.postgres.tokens import lexeme
+
+__all__ = ["Delta", "DocSet", "digests", "doc_set", "event_lines", "lexemes_of_norm"]
+
+
+def event_lines(events: Sequence[SessionEvent]) -> list[str]:
+    """Each event's wire JSON as the PostgreSQL store writes it."""
+    return [dumps(event.to_json()) for event in events]
+
+
+def digests(lines: Sequence[str], at: int) -> tuple[str, str]:
+    """``(digest of the first at lines, digest of all lines)``."""
+    hasher = hashlib.sha256()
+    prefix = hasher.hexdigest() if at == 0 else ""
+    for count, line in enumerate(lines, 1):
+        hasher.update(line.encode("utf-8", "surrogatepass"))
+        hasher.update(b"\n")
+        if count == at:
+            prefix = hasher.hexdigest()
+    return prefix, hasher.hexdigest()
+
+
+DocSet = dict[int, tuple[DocRow, frozenset[str]]]
+"""``{seq: (row, lexemes)}`` of one session's documents (events and titles)."""
+
+
+def doc_set(session_id: str, events: Sequence[SessionEvent]) -> DocSet:
+    """The index documents of a stored log (see the module's invariants).
+
+    Raises:
+        SurfaceError: the log does not fold.
+    """
+    closed = [*events, *interrupted_turn_closers(events)]
+    built: DocSet = {}
+    for doc in event_documents(closed):
+        row, terms = doc_row(session_id, doc.seq, doc.type, doc.time, doc.surface, doc.text)
+        built[doc.seq] = (row, frozenset(terms))
+    for doc in title_documents(closed):
+        row, terms = doc_row(session_id, doc.seq, doc.type, doc.time, doc.surface, doc.text, True)
+        built[doc.seq] = (row, frozenset(terms))
+    return built
+
+
+def lexemes_of_norm(norm: str) -> frozenset[str]:
+    """The distinct lexemes of a stored normal form (to take a row out of the statistics)."""
+    return frozenset(lexeme(word) for word in norm.split(" ") if word)
+
+
+@dataclass
+class Delta:
+    """Changes to one (workspace, machine)'s statistics within a batch."""
+
+    documents: int = 0
+    tokens: int = 0
+    terms: dict[str, int] = field(default_factory=dict)
+
+    def add(self, ntokens: int, terms: Iterable[str], sign: int) -> None:
+        """Count one document in (``sign`` 1) or out (``sign`` -1)."""
+        self.documents += sign
+        self.tokens += sign * ntokens
+        for term in terms:
+            self.terms[term] = self.terms.get(term, 0) + sign
