@@ -98,12 +98,15 @@ def cmd_push(inv: Invocation) -> int:
             report = push_sessions(redacted_sources(app), dsn, machine=machine, progress=progress)
         finally:
             progress.finish()
-        lines = [report.summary(), *report.problems]
-        emit(inv, _report_json(report), lambda _style, lines=lines: lines)
+        emit(inv, _report_json(report), _lines([report.summary(), *report.problems]))
         sys.stdout.flush()
         if not args.watch:
             return EXIT_OK
         time.sleep(float(interval))
+
+
+def _lines(lines: list[str]) -> Any:
+    return lambda _style: lines
 
 
 def _report_json(report: Any) -> dict[str, Any]:

@@ -39,10 +39,25 @@ import psycopg
 from sessionquery.errors import ErrorCode, PersistenceError, SessionQueryError
 from sessionquery.model import SessionEvent, SessionHeader, SurfaceError
 from sessionquery.persistence.base import PersistedSession, SessionPersistence
-from sessionquery.persistence.postgres._schema import advisory_key, check_id, dumps, migrate
+from sessionquery.persistence.postgres._schema import (
+    advisory_key,
+    check_id,
+    dumps,
+    migrate,
+    parse_event,
+)
 from sessionquery.search.postgres import schema as index_schema
 from sessionquery.team import schema as team_schema
-from sessionquery.team.rows import Delta, DocSet, digests, doc_set, event_lines, lexemes_of_norm
+from sessionquery.team.rows import (
+    Delta,
+    Docs,
+    changed,
+    digests,
+    documents,
+    event_lines,
+    index_rows,
+    lexemes_of_norm,
+)
 from sessionquery.team.workspace import team_workspace, valid_machine
 
 __all__ = ["BATCH_BYTES", "BATCH_SESSIONS", "JOURNAL_KEEP", "PushReport", "push_sessions"]
@@ -51,8 +66,26 @@ BATCH_SESSIONS: Final = 200
 """Sessions per committed batch, at most..."""
 BATCH_BYTES: Final = 8 << 20
 """...and bytes of their events' JSON (a batch holds at least one session)."""
+TAIL_EVENTS: Final = 32
+"""Stored events compared one by one when a session grew: an importer may rewrite its last
+synthetic events (closing a turn) when a line is appended; anything before the last
+``TAIL_EVENTS`` must be an unchanged prefix, else the session is replaced whole."""
+_REWRITTEN_TAIL: Final = 4
+"""A session whose new events keep all but at most this many stored ones is reported grown."""
 JOURNAL_KEEP: Final = 100_000
 """Change-journal rows of this machine kept after a push; older ones are pruned."""
+
+_CHUNK_ROWS: Final = 5000
+_INSERT_EVENTS: Final = (
+    "INSERT INTO sq_events (session_id, seq, event_json, ws, mid) SELECT * FROM "
+    "unnest(%s::text[], %s::int[], %s::text[], %s::int[], %s::int[])"
+)
+_INSERT_DOCS: Final = (
+    "INSERT INTO sqi_docs (session_id, seq, type, time, surface, length, text, norm, tsv, "
+    "ntokens, title, ws, mid) SELECT * FROM unnest(%s::text[], %s::int[], %s::text[], "
+    "%s::bigint[], %s::text[], %s::int[], %s::text[], %s::text[], %s::tsvector[], %s::int[], "
+    "%s::bool[], %s::int[], %s::int[])"
+)
 
 Progress = Callable[[int, int], None]
 Kind = Literal["new", "grown", "replaced", "same"]
@@ -119,6 +152,7 @@ def _failed(message: str, exc: BaseException | None = None) -> SessionQueryError
 class _Pushed:
     revision: str | None
     digest: str | None
+    anchor: str | None
     count: int
     ws: int | None
 
@@ -134,6 +168,7 @@ class _Local:
     size: int
     ws: int | None = None
     digest: str = ""
+    anchor: str = ""
 
 
 @dataclass(slots=True)
@@ -159,6 +194,8 @@ class _Pusher:
         self.state: dict[str, _Pushed] = {}
         self._workspaces: dict[str | None, str | None] = {}
         self._ws_ids: dict[str, int] = {}
+        self._events: list[tuple[object, ...]] = []
+        self._docs_out: list[tuple[object, ...]] = []
 
     # -- set-up ----------------------------------------------------------------------
 
@@ -192,11 +229,13 @@ class _Pusher:
                 ErrorCode.BUSY, f"push: another push from machine {self.machine!r} is running"
             )
         rows = conn.execute(
-            "SELECT id, source_revision, digest, event_count, ws FROM sq_sessions WHERE mid = %s",
+            "SELECT id, source_revision, digest, anchor, event_count, ws FROM sq_sessions "
+            "WHERE mid = %s",
             (self.mid,),
         ).fetchall()
         self.state = {
-            str(sid): _Pushed(rev, dig, int(count), ws) for sid, rev, dig, count, ws in rows
+            str(sid): _Pushed(rev, dig, anchor, int(count), ws)
+            for sid, rev, dig, anchor, count, ws in rows
         }
 
     def workspace(self, cwd: str | None) -> str | None:
@@ -248,36 +287,53 @@ class _Pusher:
                     continue
                 changed.append(local.header.id)
                 setattr(self.totals, kind, getattr(self.totals, kind) + 1)
+            self._flush_rows()
             self._statistics(deltas)
             if changed:
                 self._journal(changed)
         for local in batch:
             if local.digest:  # written (or found unchanged) by this push
                 self.state[local.header.id] = _Pushed(
-                    local.entry.revision, local.digest, len(local.lines), local.ws
+                    local.entry.revision, local.digest, local.anchor, len(local.lines), local.ws
                 )
 
     def _write_one(self, local: _Local, deltas: dict[int | None, Delta]) -> Kind | None:
         sid = local.header.id
         pushed = self.state.get(sid)
         count = len(local.lines)
+        start = 0 if pushed is None else _anchor_at(pushed.count)
+        (anchor, at_start), whole = digests(local.lines, _anchor_at(count), start)
+        local.digest, local.anchor = whole, anchor
         if pushed is None:
             return self._insert(local, deltas)
-        prefix, whole = digests(local.lines, pushed.count)
-        local.digest = whole
         if pushed.ws == local.ws and whole == pushed.digest and count == pushed.count:
             self.conn.execute(
                 "UPDATE sq_sessions SET source_revision = %s WHERE id = %s AND mid = %s",
                 (local.entry.revision, sid, self.mid),
             )
             return "same"
-        if pushed.ws == local.ws and count > pushed.count and prefix == pushed.digest:
-            self._append(local, pushed, whole, deltas)
-            return "grown"
-        self._replace(local, whole, deltas)
+        if pushed.ws == local.ws and at_start == pushed.anchor and count >= start:
+            tail = self._stored_tail(sid, start, pushed.count)
+            if tail is not None:
+                kept = self._grow(local, pushed, start, tail, deltas)
+                grew = count > pushed.count and kept >= pushed.count - _REWRITTEN_TAIL
+                return "grown" if grew else "replaced"
+        self._replace(local, deltas)
         return "replaced"
 
-    def _session_values(self, local: _Local, whole: str) -> tuple[object, ...]:
+    def _stored_tail(self, sid: str, start: int, stop: int) -> list[str] | None:
+        """The stored event lines ``start .. stop`` (``None`` if any is missing)."""
+        rows = self.conn.execute(
+            "SELECT seq, event_json FROM sq_events WHERE session_id = %s AND seq >= %s "
+            "ORDER BY seq",
+            (sid, start),
+        ).fetchall()
+        lines = [str(text) for _seq, text in rows]
+        if [int(seq) for seq, _text in rows] != list(range(start, stop)):
+            return None
+        return lines
+
+    def _session_values(self, local: _Local) -> tuple[object, ...]:
         return (
             dumps(local.header.to_json()),
             local.inherited,
@@ -285,64 +341,80 @@ class _Pusher:
             local.size,
             local.ws,
             local.entry.revision,
-            whole,
+            local.digest,
+            local.anchor,
         )
 
     def _insert(self, local: _Local, deltas: dict[int | None, Delta]) -> Kind | None:
         sid = local.header.id
-        _prefix, whole = digests(local.lines, 0)
         inserted = self.conn.execute(
             "INSERT INTO sq_sessions (id, header_json, inherited_event_count, event_count, "
-            "size_bytes, ws, source_revision, digest, revision, mid, pushed_by, pushed_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 0, %s, current_user, now()) "
+            "size_bytes, ws, source_revision, digest, anchor, revision, mid, pushed_by, "
+            "pushed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s, current_user, now()) "
             "ON CONFLICT (id) DO NOTHING",
-            (sid, *self._session_values(local, whole), self.mid),
+            (sid, *self._session_values(local), self.mid),
         ).rowcount
         if inserted != 1:
             self.totals.elsewhere += 1
+            local.digest = ""
             return None
-        local.digest = whole
         self._copy_events(local, 0)
-        docs = self._docs(local)
         self._index_session(local, insert=True)
-        self._copy_docs(local, docs.values())
-        delta = deltas.setdefault(local.ws, Delta())
-        for row, terms in docs.values():
-            delta.add(row[9], terms, 1)
+        self._add_docs(local, self._docs(local.header.id, local.events), deltas)
         return "new"
 
-    def _append(
-        self, local: _Local, pushed: _Pushed, whole: str, deltas: dict[int | None, Delta]
-    ) -> None:
+    _UPDATE_SESSION: Final = (
+        "UPDATE sq_sessions SET header_json = %s, inherited_event_count = %s, "
+        "event_count = %s, size_bytes = %s, ws = %s, source_revision = %s, digest = %s, "
+        "anchor = %s, pushed_by = current_user, pushed_at = now() "
+        "WHERE id = %s AND mid = %s AND event_count = %s"
+    )
+
+    def _grow(
+        self,
+        local: _Local,
+        pushed: _Pushed,
+        start: int,
+        tail: list[str],
+        deltas: dict[int | None, Delta],
+    ) -> int:
+        """Keep the stored events up to the first that differs; replace the rest (an
+        importer may rewrite its last synthetic events when a line is appended). Returns how
+        many stored events were kept."""
         sid = local.header.id
+        same = start
+        for stored, line in zip(tail, local.lines[start:], strict=False):
+            if stored != line:
+                break
+            same += 1
         updated = self.conn.execute(
-            "UPDATE sq_sessions SET header_json = %s, inherited_event_count = %s, "
-            "event_count = %s, size_bytes = %s, ws = %s, source_revision = %s, digest = %s, "
-            "pushed_by = current_user, pushed_at = now() "
-            "WHERE id = %s AND mid = %s AND event_count = %s",
-            (*self._session_values(local, whole), sid, self.mid, pushed.count),
+            self._UPDATE_SESSION, (*self._session_values(local), sid, self.mid, pushed.count)
         ).rowcount
         if updated != 1:
             raise _failed(f"session {sid!r} changed in the database during the push")
-        self._copy_events(local, pushed.count)
-        old = self._docs(local, local.events[: pushed.count])
-        new = self._docs(local)
-        gone = [seq for seq, item in old.items() if new.get(seq, (None,))[0] != item[0]]
-        added = [item for seq, item in new.items() if old.get(seq, (None,))[0] != item[0]]
+        if same < pushed.count:
+            self.conn.execute(
+                "DELETE FROM sq_events WHERE session_id = %s AND seq >= %s", (sid, same)
+            )
+        self._copy_events(local, same)
+        old_events = [
+            *local.events[:same],
+            *(parse_event(sid, same + n, line) for n, line in enumerate(tail[same - start :])),
+        ]
+        gone, added = changed(self._docs(sid, old_events), self._docs(sid, local.events))
         delta = deltas.setdefault(local.ws, Delta())
         if gone:
             self.conn.execute(
-                "DELETE FROM sqi_docs WHERE session_id = %s AND seq = ANY(%s::int[])", (sid, gone)
+                "DELETE FROM sqi_docs WHERE session_id = %s AND seq = ANY(%s::int[])",
+                (sid, sorted(gone)),
             )
-            for seq in gone:
-                row, terms = old[seq]
+            for row, terms in index_rows(sid, gone):
                 delta.add(row[9], terms, -1)
         self._index_session(local, insert=False)
-        self._copy_docs(local, added)
-        for row, terms in added:
-            delta.add(row[9], terms, 1)
+        self._add_docs(local, added, deltas)
+        return same
 
-    def _replace(self, local: _Local, whole: str, deltas: dict[int | None, Delta]) -> None:
+    def _replace(self, local: _Local, deltas: dict[int | None, Delta]) -> None:
         sid = local.header.id
         conn = self.conn
         for ws, ntokens, norm in conn.execute(
@@ -351,39 +423,36 @@ class _Pusher:
             deltas.setdefault(ws, Delta()).add(int(ntokens), lexemes_of_norm(str(norm)), -1)
         conn.execute("DELETE FROM sqi_docs WHERE session_id = %s", (sid,))
         conn.execute("DELETE FROM sq_events WHERE session_id = %s", (sid,))
+        pushed = self.state[sid]
         updated = conn.execute(
-            "UPDATE sq_sessions SET header_json = %s, inherited_event_count = %s, "
-            "event_count = %s, size_bytes = %s, ws = %s, source_revision = %s, digest = %s, "
-            "pushed_by = current_user, pushed_at = now() WHERE id = %s AND mid = %s",
-            (*self._session_values(local, whole), sid, self.mid),
+            self._UPDATE_SESSION, (*self._session_values(local), sid, self.mid, pushed.count)
         ).rowcount
         if updated != 1:
             raise _failed(f"session {sid!r} changed in the database during the push")
         self._copy_events(local, 0)
-        docs = self._docs(local)
         self._index_session(local, insert=False)
-        self._copy_docs(local, docs.values())
-        delta = deltas.setdefault(local.ws, Delta())
-        for row, terms in docs.values():
-            delta.add(row[9], terms, 1)
+        self._add_docs(local, self._docs(sid, local.events), deltas)
 
-    def _docs(self, local: _Local, events: Sequence[SessionEvent] | None = None) -> DocSet:
+    def _docs(self, sid: str, events: Sequence[SessionEvent]) -> Docs:
         try:
-            return doc_set(local.header.id, local.events if events is None else events)
+            return documents(events)
         except SurfaceError as exc:
-            raise _failed(f"session {local.header.id!r} does not fold", exc) from None
+            raise _failed(f"session {sid!r} does not fold", exc) from None
+
+    def _add_docs(self, local: _Local, docs: Docs, deltas: dict[int | None, Delta]) -> None:
+        rows = index_rows(local.header.id, docs)
+        self._copy_docs(local, rows)
+        delta = deltas.setdefault(local.ws, Delta())
+        for row, terms in rows:
+            delta.add(row[9], terms, 1)
 
     def _copy_events(self, local: _Local, start: int) -> None:
         sid, ws, mid = local.header.id, local.ws, self.mid
-        with (
-            self.conn.cursor() as cur,
-            cur.copy("COPY sq_events (session_id, seq, event_json, ws, mid) FROM STDIN") as copy,
-        ):
-            for seq in range(start, len(local.lines)):
-                line = local.lines[seq]
-                copy.write_row((sid, seq, line, ws, mid))
-                self.totals.events += 1
-                self.totals.bytes += len(line) + 1
+        for seq in range(start, len(local.lines)):
+            line = local.lines[seq]
+            self._events.append((sid, seq, line, ws, mid))
+            self.totals.events += 1
+            self.totals.bytes += len(line) + 1
 
     def _index_session(self, local: _Local, *, insert: bool) -> None:
         header = local.header
@@ -409,15 +478,19 @@ class _Pusher:
 
     def _copy_docs(self, local: _Local, docs: Any) -> None:
         ws, mid = local.ws, self.mid
-        with (
-            self.conn.cursor() as cur,
-            cur.copy(
-                "COPY sqi_docs (session_id, seq, type, time, surface, length, text, norm, tsv, "
-                "ntokens, title, ws, mid) FROM STDIN"
-            ) as copy,
-        ):
-            for row, _terms in docs:
-                copy.write_row((*row, ws, mid))
+        self._docs_out.extend((*row, ws, mid) for row, _terms in docs)
+
+    def _flush_rows(self) -> None:
+        """Insert the batch's queued rows (``COPY`` is not allowed under row-level security:
+        one ``INSERT … SELECT FROM unnest`` per chunk instead)."""
+        for start in range(0, len(self._events), _CHUNK_ROWS):
+            chunk = self._events[start : start + _CHUNK_ROWS]
+            self.conn.execute(_INSERT_EVENTS, [list(column) for column in zip(*chunk, strict=True)])
+        for start in range(0, len(self._docs_out), _CHUNK_ROWS):
+            chunk = self._docs_out[start : start + _CHUNK_ROWS]
+            self.conn.execute(_INSERT_DOCS, [list(column) for column in zip(*chunk, strict=True)])
+        self._events.clear()
+        self._docs_out.clear()
 
     def _statistics(self, deltas: dict[int | None, Delta]) -> None:
         conn, mid = self.conn, self.mid
@@ -492,6 +565,10 @@ class _Pusher:
                     "UPDATE sq_store SET pruned_through = %s WHERE pruned_through < %s",
                     (through, through),
                 )
+
+
+def _anchor_at(count: int) -> int:
+    return max(0, count - TAIL_EVENTS)
 
 
 def _open(dsn: str, connect_timeout: float) -> tuple[psycopg.Connection[Any], str]:

@@ -8,7 +8,7 @@ Invariants:
   (:func:`~sessionquery.search.postgres.sync.doc_row`), so a team index answers as an index
   built from the same store would.
 * :func:`digests` hashes the canonical wire JSON of each event in seq order; equal digests of a
-  prefix mean the stored prefix is unchanged and the log only grew.
+  prefix mean the stored prefix is unchanged.
 """
 
 from __future__ import annotations
@@ -18,12 +18,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sessionquery.model import SessionEvent, interrupted_turn_closers
+from sessionquery.persistence.base import TextDocument
 from sessionquery.persistence.documents import event_documents, title_documents
 from sessionquery.persistence.postgres._schema import dumps
 from sessionquery.search.postgres.sync import DocRow, doc_row
 from sessionquery.search.postgres.tokens import lexeme
 
-__all__ = ["Delta", "DocSet", "digests", "doc_set", "event_lines", "lexemes_of_norm"]
+__all__ = [
+    "Delta",
+    "Docs",
+    "changed",
+    "digests",
+    "documents",
+    "event_lines",
+    "index_rows",
+    "lexemes_of_norm",
+]
 
 
 def event_lines(events: Sequence[SessionEvent]) -> list[str]:
@@ -31,37 +41,51 @@ def event_lines(events: Sequence[SessionEvent]) -> list[str]:
     return [dumps(event.to_json()) for event in events]
 
 
-def digests(lines: Sequence[str], at: int) -> tuple[str, str]:
-    """``(digest of the first at lines, digest of all lines)``."""
+def digests(lines: Sequence[str], *at: int) -> tuple[list[str], str]:
+    """``([digest of the first n lines for n in at], digest of all lines)``."""
     hasher = hashlib.sha256()
-    prefix = hasher.hexdigest() if at == 0 else ""
+    wanted = dict.fromkeys(at, "")
+    if 0 in wanted:
+        wanted[0] = hasher.hexdigest()
     for count, line in enumerate(lines, 1):
         hasher.update(line.encode("utf-8", "surrogatepass"))
         hasher.update(b"\n")
-        if count == at:
-            prefix = hasher.hexdigest()
-    return prefix, hasher.hexdigest()
+        if count in wanted:
+            wanted[count] = hasher.hexdigest()
+    return [wanted[n] for n in at], hasher.hexdigest()
 
 
-DocSet = dict[int, tuple[DocRow, frozenset[str]]]
-"""``{seq: (row, lexemes)}`` of one session's documents (events and titles)."""
+Docs = dict[int, tuple[TextDocument, bool]]
+"""``{seq: (document, is a title)}`` of one log."""
 
 
-def doc_set(session_id: str, events: Sequence[SessionEvent]) -> DocSet:
-    """The index documents of a stored log (see the module's invariants).
+def documents(events: Sequence[SessionEvent]) -> Docs:
+    """The index documents of a stored log, before tokenising (see the module's invariants).
 
     Raises:
         SurfaceError: the log does not fold.
     """
     closed = [*events, *interrupted_turn_closers(events)]
-    built: DocSet = {}
-    for doc in event_documents(closed):
-        row, terms = doc_row(session_id, doc.seq, doc.type, doc.time, doc.surface, doc.text)
-        built[doc.seq] = (row, frozenset(terms))
-    for doc in title_documents(closed):
-        row, terms = doc_row(session_id, doc.seq, doc.type, doc.time, doc.surface, doc.text, True)
-        built[doc.seq] = (row, frozenset(terms))
-    return built
+    found: Docs = {doc.seq: (doc, False) for doc in event_documents(closed)}
+    found.update((doc.seq, (doc, True)) for doc in title_documents(closed))
+    return found
+
+
+def changed(old: Docs, new: Docs) -> tuple[Docs, Docs]:
+    """``(documents of old that new lacks or changed, documents of new that old lacks or
+    changed)``."""
+    gone = {seq: item for seq, item in old.items() if new.get(seq) != item}
+    added = {seq: item for seq, item in new.items() if old.get(seq) != item}
+    return gone, added
+
+
+def index_rows(session_id: str, docs: Docs) -> list[tuple[DocRow, frozenset[str]]]:
+    """The ``sqi_docs`` rows of ``docs`` (tokenised) with each row's distinct lexemes."""
+    rows = []
+    for doc, title in docs.values():
+        row, terms = doc_row(session_id, doc.seq, doc.type, doc.time, doc.surface, doc.text, title)
+        rows.append((row, frozenset(terms)))
+    return rows
 
 
 def lexemes_of_norm(norm: str) -> frozenset[str]:

@@ -84,7 +84,7 @@ _M002_TEAM: Final = (
         PRIMARY KEY (role, workspace))""",
     "ALTER TABLE sq_sessions ADD COLUMN ws integer, ADD COLUMN mid integer, "
     "ADD COLUMN pushed_by name, ADD COLUMN pushed_at timestamptz, "
-    "ADD COLUMN source_revision text, ADD COLUMN digest text",
+    "ADD COLUMN source_revision text, ADD COLUMN digest text, ADD COLUMN anchor text",
     "ALTER TABLE sq_events ADD COLUMN ws integer, ADD COLUMN mid integer",
     "ALTER TABLE sq_changes ADD COLUMN ws integer, ADD COLUMN mid integer",
     "CREATE INDEX sq_sessions_mid ON sq_sessions (mid)",
