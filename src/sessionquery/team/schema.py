@@ -64,6 +64,7 @@ _READ_TABLES: Final = (
     "sq_store",
     "sq_migrations",
     "sq_workspaces",
+    "sq_machines",
     "sqi_migrations",
     "sqi_state",
     "sqi_terms",
