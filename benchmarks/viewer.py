@@ -10,8 +10,8 @@ holding one session of ``--big-events`` events (``corpus.py``), builds the index
 requests from a client on the same machine (wall time from sending the request to the last
 byte of the answer):
 
-* the session list (``/``; each repetition after the listing's cache has expired, so every one
-  lists the sources again), its 10th page, and a workspace filter;
+* the session list (``/``; each repetition after the listing has aged past its 2 s, so each
+  one also starts a new listing in the background), its 10th page, and a workspace filter;
 * a search for a word in exactly one session, and for a common word;
 * the big session's first screen at a seq in its middle: **cold** (the first request for it
   after the server started: the whole log is read, parsed and folded) and **warm** (later
@@ -194,7 +194,7 @@ def render(figures: dict[str, Any], big_events: int, transcripts: int) -> str:
         "| request | p50 | target | |",
         "|---|---|---|---|",
         row(
-            "session list `/` (sources listed again each time)",
+            "session list `/`, its listing older than 2 s (a new one is taken behind)",
             figures["list"]["p50_ms"],
             TARGETS_MS["list"],
         ),
@@ -227,6 +227,14 @@ def render(figures: dict[str, Any], big_events: int, transcripts: int) -> str:
         "",
         f"First screen: {figures['first_screen_bytes'] / 1024:.0f} KB of HTML (150 events).",
         "",
+        "The page itself costs what the warm row shows: a window of 150 events is rendered, "
+        "never the whole log. The cold first screen is the service's first read of the whole "
+        "log (the floor row: every line parsed and frozen, then folded) plus the viewer's own "
+        "fold of it; it cannot meet 300 ms while a read parses the whole file first. The "
+        "common-word search is the index's ranking of every matching event (the rare word "
+        "shows the fixed cost: reconciling the sources, which have no change token). Figures "
+        "measured on a shared machine are inflated by its load (printed above).",
+        "",
     ]
     return "\n".join(lines)
 
@@ -243,7 +251,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--output", default=str(HERE / "RESULTS.md"))
     parser.add_argument("--json", help="also write the raw figures to this file")
+    parser.add_argument(
+        "--render", help="only render the section from the figures JSON of an earlier run"
+    )
     args = parser.parse_args(argv)
+    if args.render:
+        section = render(
+            json.loads(Path(args.render).read_text()), args.big_events, args.transcripts
+        )
+        print(section)
+        replace_section(Path(args.output), section)
+        return 0
     work = Path(args.workdir or tempfile.mkdtemp(prefix="sq-viewer-"))
     work.mkdir(parents=True, exist_ok=True)
     try:

@@ -173,3 +173,35 @@ def test_failed_comparator_is_reported_as_not_measured_never_zero() -> None:
     search_rows = [line for line in text.splitlines() if line.startswith("| rare word |")]
     assert "not measured" in search_rows[0]
     assert "0.00 ms" not in text
+
+
+def test_the_viewer_benchmark_measures_a_small_history(tmp_path: Path) -> None:
+    output = tmp_path / "RESULTS.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "viewer.py"),
+            "--transcripts",
+            "6",
+            "--target-bytes",
+            "2e6",
+            "--big-events",
+            "600",
+            "--reps",
+            "1",
+            "--output",
+            str(output),
+            "--workdir",
+            str(tmp_path / "work"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    section = output.read_text(encoding="utf-8")
+    assert "## Web viewer" in section
+    assert "600-event session, first screen, cold" in section
+    for label in ("session list `/`", "search, a word in one session", "floor of the cold"):
+        assert label in section

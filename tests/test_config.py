@@ -118,6 +118,11 @@ def test_config_file_paths_expand_home_and_are_relative_to_the_file(
         'claude = [""]\n',
         "index = []\n",
         'color = "always"\n',
+        'archive = "yes"\n',
+        "archive_raw = 1\n",
+        "archive_keep_days = 0\n",
+        'archive_keep_days = "30"\n',
+        "archive_keep_days = true\n",
         "root = [\n",
         "\xff\n",
     ],
@@ -139,3 +144,54 @@ def test_resolving_never_reads_a_broken_config_file(tmp_path: Path) -> None:
     config = Config.from_env({"SESSIONQUERY_CONFIG": str(path)})
     with pytest.raises(SessionQueryError):
         config.settings()
+
+
+def test_every_kind_has_a_config_key_and_store_is_root(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('gemini = "g"\nopencode = ["o1", "o2"]\nstore = "s"\n', encoding="utf-8")
+    settings = read_settings(path)
+    assert settings.sources == {
+        "gemini": (tmp_path / "g",),
+        "opencode": (tmp_path / "o1", tmp_path / "o2"),
+        "root": (tmp_path / "s",),
+    }
+
+
+def test_each_producer_variable_moves_its_default_and_only_that(tmp_path: Path) -> None:
+    environ = {
+        "HOME": str(tmp_path / "me"),
+        "SESSIONQUERY_HOME": str(tmp_path / "sq"),
+        "GEMINI_CLI_HOME": str(tmp_path / "g"),
+        "QWEN_HOME": str(tmp_path / "q"),
+        "COPILOT_HOME": str(tmp_path / "c"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "conf"),
+    }
+    located = dict(reversed(Config.from_env(environ).default_sources))  # each kind's first
+    assert located["gemini"] == tmp_path / "g" / ".gemini"
+    assert located["qwen"] == tmp_path / "q"
+    assert located["copilot"] == tmp_path / "c"
+    assert located["opencode"] == tmp_path / "data" / "opencode"
+    assert located["vscode"] == tmp_path / "conf" / "Code" / "User"
+    assert located["cursor"] == tmp_path / "me" / ".cursor" / "projects"
+    assert located["claude"] == tmp_path / "me" / ".claude" / "projects"
+    runtime = dict(
+        Config.from_env(environ | {"QWEN_RUNTIME_DIR": str(tmp_path / "r")}).default_sources
+    )
+    assert runtime["qwen"] == tmp_path / "r"
+    mac = Config.for_home(tmp_path / "sq", user_home=tmp_path / "me", platform="darwin")
+    macs = [path for kind, path in mac.default_sources if kind == "vscode"]
+    assert macs[0] == tmp_path / "me" / "Library" / "Application Support" / "Code" / "User"
+
+
+def test_the_archive_settings_are_off_and_forever_unless_the_file_says_otherwise(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "config.toml"
+    empty = read_settings(path)
+    assert (empty.archive, empty.archive_keep_days, empty.archive_raw) == (False, None, False)
+    path.write_text("archive = true\narchive_keep_days = 90\narchive_raw = true\n")
+    settings = read_settings(path)
+    assert (settings.archive, settings.archive_keep_days, settings.archive_raw) == (True, 90, True)
+    assert not settings.names_sources
+    assert Config.for_home(tmp_path / "sq").archive_dir == tmp_path / "sq" / "archive"

@@ -3,8 +3,11 @@ plus in-process checks of the adapter (caller resolution, error results) for spe
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -13,8 +16,10 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from cli_support import CLAUDE_ID, CLAUDE_WORKSPACE, clean_env, make_agent_home
+from locations import BENCHMARKS
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.examples import BILLING_WORKSPACE, build_examples
 from sessionquery.mcp import CallerSpec, IndexBuilder, build_server, resolve_caller
@@ -151,6 +156,116 @@ def test_mcp_without_any_source_serves_and_answers_with_invalid_config(tmp_path:
     anyio.run(scenario)
 
 
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+        (["--session"], "argument --session: expected one argument"),
+        (["--cwd", "/a", "--session", "b"], "not allowed with argument"),
+    ],
+)
+def test_mcp_with_a_bad_command_line_serves_and_answers_every_call_with_the_usage_error(
+    tmp_path: Path, args: list[str], reason: str
+) -> None:
+    async def scenario() -> None:
+        with anyio.fail_after(STARTUP_SECONDS):
+            async with Client(_stdio(args, clean_env(tmp_path))) as client:
+                assert client.instructions == _prompt_section()  # the handshake completed
+                await _every_tool_answers(client, "SESSION_QUERY_INVALID_CONFIG")
+                result = await client.call_tool("session_search", {"query": "x"})
+                text = _text(result)
+                assert text.startswith(
+                    "SESSION_QUERY_INVALID_CONFIG: the server's command line is wrong: "
+                )
+                assert reason in text
+
+    anyio.run(scenario)
+
+
+def _run_mcp(args: list[str], env: dict[str, str], stdin: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sessionquery.cli", "mcp", *args],
+        env=env,
+        stdin=stdin,
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_SECONDS,
+        check=False,
+    )
+
+
+def test_mcp_with_a_bad_command_line_logs_the_reason_and_ends_with_its_client(
+    tmp_path: Path,
+) -> None:
+    done = _run_mcp(["--frobnicate"], clean_env(tmp_path), subprocess.DEVNULL)
+    assert done.returncode == 2  # served until stdin closed, then the usage-error status
+    assert "sessionquery mcp: misconfigured" in done.stderr
+    assert "unrecognized arguments: --frobnicate" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_mcp_with_a_bad_command_line_on_a_terminal_is_an_ordinary_usage_error(
+    tmp_path: Path,
+) -> None:
+    leader, terminal = os.openpty()
+    try:
+        done = _run_mcp(["--frobnicate"], clean_env(tmp_path), terminal)
+    finally:
+        os.close(terminal)
+        os.close(leader)
+    assert done.returncode == 2
+    assert done.stderr.startswith("SESSION_QUERY_USAGE: unrecognized arguments: --frobnicate")
+    assert "misconfigured" not in done.stderr
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@pytest.mark.parametrize("where", ["tcp", "socket"])
+def test_mcp_whose_database_cannot_be_reached_tells_the_model_why_but_not_where(
+    tmp_path: Path, where: str
+) -> None:
+    port = _closed_port()
+    socket_dir = tmp_path / "no-server-here"
+    socket_dir.mkdir()
+    dsn = (
+        f"postgresql://probe@127.0.0.1:{port}/history"
+        if where == "tcp"
+        else f"postgresql://probe@/history?host={socket_dir}&port={port}"
+    )
+    errlog = (tmp_path / "stderr.txt").open("w+", encoding="utf-8")
+    params = _stdio(["--postgres", dsn, "--cwd", "/w"], clean_env(tmp_path))
+
+    async def scenario() -> None:
+        with anyio.fail_after(STARTUP_SECONDS):
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                for name in sorted(TOOL_NAMES):
+                    result = await client.call_tool(
+                        name, {"query": "x", "session_id": "x", "seq": 1}
+                    )
+                    assert result.is_error is True
+                    text = _text(result)
+                    assert text.startswith("SESSION_QUERY_PERSISTENCE_FAILED: "), text
+                    for secret in ("127.0.0.1", str(port), str(socket_dir), "probe", "history"):
+                        assert secret not in text, (secret, text)
+                    assert "refused" in text or "socket" in text
+
+    try:
+        anyio.run(scenario)
+        errlog.seek(0)
+        log = errlog.read()
+    finally:
+        errlog.close()
+    assert str(port) in log  # the operator's log keeps the address
+    assert "Traceback" not in log
+
+
 def test_mcp_with_no_options_serves_claude_and_codex_sessions_from_home(tmp_path: Path) -> None:
     env = clean_env(tmp_path)
     make_agent_home(Path(env["HOME"]))
@@ -172,6 +287,73 @@ def test_mcp_with_no_options_serves_claude_and_codex_sessions_from_home(tmp_path
                 assert "flaky test in checkout" in _text(read)
 
     anyio.run(scenario)
+
+
+def _busiest_workspace(projects: Path) -> str:
+    """The cwd most main Claude Code transcripts under ``projects`` were recorded in."""
+    counts: dict[str, int] = {}
+    for path in projects.glob("*/*.jsonl"):
+        with path.open(encoding="utf-8") as lines:
+            for line in lines:
+                cwd = json.loads(line).get("cwd")
+                if isinstance(cwd, str):
+                    counts[cwd] = counts.get(cwd, 0) + 1
+                    break
+    return max(sorted(counts), key=counts.__getitem__)
+
+
+_PARTIAL = re.compile(
+    r"^The history index is still being built \((\d+) of (\d+) sessions indexed\)"
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="needs search_sessions(allow_partial=True) and page.partial (contract 1, search)",
+)
+def test_mcp_on_a_fresh_index_answers_from_the_indexed_part_marked_partial(
+    tmp_path: Path,
+) -> None:
+    """On a history whose first index build takes seconds, a search sent right after the
+    handshake is answered from what the background build committed so far, headed by how much
+    that is, instead of waiting for the build (it used to wait out its 30 s deadline and
+    answer INDEX_BUILDING). How soon is a benchmark figure (benchmarks/mcp_search.py), not an
+    assertion; the partial mark shows it did not wait for the build to end."""
+    sys.path.insert(0, str(BENCHMARKS))
+    from history import HistorySpec, generate_history
+
+    home = generate_history(
+        tmp_path / "home", HistorySpec(transcripts=250, target_bytes=120_000_000)
+    )
+    projects = Path(home.claude_projects)
+    args = ["--claude", str(projects), "--codex", home.codex_sessions]
+    args += ["--index", str(tmp_path / "fresh.sqlite3"), "--cwd", _busiest_workspace(projects)]
+    errlog = (tmp_path / "stderr.txt").open("w+", encoding="utf-8")
+    answers: list[str] = []
+
+    async def scenario() -> None:
+        with anyio.fail_after(STARTUP_SECONDS):
+            async with Client(
+                stdio_client(_stdio(args, clean_env(tmp_path)), errlog=errlog)
+            ) as client:
+                while True:  # until the answer has hits (the first batch may not be committed)
+                    found = await client.call_tool("session_search", {"query": "the"})
+                    assert found.is_error is False, _text(found)
+                    answers.append(_text(found))
+                    if "Session search results (" in answers[-1]:
+                        return
+
+    try:
+        anyio.run(scenario)
+        errlog.seek(0)
+        log = errlog.read()
+    finally:
+        errlog.close()
+    marked = _PARTIAL.match(answers[-1])
+    assert marked is not None, answers[-1][:300]
+    indexed, total = int(marked.group(1)), int(marked.group(2))
+    assert 0 < indexed < total
+    assert "Traceback" not in log
 
 
 # -- in process ----------------------------------------------------------------------------

@@ -16,6 +16,10 @@ Invariants:
 * every source passes through :func:`open_source` (the importer seam) and then
   :func:`prepare_source` (the one place wrappers such as redaction apply), so no entry point
   can open a source another way;
+* with an archive under the data home (``sessionquery archive``), every importer source reads
+  through it (:func:`prepare_source`): files gone from the folder are served from the archive,
+  and a default folder that is gone altogether is still opened when the archive holds files
+  of it. Without one, nothing touches the archive's folder;
 * :class:`App` opens the sources once and lists them at most once for ids and titles
   (:meth:`App.snapshot`); the search index pairs its own listing with the store's change
   token and never uses that snapshot;
@@ -37,6 +41,7 @@ from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.sources.registry import KINDS, SourceKind, source_kind
 
 if TYPE_CHECKING:
+    from sessionquery.archive import Archive, ArchiveReport, SourceUnits
     from sessionquery.model import SessionHeader
     from sessionquery.persistence.base import Problem, SessionPersistence
     from sessionquery.query.service import SessionQuery
@@ -259,28 +264,61 @@ def _nothing_found(selection: Selection) -> SessionQueryError:
     )
 
 
-def open_source(entry: SourceEntry, config: Config) -> SessionPersistence:
+def open_source(
+    entry: SourceEntry, config: Config, *, missing_ok: bool = False
+) -> SessionPersistence:
     """One source, opened as its kind's persistence (the importer seam).
+
+    Args:
+        entry: the source.
+        config: where data lives.
+        missing_ok: open an importer whose folder is gone (the archive holds its files).
 
     Raises:
         SessionQueryError: ``INVALID_CONFIG`` when its directory does not exist.
     """
-    if not entry.exists:
+    if not entry.exists and not (missing_ok and _archivable(entry.kind)):
         raise SessionQueryError(ErrorCode.INVALID_CONFIG, _advice(entry))
     # One derived cache for every importer source: rows are keyed by each unit's location.
     return kind_of(entry.kind).open(entry.path, metadata_cache=config.importer_cache)
 
 
 def prepare_source(
-    entry: SourceEntry | None, persistence: SessionPersistence, config: Config
+    entry: SourceEntry | None,
+    persistence: SessionPersistence,
+    config: Config,
+    *,
+    archive: Archive | None = None,
 ) -> SessionPersistence:
     """Every wrapper an opened source gets before anything reads it.
 
     The one place where redaction (contract 4) and the archive (contract 5) wrap a source;
-    ``entry`` is ``None`` for the PostgreSQL store. Today it returns ``persistence`` as is.
+    ``entry`` is ``None`` for the PostgreSQL store. With an ``archive``, an importer source
+    reads the files gone from its folder from the archive (below any redaction).
     """
-    del entry, config
+    del config
+    if archive is not None and entry is not None and _archivable(entry.kind):
+        from sessionquery.sources._catalog import Catalog
+
+        if isinstance(persistence, Catalog):
+            persistence.use_units(archive.units_of(entry.kind, persistence.unit_store))
     return persistence
+
+
+def _archivable(kind: str) -> bool:
+    """Whether the archive keeps a kind: every importer (the agents' own transcripts, which
+    they may purge), not sessionquery's own store."""
+    return kind != "root" and kind_of(kind).unit_store is not None
+
+
+def _kept(entry: SourceEntry, archive: Archive | None) -> bool:
+    """Whether the archive holds units of an importer source whose location is gone."""
+    return (
+        archive is not None
+        and _archivable(entry.kind)
+        and not entry.exists
+        and archive.holds(entry.kind, entry.path)
+    )
 
 
 def _postgres_store(dsn: str) -> SessionPersistence:
@@ -303,19 +341,26 @@ def _needs_psycopg() -> SessionQueryError:
     )
 
 
-def open_sources(selection: Selection, config: Config) -> SessionPersistence:
+def open_sources(
+    selection: Selection, config: Config, *, archive: Archive | None = None
+) -> SessionPersistence:
     """The persistence the selection names (several are combined with ``MultiSource``).
+
+    With an ``archive``, importer sources read through it, and a selected or default importer
+    folder that is gone is opened when the archive holds files of it.
 
     Raises:
         SessionQueryError: ``INVALID_CONFIG`` when a selected directory does not exist or
             nothing is selected; ``PERSISTENCE_FAILED`` when the PostgreSQL store cannot be
             reached.
     """
-    if not selection.sources and not selection.postgres:
+    kept = tuple(entry for entry in selection.absent_defaults if _kept(entry, archive))
+    if not selection.sources and not selection.postgres and not kept:
         raise _nothing_found(selection)
     pairs: list[tuple[str, SessionPersistence]] = []
-    for entry in selection.sources:
-        pairs.append((entry.label, prepare_source(entry, open_source(entry, config), config)))
+    for entry in (*selection.sources, *kept):
+        opened = open_source(entry, config, missing_ok=_kept(entry, archive))
+        pairs.append((entry.label, prepare_source(entry, opened, config, archive=archive)))
     if selection.postgres:
         store = _postgres_store(selection.postgres)
         pairs.append(("postgres", prepare_source(None, store, config)))
@@ -495,6 +540,8 @@ class App:
         self._persistence: SessionPersistence | None = None
         self._snapshot: ListedOnce | None = None
         self._ids: SessionIds | None = None
+        self._archive: Archive | None = None
+        self._archive_looked = False
 
     @property
     def selection(self) -> Selection:
@@ -513,10 +560,66 @@ class App:
         return self._persistence is not None
 
     def persistence(self) -> SessionPersistence:
-        """The selected sources, opened once (see :func:`open_sources` for the errors)."""
+        """The selected sources, opened once (see :func:`open_sources` for the errors),
+        through the archive when there is one."""
         if self._persistence is None:
-            self._persistence = open_sources(self.selection, self.config)
+            self._persistence = open_sources(self.selection, self.config, archive=self.archive())
         return self._persistence
+
+    # -- the archive
+
+    def archive(self, *, create: bool = False) -> Archive | None:
+        """The archive under the data home (opened once), or ``None`` when there is none and
+        ``create`` is false."""
+        if self._archive is None and (create or not self._archive_looked):
+            from sessionquery.archive.setup import open_archive
+
+            # The redactor every read path applies, once the composition root has one: the
+            # archive then stores the redacted form (docs/archive.md, "Secrets").
+            redactor = getattr(self, "redactor", None)
+            self._archive = open_archive(self.config, create=create, redactor=redactor)
+            self._archive_looked = True
+        return self._archive
+
+    def archive_units(self) -> list[SourceUnits]:
+        """What the archive copies: the selected importer sources' units (also those of a
+        default location that is gone but archived)."""
+        from sessionquery.archive import SourceUnits
+
+        selection, archive = self.selection, self.archive()
+        kept = [entry for entry in selection.absent_defaults if _kept(entry, archive)]
+        out = []
+        for entry in (*selection.sources, *kept):
+            store = kind_of(entry.kind).units(entry.path) if _archivable(entry.kind) else None
+            if store is not None:
+                out.append(SourceUnits(entry.kind, store))
+        return out
+
+    def archive_now(self, *, wait: bool = True, progress: Any = None) -> ArchiveReport:
+        """Archive the selected importer sources now; sources opened before read through the
+        archive afterwards.
+
+        Raises:
+            SessionQueryError: ``PERSISTENCE_FAILED`` when the archive cannot be written.
+        """
+        archive = self.archive(create=True)
+        assert archive is not None
+        report = archive.run(self.archive_units(), wait=wait, progress=progress)
+        if self._persistence is not None and not report.skipped:
+            self._persistence, self._snapshot, self._ids = None, None, None
+        return report
+
+    def archive_on_update(self) -> ArchiveReport | None:
+        """With ``archive = true`` in the config file, archive before the index is brought up
+        to date (skipped, not waited for, while another process is archiving); else
+        ``None``."""
+        try:
+            enabled = self.config.settings().archive
+        except SessionQueryError:
+            return None  # a broken config file is reported where the sources are chosen
+        if not enabled or not self.archive_units():
+            return None
+        return self.archive_now(wait=False)
 
     def snapshot(self) -> SessionPersistence:
         """The sources listed once, for reads that only need one consistent listing (ids,

@@ -18,6 +18,8 @@ per-user data directory (``platformdirs.user_data_dir("sessionquery")``, e.g.
 * ``index.sqlite3`` is the default search index,
 * ``importer-cache.sqlite3`` is the importers' derived metadata cache,
 * ``titles.sqlite3`` is the command line's derived cache of session titles,
+* ``archive/`` is the archive of imported sessions (``sessionquery archive``; not derived:
+  it holds copies of transcripts whose source may be gone),
 * ``quickstart/`` holds the sample store and index that ``sessionquery quickstart`` builds.
 
 The default location of every kind of source (Claude Code's ``$CLAUDE_CONFIG_DIR/projects``,
@@ -35,6 +37,8 @@ each; ``root`` and ``store`` both name sessionquery stores)::
     codex = []
     gemini = "~/.gemini"
     index = "~/work/sessionquery-index.sqlite3"
+    archive = true            # archive imported sessions on every index update
+    archive_keep_days = 365   # retention; absent: keep forever
 
 ``~`` is expanded and relative paths are taken relative to the file's directory.
 """
@@ -92,7 +96,18 @@ NO_COLOR_ENV = "NO_COLOR"
 SOURCE_KINDS = ("root", *(kind.kind for kind in KINDS if kind.kind != "store"))
 """The kinds of session source, named as their config keys (``root`` is the store)."""
 
-_KEYS = frozenset({*SOURCE_KINDS, "store", "index", "postgres", "push"})
+_KEYS = frozenset(
+    {
+        *SOURCE_KINDS,
+        "store",
+        "index",
+        "postgres",
+        "archive",
+        "archive_keep_days",
+        "archive_raw",
+        "push",
+    }
+)
 _PUSH_KEYS = frozenset({"postgres", "machine", "interval"})
 
 
@@ -111,6 +126,10 @@ class FileSettings:
             file does not mention is absent (``store`` is read as ``root``).
         index: the index path it names, or ``None``.
         postgres: a PostgreSQL DSN used as session store and search index, or ``None``.
+        archive: archive imported sessions on every index update (off by default).
+        archive_keep_days: the archive's retention in days, or ``None`` to keep forever.
+        archive_raw: archive the transcripts' bytes as they are even when redaction is on
+            (off by default: with redaction on, the archive holds the redacted form).
         push: the ``[push]`` table (``sessionquery push``): ``postgres`` (the team database),
             ``machine`` (this machine's name there), ``interval`` (seconds between pushes of
             ``--watch``); empty when the file has none.
@@ -120,6 +139,9 @@ class FileSettings:
     sources: Mapping[str, tuple[Path, ...]] = field(default_factory=dict)
     index: Path | None = None
     postgres: str | None = None
+    archive: bool = False
+    archive_keep_days: int | None = None
+    archive_raw: bool = False
     push: Mapping[str, str | float] = field(default_factory=dict)
 
     @property
@@ -167,8 +189,23 @@ def read_settings(path: Path) -> FileSettings:
     postgres = data.get("postgres")
     if postgres is not None and (not isinstance(postgres, str) or not postgres.strip()):
         raise _invalid(path, "'postgres' must be a PostgreSQL connection string")
-    push = _push_table(path, data.get("push", {}))
-    return FileSettings(path=path, sources=sources, index=index, postgres=postgres, push=push)
+    archive, archive_raw = data.get("archive", False), data.get("archive_raw", False)
+    for key, flag in (("archive", archive), ("archive_raw", archive_raw)):
+        if not isinstance(flag, bool):
+            raise _invalid(path, f"{key!r} must be true or false")
+    keep = data.get("archive_keep_days")
+    if keep is not None and (type(keep) is not int or keep < 1):
+        raise _invalid(path, "'archive_keep_days' must be a positive number of days")
+    return FileSettings(
+        path=path,
+        sources=sources,
+        index=index,
+        postgres=postgres,
+        archive=archive,
+        archive_keep_days=keep,
+        archive_raw=archive_raw,
+        push=_push_table(path, data.get("push", {})),
+    )
 
 
 def _push_table(path: Path, table: object) -> dict[str, str | float]:
@@ -203,6 +240,7 @@ class Config:
         quickstart_dir: where ``quickstart`` builds its sample data, ``<home>/quickstart``.
         importer_cache: the importers' metadata cache, ``<home>/importer-cache.sqlite3``.
         title_cache: the command line's cache of session titles, ``<home>/titles.sqlite3``.
+        archive_dir: the archive of imported sessions, ``<home>/archive``.
         claude_projects: the default Claude Code transcripts directory.
         codex_sessions: the default Codex transcripts directory.
         config_file: where the optional TOML config file is looked for.
@@ -218,6 +256,7 @@ class Config:
     quickstart_dir: Path
     importer_cache: Path
     title_cache: Path
+    archive_dir: Path
     claude_projects: Path
     codex_sessions: Path
     config_file: Path
@@ -277,6 +316,7 @@ class Config:
             quickstart_dir=home / "quickstart",
             importer_cache=home / "importer-cache.sqlite3",
             title_cache=home / "titles.sqlite3",
+            archive_dir=home / "archive",
             claude_projects=located["claude"],
             codex_sessions=located["codex"],
             config_file=_absolute(config_file or home / "config.toml"),

@@ -49,6 +49,7 @@ from sessionquery.query.service import SessionQuery
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition
 from sessionquery.tools.access import WorkspaceRule
 from sessionquery.tools.boundary import sanitize
+from sessionquery.tools.specs import PROMPT_SECTION, ToolAnnotations, build_definitions, tool_spec
 
 if TYPE_CHECKING:
     from sessionquery.search.postgres import PostgresSearch
@@ -59,6 +60,7 @@ __all__ = [
     "CallerSpec",
     "IndexBuilder",
     "build_server",
+    "model_reason",
     "resolve_caller",
     "run_stdio",
 ]
@@ -68,9 +70,6 @@ logger = logging.getLogger(__name__)
 SERVER_NAME = "sessionquery"
 """The name the server reports to MCP clients."""
 
-_READ_ONLY = types.ToolAnnotations(
-    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
 _FAILED_TEXT = f"{ToolErrorCode.FAILED.value}: session query operation failed"
 
 
@@ -90,9 +89,18 @@ class CallerSpec:
 
 @dataclass(frozen=True, slots=True)
 class _State:
-    query: SessionQuery
-    tools: SessionQueryTools
+    """What the lifespan opened: the service and its tools, or the configuration failure."""
+
+    query: SessionQuery | None
+    tools: SessionQueryTools | None
     failure: SessionQueryError | None = None
+
+    @property
+    def definitions(self) -> list[ToolDefinition]:
+        """The tools' definitions (the default settings' when misconfigured)."""
+        if self.tools is None:
+            return build_definitions()
+        return self.tools.definitions
 
 
 _PROGRESS_EVERY = 5.0
@@ -196,12 +204,23 @@ def _tool_caller(query: SessionQuery, spec: CallerSpec) -> ToolCaller:
     return ToolCaller(session_id=spec.session_id, cwd=spec.cwd, current_step_seq=step)
 
 
+def _annotations(hints: ToolAnnotations) -> types.ToolAnnotations:
+    return types.ToolAnnotations(
+        read_only_hint=hints.read_only,
+        destructive_hint=hints.destructive,
+        idempotent_hint=hints.idempotent,
+        open_world_hint=hints.open_world,
+    )
+
+
 def _tool(definition: ToolDefinition) -> types.Tool:
+    spec = tool_spec(definition.name)
+    assert spec is not None
     return types.Tool(
         name=definition.name,
         description=definition.description,
         input_schema=definition.input_schema,
-        annotations=_READ_ONLY,
+        annotations=_annotations(spec.annotations),
     )
 
 
@@ -212,13 +231,15 @@ def _text_result(text: str, *, is_error: bool) -> types.CallToolResult:
 
 
 def _call(state: _State, spec: CallerSpec, name: str, arguments: Any, token: CancelToken) -> Any:
+    query, tools = state.query, state.tools
+    assert query is not None and tools is not None
     try:
-        caller = _tool_caller(state.query, spec)
+        caller = _tool_caller(query, spec)
     except SessionQueryError as error:
         # Read outside the toolkit, so sanitize here too: the raw message may hold a path.
         logger.warning("reading the acting session failed: %r", error, exc_info=error)
         raise sanitize(error) from None
-    return state.tools.call(name, arguments, caller, cancel=token)
+    return tools.call(name, arguments, caller, cancel=token)
 
 
 def build_server(
@@ -253,9 +274,12 @@ def build_server(
                 problem = error
         if query is None:
             assert problem is not None
-            logger.error("misconfigured, every tool call will answer: %s", _one_line(problem))
-            with SessionQuery() as empty:
-                yield _State(query=empty, tools=SessionQueryTools(empty), failure=problem)
+            logger.error(
+                "misconfigured (%s); every tool call will answer: %s",
+                _one_line(problem),
+                model_reason(problem),
+            )
+            yield _State(query=None, tools=None, failure=problem)
             return
         rule = await anyio.to_thread.run_sync(workspaces) if workspaces is not None else None
         builder = warm(query) if warm is not None else None
@@ -269,16 +293,14 @@ def build_server(
     async def list_tools(
         ctx: ServerRequestContext[_State], _params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(
-            tools=[_tool(d) for d in ctx.lifespan_context.tools.definitions]
-        )
+        return types.ListToolsResult(tools=[_tool(d) for d in ctx.lifespan_context.definitions])
 
     async def call_tool(
         ctx: ServerRequestContext[_State], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         state = ctx.lifespan_context
         if state.failure is not None:
-            return _text_result(_one_line(state.failure), is_error=True)
+            return _text_result(model_reason(state.failure), is_error=True)
         token = CancelToken()
         work = partial(_call, state, caller, params.name, params.arguments, token)
         try:
@@ -296,7 +318,7 @@ def build_server(
     return Server(
         SERVER_NAME,
         version=_version(),
-        instructions=_prompt_section(),
+        instructions=PROMPT_SECTION,
         lifespan=lifespan,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -307,6 +329,54 @@ def _one_line(error: SessionQueryError) -> str:
     return " ".join(f"{error.code.value}: {error.message}".split())
 
 
+# libpq's reasons for a failed connection, as fixed sentences: the model learns why, never
+# where (host, port, socket path or connection string stay in the server's log).
+_DATABASE_REASONS = (
+    ("connection refused", "the database server refused the connection"),
+    ("no such file or directory", "no database server is listening on the local socket"),
+    ("timeout expired", "the connection to the database server timed out"),
+    ("timed out", "the connection to the database server timed out"),
+    ("could not translate host name", "the database host name could not be resolved"),
+    ("failed to resolve host", "the database host name could not be resolved"),
+    ("name or service not known", "the database host name could not be resolved"),
+    ("authentication failed", "the database refused the credentials"),
+    ("no password supplied", "the database asked for a password and none was configured"),
+    ("does not exist", "the database or role named in the configuration does not exist"),
+    ("permission denied", "the database refused access"),
+)
+
+
+def _database_error(error: BaseException) -> BaseException | None:
+    """The PostgreSQL driver's error in ``error``'s cause chain, if any."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__module__.split(".")[0] == "psycopg":
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def model_reason(problem: SessionQueryError) -> str:
+    """The one line a misconfigured server answers every tool call with: ``CODE: reason``.
+
+    A problem caused by the PostgreSQL driver (a database that cannot be reached or opened)
+    is answered with a fixed sentence naming the reason only; host, port, socket path and
+    connection string never reach the model (the server's log on stderr has them). Any other
+    problem keeps its message.
+    """
+    driver = _database_error(problem)
+    if driver is None:
+        return _one_line(problem)
+    detail = str(driver).lower()
+    reason = next(
+        (sentence for marker, sentence in _DATABASE_REASONS if marker in detail),
+        "the database could not be opened",
+    )
+    return f"{problem.code.value}: {reason}; the server's log on stderr has the details"
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -314,13 +384,6 @@ def _version() -> str:
         return version("sessionquery")
     except PackageNotFoundError:
         return "0"
-
-
-def _prompt_section() -> str:
-    # A constant of the toolkit (byte-identical across instances): read it from a toolkit over
-    # an empty service, so the server can announce it before the lifespan opens the index.
-    with SessionQuery() as query:
-        return SessionQueryTools(query).prompt_section
 
 
 def _log_problems(app: App) -> None:

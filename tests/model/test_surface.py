@@ -612,7 +612,7 @@ def test_the_shared_valid_logs_strategy_produces_every_realistic_feature() -> No
 def test_the_surface_classes_are_one_closed_list_shared_by_filters_schemas_and_cli() -> None:
     from sessionquery.cli._parser import SURFACES
     from sessionquery.query.filters import SURFACE_VALUES
-    from sessionquery.tools.schemas import input_schema
+    from sessionquery.tools.specs import input_schema
 
     assert SURFACE_CLASSES == ("current", "shadowed", "log-only")
     assert SURFACE_VALUES == SURFACES == SURFACE_CLASSES

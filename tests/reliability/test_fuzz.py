@@ -41,7 +41,7 @@ from sessionquery.query.filters import CreatedBetween, SeqBetween, TimeBetween
 from sessionquery.query.service import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolResult
-from sessionquery.tools.schemas import TOOL_NAMES
+from sessionquery.tools.specs import TOOL_NAMES
 from strategies import json_values, valid_events
 
 FUZZ = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

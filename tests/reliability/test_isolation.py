@@ -50,7 +50,7 @@ from sessionquery.persistence.jsonl import JsonlPersistence
 from sessionquery.query.service import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolResult
-from sessionquery.tools.schemas import TOOL_NAMES
+from sessionquery.tools.specs import TOOL_NAMES
 from strategies import LogBuilder
 
 MARKER = re.compile(r"tok\d+x")

@@ -335,17 +335,45 @@ def test_without_the_parents_rollout_nothing_is_taken_as_copied_until_it_appears
 def test_thread_names_come_from_the_state_database_and_a_rename_is_seen(codex_home: Path) -> None:
     import sqlite3
 
+    before = {p.name: p.read_bytes() for p in codex_home.iterdir() if p.is_file()}
     source = CodexSource(codex_home / "sessions")
     query = SessionQuery(persistence=source)
     (title,) = query.read_title_snapshots([PARENT])
     assert title.title is not None and title.title.title == "Gecko parser crash"
-    before = source.stat(PARENT)
+    after = {p.name: p.read_bytes() for p in codex_home.iterdir() if p.is_file()}
+    assert after == before  # the state database is read, never written (no -wal, no -shm)
+    listed = source.stat(PARENT)
     conn = sqlite3.connect(codex_home / "state_5.sqlite")
     conn.execute("UPDATE threads SET name = 'Gecko crash on empty input' WHERE id = ?", (PARENT,))
     conn.commit()
     conn.close()
-    after = {e.header.id: e for e in source.list()}[PARENT]
-    assert before is not None and after.revision != before.revision
+    after_rename = {e.header.id: e for e in source.list()}[PARENT]
+    assert listed is not None and after_rename.revision != listed.revision
     (title,) = SessionQuery(persistence=source).read_title_snapshots([PARENT])
     assert title.title is not None and title.title.title == "Gecko crash on empty input"
     assert CodexSource(codex_home / "sessions", state_dir=None).stat(PARENT) is not None
+
+
+def test_a_parent_growing_does_not_make_its_forks_be_read_again(
+    codex_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sessionquery.sources.units import FileTree
+
+    source = CodexSource(codex_home / "sessions")
+    source.list()
+    reads: list[str] = []
+    real = FileTree.read
+
+    def counting(tree: FileTree, key: str, max_bytes: int) -> tuple[bytes, object]:
+        reads.append(key)
+        return real(tree, key, max_bytes)
+
+    monkeypatch.setattr(FileTree, "read", counting)
+    parent = next((codex_home / "sessions").rglob(f"*{PARENT}.jsonl"))
+    line = {"timestamp": "2026-08-12T12:00:00Z", "type": "event_msg", "payload": {"type": "x"}}
+    with parent.open("a") as handle:
+        handle.write(json.dumps(line) + "\n")
+    counts = {e.header.id: e.event_count for e in source.list()}
+    rel = parent.relative_to(codex_home / "sessions").as_posix()
+    assert reads == [rel]  # only the parent's file was read again
+    assert counts[FORK] == len(SessionQuery(persistence=source).read_session(FORK).events)

@@ -223,3 +223,20 @@ def test_a_database_without_the_expected_tables_is_a_problem(tmp_path: Path) -> 
     source = OpenCodeSource(tmp_path)
     assert source.list() == []
     assert "no such table: session" in source.problems()[0].message
+
+
+@pytest.mark.parametrize("kind", ["gemini", "vscode"])
+def test_a_truncated_json_document_is_a_problem_and_the_rest_is_listed(
+    kind: str, home: FixtureHome
+) -> None:
+    root, _, opener = LAYOUTS[kind](home)
+    expected = _ids(opener(root))
+    document = next(
+        p for p in root.rglob("*.json") if p.parent.name in ("chats", "emptyWindowChatSessions")
+    )
+    data = document.read_bytes()
+    torn = document.with_name("torn.json")
+    torn.write_bytes(data[: len(data) // 2])
+    source = opener(root)
+    assert _ids(source) == expected
+    assert any("not a JSON" in message for _, message in _problems_of(source, torn))

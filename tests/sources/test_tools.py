@@ -48,7 +48,8 @@ class _World:
 
     def __init__(self, query: SessionQuery) -> None:
         self.query = query
-        self.tools = SessionQueryTools(query)
+        # Each workflow finds its session by an exact phrase of it: the literal mode.
+        self.tools = SessionQueryTools(query, match="phrase")
 
     def call(self, caller: ToolCaller, name: str, arguments: dict[str, Any]) -> ToolResult:
         return self.tools.call(name, arguments, caller)

@@ -68,3 +68,29 @@ def test_an_operation_that_does_not_apply_is_a_problem_and_the_rest_is_read(
     assert [e.header.id for e in source.list()] == ["s"]
     lines = {(p.line, p.message.split(" (")[0]) for p in source.problems()}
     assert (2, "operation does not apply to the session state") in lines
+
+
+def test_a_request_replaced_in_place_is_shadowed_by_its_successor(tmp_path: Path) -> None:
+    chats = tmp_path / "workspaceStorage" / "h" / "chatSessions"
+    chats.mkdir(parents=True)
+
+    def request(rid: str, text: str) -> dict[str, object]:
+        return {"requestId": rid, "timestamp": 10, "message": {"text": text}, "response": []}
+
+    state = {"version": 3, "sessionId": "s", "creationDate": 5}
+    ops = [
+        {"kind": 0, "v": state | {"requests": [request("a", "keep me")]}},
+        {"kind": 2, "k": ["requests"], "v": [request("b", "the old wording")]},
+        {"kind": 1, "k": ["requests", 1], "v": request("c", "the new wording")},
+    ]
+    (chats / "s.jsonl").write_text("".join(json.dumps(op) + "\n" for op in ops))
+    log = SessionQuery(persistence=VscodeCopilotSource(tmp_path)).read_session("s")
+    fold = fold_surface(log.events)
+    prompts = {
+        str(e.data["content"][0]["text"]): e.seq
+        for e in log.events
+        if e.type == "user/message" and e.data["content"] and e.data["content"][0].get("text")
+    }
+    assert fold.surface_of[prompts["the old wording"]] == "shadowed"
+    assert fold.surface_of[prompts["the new wording"]] == "current"
+    assert fold.surface_of[prompts["keep me"]] == "current"

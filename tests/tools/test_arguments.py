@@ -19,14 +19,12 @@ from sessionquery.query.filters import (
     TimeBetween,
     TypeIn,
 )
-from sessionquery.tools.arguments import (
-    MAX_SAFE_INTEGER,
-    MAX_TIMESTAMP_CHARS,
+from sessionquery.tools.arguments import MAX_SAFE_INTEGER, MAX_TIMESTAMP_CHARS, parse_timestamp
+from sessionquery.tools.specs import (
     parse_event_read,
     parse_event_search,
     parse_event_trace,
     parse_session_search,
-    parse_timestamp,
     parse_trace,
 )
 
@@ -47,7 +45,7 @@ def _error(call: Any, *args: Any) -> SessionQueryError:
         ({"seq": True}, "seq must be an integer, not boolean true"),
         ({"seq": 1.5}, "seq must be an integer, not number 1.5"),
         ({"seq": 1.0}, "seq must be an integer, not number 1.0"),
-        ({"seq": None}, "seq must be an integer; omit it instead of sending null"),
+        ({"seq": None}, "seq must be an integer, not null"),
         ({"seq": 1, "before": "2"}, "before must be an integer, not string"),
         ({"seq": 1, "session_id": 7}, "session_id must be a string, not integer 7"),
         (
@@ -90,7 +88,7 @@ def test_event_read_rejects_wrong_json_types_without_coercion(
         (
             {"query": "x", "cursor": "abc"},
             "unknown argument 'cursor'; session_search accepts: "
-            "query, session_ids, created_at_from, created_at_to, parent_session_ids, "
+            "query, match, session_ids, created_at_from, created_at_to, parent_session_ids, "
             "include_root_sessions, availability, event_seq_from, event_seq_to, event_time_from, "
             "event_time_to, event_types, event_surfaces",
         ),

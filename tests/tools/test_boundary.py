@@ -109,6 +109,42 @@ def test_boundary_logs_the_full_diagnostic_and_raises_a_cause_free_error(
     assert SECRET in caplog.text
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        ErrorCode.INDEX_BUILDING,
+        ErrorCode.BUSY,
+        ErrorCode.EVENT_NOT_FOUND,
+        ErrorCode.SEARCH_DISABLED,
+    ],
+)
+def test_an_expected_outcome_is_one_info_line_without_a_stack(
+    caplog: pytest.LogCaptureFixture, code: ErrorCode
+) -> None:
+    boundary = ServiceBoundary(None, None)
+    with caplog.at_level(logging.DEBUG, logger="sessionquery.tools.boundary"):
+        with pytest.raises(SessionQueryError) as info:
+            boundary.run(lambda _t: _fail(SessionQueryError(code, "still\nbuilding")))
+    assert info.value.code is code
+    (record,) = caplog.records
+    assert record.levelno == logging.INFO
+    assert record.exc_info is None
+    assert record.getMessage() == f"session query call answered {code.value} (still building)"
+
+
+def test_the_tools_own_search_deadline_is_logged_without_a_stack(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    expired = CancelToken()
+    expired.cancel()
+    boundary = ServiceBoundary(None, DeadlineToken(60_000, expired))
+    with caplog.at_level(logging.DEBUG, logger="sessionquery.tools.boundary"):
+        with pytest.raises(SessionQueryError) as info:
+            boundary.run(lambda t: _fail(SessionQueryError(ErrorCode.ABORTED, "deadline")))
+    assert info.value.message == SEARCH_TIMEOUT_MESSAGE
+    assert [(r.levelno, r.exc_info) for r in caplog.records] == [(logging.INFO, None)]
+
+
 def test_boundary_passes_the_token_and_returns_the_result() -> None:
     token = CancelToken()
     assert ServiceBoundary(token, token).run(lambda t: t) is token

@@ -38,9 +38,9 @@ from sessionquery.query.types import (
 )
 from sessionquery.tools import SessionQueryTools
 from sessionquery.tools.access import ToolCaller
-from sessionquery.tools.arguments import parse_event_search, parse_session_search, parse_trace
 from sessionquery.tools.boundary import ServiceBoundary
 from sessionquery.tools.operations import Operations
+from sessionquery.tools.specs import parse_event_search, parse_session_search, parse_trace
 
 CALLER = ToolCaller("me", "/w", 5)
 
@@ -57,6 +57,8 @@ def _hit(record: SessionRecord) -> SessionSearchHit:
 
 class FakeQuery:
     """Records every call; serves fixed records and scripted search pages."""
+
+    read_window_max = 50
 
     def __init__(self, records: Sequence[SessionRecord]) -> None:
         self.records = {r.id: r for r in records}

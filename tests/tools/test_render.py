@@ -20,6 +20,7 @@ from sessionquery.tools.render import (
     availability_text,
     display_title,
     format_time,
+    partial_index_line,
     render_event_read,
     render_event_search,
     render_event_trace,
@@ -219,3 +220,15 @@ def test_a_missing_or_blank_title_is_shown_as_untitled() -> None:
     assert display_title(snapshot("")) == "untitled"
     assert display_title(snapshot(" \n\ufeff")) == "untitled"
     assert display_title(snapshot("Fix the parser")) == "Fix the parser"
+
+
+def test_an_answer_from_an_unfinished_index_is_headed_by_how_much_is_indexed() -> None:
+    hit = SessionSearchHit(_record("s1"), _hit("s1", 3, "ran the failing test"))
+    text = render_session_search([(hit, "Fix tests", "root")], capped=False, cap=5, partial=(7, 9))
+    first, second = text.split("\n")[:2]
+    assert first == partial_index_line(7, 9)
+    assert first.startswith("The history index is still being built (7 of 9 sessions indexed)")
+    assert second == "Session search results (1):"
+    empty = render_session_search([], capped=False, cap=5, partial=(0, 9))
+    assert empty == f"{partial_index_line(0, 9)}\n{NO_SESSION_MATCHES}"
+    assert render_session_search([(hit, "t", "root")], capped=False, cap=5).startswith("Session")

@@ -41,7 +41,7 @@ from sessionquery.query.service import SessionQuery
 from sessionquery.search.postgres import PostgresSearch
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition, ToolResult
-from sessionquery.tools.schemas import PROMPT_SECTION, TOOL_NAMES
+from sessionquery.tools.specs import PROMPT_SECTION, TOOL_NAMES
 
 GOLDEN = GOLDEN / "tools"
 ALPHA = "/work/alpha"
@@ -241,30 +241,47 @@ def test_caller_for_the_live_session_points_at_its_running_step(world: _World) -
     assert world.caller == ToolCaller("alpha-live", ALPHA, len(world.live.events) - 1)
 
 
+PHRASE = {"match": "phrase"}
+
 GOLDEN_CALLS: list[tuple[str, str, dict[str, Any]]] = [
-    ("session_search", "session_search", {"query": "login test"}),
+    ("session_search", "session_search", {"query": "login test", **PHRASE}),
     (
         "session_search_filtered",
         "session_search",
-        {"query": "login test", "parent_session_ids": ["alpha-root", "beta-secret", "alpha-root"]},
+        {
+            "query": "login test",
+            "parent_session_ids": ["alpha-root", "beta-secret", "alpha-root"],
+            **PHRASE,
+        },
     ),
     ("session_search_none", "session_search", {"query": "no such words anywhere"}),
-    ("session_search_words_fallback", "session_search", {"query": "suite login"}),
+    ("session_search_words_fallback", "session_search", {"query": "suite login", **PHRASE}),
     (
         "session_event_search_words_fallback",
         "session_event_search",
-        {"session_id": "alpha-root", "query": "suite, run"},
+        {"session_id": "alpha-root", "query": "suite, run", **PHRASE},
     ),
     (
         "session_event_search",
         "session_event_search",
-        {"session_id": "alpha-root", "query": "login"},
+        {"session_id": "alpha-root", "query": "login", **PHRASE},
     ),
-    ("session_event_search_own", "session_event_search", {"query": "login test"}),
+    ("session_event_search_own", "session_event_search", {"query": "login test", **PHRASE}),
     (
         "session_event_search_compacted",
         "session_event_search",
         {"session_id": "alpha-compact", "query": "login test", "surfaces": ["shadowed"]},
+    ),
+    ("session_search_relevance", "session_search", {"query": "where did we fix the login test"}),
+    (
+        "session_search_relevance_corrected",
+        "session_search",
+        {"query": "login redirct"},
+    ),
+    (
+        "session_event_search_relevance",
+        "session_event_search",
+        {"session_id": "alpha-root", "query": "failing login suite"},
     ),
     ("session_trace_root", "session_trace", {"session_id": "alpha-root"}),
     ("session_trace_orphan", "session_trace", {"session_id": "alpha-orphan"}),
@@ -300,14 +317,14 @@ def test_tool_output_matches_the_golden_file(
 
 def test_capped_search_ends_with_the_cap_sentence(world: _World) -> None:
     tools = SessionQueryTools(world.query, max_search_results=2)
-    text = _ok(tools.call("session_search", {"query": "login test"}, world.caller))
+    text = _ok(tools.call("session_search", {"query": "login test", **PHRASE}, world.caller))
     assert text.startswith("Session search results (2):")
     assert text.endswith(
-        "Result cap reached: only the first 2 matching sessions are shown. "
+        "Result cap reached: these are the 2 best matching sessions, and more match. "
         "Narrow the query or add filters to find the others."
     )
     _golden("session_search_capped", text)
-    uncapped = _ok(world.call("session_search", {"query": "login test"}))
+    uncapped = _ok(world.call("session_search", {"query": "login test", **PHRASE}))
     assert "Result cap reached" not in uncapped
 
 
@@ -326,21 +343,70 @@ def test_a_phrase_that_finds_nothing_is_answered_with_its_words_under_one_line(
     world: _World,
 ) -> None:
     line = "The exact phrase was not found; these results contain all of its words, in any order."
-    words = _ok(world.call("session_search", {"query": "suite login"}))
+    words = _ok(world.call("session_search", {"query": "suite login", **PHRASE}))
     assert words.startswith(line + "\nSession search results (")
-    phrase = _ok(world.call("session_search", {"query": "login test"}))
+    phrase = _ok(world.call("session_search", {"query": "login test", **PHRASE}))
     assert line not in phrase and phrase.startswith("Session search results (")
     events = _ok(
-        world.call("session_event_search", {"session_id": "alpha-root", "query": "suite run"})
+        world.call(
+            "session_event_search", {"session_id": "alpha-root", "query": "suite run", **PHRASE}
+        )
     )
     assert f"\n\n{line}\nEvent search results (" in events
     # One word, or words that never occur together: no fallback, the usual empty answer.
-    assert _ok(world.call("session_search", {"query": "nosuchword"})) == (
+    assert _ok(world.call("session_search", {"query": "nosuchword", **PHRASE})) == (
         "No prior session matches found."
     )
-    assert _ok(world.call("session_search", {"query": "login nosuchword"})) == (
+    assert _ok(world.call("session_search", {"query": "login nosuchword", **PHRASE})) == (
         "No prior session matches found."
     )
+    # Relevance (the default) never falls back: it already takes any of the words.
+    relevance = _ok(world.call("session_search", {"query": "suite login"}))
+    assert line not in relevance and relevance.startswith("Session search results (")
+
+
+def test_the_search_mode_is_the_toolkit_default_unless_the_model_chooses(
+    world: _World,
+) -> None:
+    question = {"query": "login nosuchword"}
+    assert _ok(world.call("session_search", question)).startswith("Session search results (")
+    phrase_tools = SessionQueryTools(world.query, match="phrase")
+    assert _ok(phrase_tools.call("session_search", question, world.caller)) == (
+        "No prior session matches found."
+    )
+    chosen = {**question, "match": "relevance"}
+    assert _ok(phrase_tools.call("session_search", chosen, world.caller)).startswith(
+        "Session search results ("
+    )
+    definitions = {d.name: d for d in phrase_tools.definitions}
+    described = definitions["session_search"].input_schema["properties"]["match"]
+    assert described["description"].endswith("Omit for phrase.")
+
+
+def test_a_correction_to_a_word_only_another_workspace_holds_is_never_shown(
+    world: _World,
+) -> None:
+    from sessionquery.query.filters import CwdIn
+
+    page = world.query.search_sessions(
+        "login secrt", session_filters=[CwdIn((ALPHA,))], match="relevance"
+    )
+    assert dict(page.corrections) == {"secrt": "secret"}  # a word of the beta sessions only
+    text = _ok(world.call("session_search", {"query": "login secrt"}))
+    assert text.startswith("Session search results (")
+    assert "secret" not in text.lower() and "secrt" not in text
+
+
+@pytest.mark.parametrize("match", ["words", "PHRASE", "", 1, None])
+def test_a_match_mode_outside_relevance_and_phrase_is_refused(world: _World, match: object) -> None:
+    result = world.call("session_search", {"query": "login", "match": match})
+    if match is None:  # null for an optional argument: omitted
+        assert not result.is_error
+        return
+    assert result.code == ToolErrorCode.INVALID_ARGUMENTS.value
+    with pytest.raises(SessionQueryError) as info:
+        SessionQueryTools(world.query, match=match)  # type: ignore[arg-type]
+    assert info.value.code is ErrorCode.INVALID_CONFIG
 
 
 # --- authorization matrix --------------------------------------------------------------------
@@ -680,6 +746,33 @@ def test_openai_and_anthropic_tool_dicts_carry_the_same_definitions(world: _Worl
         assert o["function"]["parameters"] == a["input_schema"] == d.input_schema
     json.dumps(openai)
     json.dumps(anthropic)
+
+
+def test_strict_openai_tools_say_strict_and_list_every_property_as_required(
+    world: _World,
+) -> None:
+    strict = world.tools.to_openai_tools(strict=True)
+    for entry, d in zip(strict, world.tools.definitions, strict=True):
+        function = entry["function"]
+        assert set(function) == {"name", "description", "parameters", "strict"}
+        assert function["strict"] is True
+        assert function["parameters"]["required"] == list(d.input_schema["properties"])
+    assert "strict" not in world.tools.to_openai_tools()[0]["function"]
+    json.dumps(strict)
+
+
+@pytest.mark.parametrize(
+    ("golden", "tool", "arguments"), GOLDEN_CALLS, ids=[c[0] for c in GOLDEN_CALLS]
+)
+def test_a_strict_model_sending_null_for_every_omitted_argument_gets_the_same_answer(
+    world: _World, golden: str, tool: str, arguments: dict[str, Any]
+) -> None:
+    (entry,) = [
+        e for e in world.tools.to_openai_tools(strict=True) if e["function"]["name"] == tool
+    ]
+    properties = entry["function"]["parameters"]["properties"]
+    everything = {key: arguments.get(key) for key in properties}
+    assert world.call(tool, everything) == world.call(tool, arguments), golden
 
 
 # --- search serialisation and deadlines ------------------------------------------------------

@@ -11,6 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sessionquery.errors import SessionQueryError, ToolErrorCode
+from sessionquery.tools.schemas import integer, object_schema, string, strings
+from sessionquery.tools.specs import input_schema
 from sessionquery.tools.validation import (
     MAX_INTEGER_DIGITS,
     MAX_JSON_DEPTH,
@@ -27,6 +29,10 @@ def _error(call: Any, *args: Any) -> SessionQueryError:
     with pytest.raises(SessionQueryError) as info:
         call(*args)
     return info.value
+
+
+def _check(tool: str, arguments: dict[Any, Any]) -> dict[str, Any]:
+    return check_arguments(tool, input_schema(tool), arguments)
 
 
 @pytest.mark.parametrize(
@@ -51,7 +57,7 @@ def test_json_text_arguments_parse_like_a_mapping() -> None:
 
 def test_json_text_float_is_not_accepted_as_an_integer() -> None:
     arguments = parse_arguments('{"seq": 3.0}')
-    assert _error(check_arguments, "session_event_read", arguments).code is INVALID_ARGUMENTS
+    assert _error(_check, "session_event_read", arguments).code is INVALID_ARGUMENTS
 
 
 @pytest.mark.parametrize("depth", [1000, 100_000])
@@ -124,7 +130,7 @@ def test_a_huge_integer_is_described_without_printing_it() -> None:
     assert describe_value(-7) == "integer -7"
     assert describe_value(True) == "boolean true"
     assert describe_value(1.5) == "number 1.5"
-    error = _error(check_arguments, "session_search", {"query": 10**5000})
+    error = _error(_check, "session_search", {"query": 10**5000})
     assert (
         error.message
         == f"query must be a string, not integer of more than {MAX_INTEGER_DIGITS} digits"
@@ -132,7 +138,7 @@ def test_a_huge_integer_is_described_without_printing_it() -> None:
 
 
 def test_an_unknown_argument_name_is_quoted_only_in_part() -> None:
-    error = _error(check_arguments, "session_trace", {"x" * 10_000: 1})
+    error = _error(_check, "session_trace", {"x" * 10_000: 1})
     assert error.code is INVALID_ARGUMENTS
     assert len(error.message) < 200
 
@@ -147,3 +153,35 @@ def test_an_unknown_argument_name_is_quoted_only_in_part() -> None:
 def test_json_text_within_the_bounds_round_trips(value: object) -> None:
     text = json.dumps({"value": value})
     assert parse_arguments(text) == {"value": value}
+
+
+def test_an_optional_argument_sent_as_null_counts_as_omitted() -> None:
+    arguments = {"seq": 3, "session_id": None, "before": None, "after": 2}
+    assert _check("session_event_read", arguments) == {"seq": 3, "after": 2}
+    assert _check("session_trace", {"session_id": None}) == {}
+
+
+def test_a_required_argument_sent_as_null_is_refused_by_name() -> None:
+    error = _error(_check, "session_event_read", {"seq": None})
+    assert (error.code, error.message) == (INVALID_ARGUMENTS, "seq must be an integer, not null")
+
+
+_ENUM_SCHEMA = object_schema(
+    {
+        "mode": string("A mode.", ["relevance", "phrase"]),
+        "kinds": strings("Kinds.", ["a", "b"]),
+        "n": integer("A count.", minimum=0),
+    }
+)
+
+
+def test_a_string_property_with_an_enum_accepts_only_its_values() -> None:
+    assert check_arguments("t", _ENUM_SCHEMA, {"mode": "phrase"}) == {"mode": "phrase"}
+    error = _error(check_arguments, "t", _ENUM_SCHEMA, {"mode": "fuzzy"})
+    assert (error.code, error.message) == (
+        INVALID_ARGUMENTS,
+        "mode must be one of relevance, phrase, not 'fuzzy'",
+    )
+    error = _error(check_arguments, "t", _ENUM_SCHEMA, {"kinds": ["a", "c"]})
+    assert error.message == "kinds[1] must be one of a, b, not 'c'"
+    assert check_arguments("t", _ENUM_SCHEMA, {"mode": None}) == {}

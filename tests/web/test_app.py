@@ -255,9 +255,17 @@ def test_what_a_summary_replaced_comes_from_trace_event(app: ViewerApp) -> None:
 
 def test_a_search_hit_links_to_its_event_with_the_query(app: ViewerApp) -> None:
     body = text(get(app, "/search?q=heartbeat"))
-    assert "/s/dashboard-websocket/8?q=heartbeat&amp;mode=" in body
-    page = text(get(app, "/s/dashboard-websocket/8?q=heartbeat"))
-    assert 'data-hits="' in page and 'data-target="8"' in page
+    found = re.search(r'/s/dashboard-websocket/(\d+)\?q=heartbeat&amp;mode=relevance"', body)
+    assert found is not None
+    seq = found.group(1)
+    page = text(get(app, f"/s/dashboard-websocket/{seq}?q=heartbeat&mode=relevance"))
+    assert 'data-hits="' in page and f'data-target="{seq}"' in page
+
+
+def test_a_corrected_word_is_said_and_highlighted(app: ViewerApp) -> None:
+    body = text(get(app, "/search?q=heartbeet"))
+    assert "Searched with <del>heartbeet</del> → <strong>heartbeat</strong>" in body
+    assert 'data-q="heartbeet heartbeat"' in body and "/s/dashboard-websocket/" in body
 
 
 def test_polling_sees_appended_events(app: ViewerApp, tmp_path: Path) -> None:

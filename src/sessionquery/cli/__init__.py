@@ -13,7 +13,10 @@ Contract (documented in ``docs/cli.md``):
 * ``--json`` prints exactly one JSON document on stdout; progress and diagnostics go to stderr;
 * errors print one line ``CODE: message`` on stderr and exit 2 for usage errors (the code is
   ``SESSION_QUERY_USAGE``), 1 for everything else; no failure shows a traceback (an
-  unexpected one is ``SESSION_QUERY_INTERNAL: ...``);
+  unexpected one is ``SESSION_QUERY_INTERNAL: ...``); the one exception is ``mcp`` started
+  by a client (stdin not a terminal) with a bad command line: it serves, answering every
+  tool call with the usage error, because a client sees nothing of an exiting process but
+  "connection closed";
 * problems the sources report are summarised once, as one stderr line, after the command.
 """
 
@@ -24,8 +27,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 from sessionquery.app import AmbiguousId
-from sessionquery.cli._commands import COMMANDS
-from sessionquery.cli._parser import UsageError, build_parser
+from sessionquery.cli._commands import COMMANDS, serve_bad_command_line
+from sessionquery.cli._parser import UsageError, build_parser, command_of
 from sessionquery.cli._services import Invocation
 from sessionquery.cli._terminal import safe
 from sessionquery.config import Config
@@ -61,12 +64,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: the arguments after the program name; ``sys.argv[1:]`` when omitted.
     """
     invocation: Invocation | None = None
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(COMMANDS)
     try:
-        args = build_parser(COMMANDS).parse_args(argv)
+        args = parser.parse_args(arguments)
         invocation = Invocation(args, Config.from_env())
         run: Callable[[Invocation], int] = args.run
         return run(invocation)
     except UsageError as error:
+        if command_of(parser, arguments, error) == "mcp" and not sys.stdin.isatty():
+            return serve_bad_command_line(str(error))
         return _fail(USAGE_ERROR_CODE, str(error), EXIT_USAGE)
     except AmbiguousId as error:  # an id argument that names no one session: usage
         return _fail(USAGE_ERROR_CODE, error.message, EXIT_USAGE)

@@ -21,6 +21,7 @@ from sessionquery.cli import _conversation as conversation
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli import _titlecache as titlecache
+from sessionquery.cli._archive import cmd_archive, turn_on_hint
 from sessionquery.cli._parser import Command, UsageError
 from sessionquery.cli._serve import cmd_serve
 from sessionquery.cli._services import EXIT_OK, Invocation, Progress, emit, style_for
@@ -134,13 +135,14 @@ def _cmd_show(inv: Invocation) -> int:
         if args.conversation:
             return _show_conversation(inv, query, session_id)
         (result,) = query.read_title_snapshots([session_id])
+        archived = any(r.archived for r in query.filter_sessions([IdIn((session_id,))]))
     if result.error is not None:
         raise result.error
     header = result.header
     assert header is not None  # a result without error carries its header
     title = result.title
-    document = render.show_json(header, title)
-    return emit(inv, document, lambda s: render.show_text(header, title, s))
+    document = render.show_json(header, title, archived=archived)
+    return emit(inv, document, lambda s: render.show_text(header, title, s, archived=archived))
 
 
 def _conversation_parts(
@@ -368,6 +370,7 @@ def _update_index(
 
 def _cmd_index(inv: Invocation) -> int:
     index, postgres = inv.selection.index, inv.selection.postgres
+    inv.app.archive_on_update()
     inv.persistence()  # a missing source is reported before the index is created
     with inv.app.open_index() as search, inv.app.service(search) as query:
         place = "the PostgreSQL database" if postgres else str(index)
@@ -384,6 +387,23 @@ def _cmd_index(inv: Invocation) -> int:
         ]
 
     return emit(inv, summary, text)
+
+
+EXIT_USAGE_SERVED = 2
+"""The exit status of ``mcp`` served with a bad command line (the usage-error status)."""
+
+
+def serve_bad_command_line(message: str) -> int:
+    """``sessionquery mcp`` with options it cannot run with: an MCP client that started it
+    sees only a closed connection when the process exits, so serve instead, answering every
+    tool call with the reason (and logging it on stderr)."""
+    from sessionquery.mcp import run_stdio
+
+    problem = SessionQueryError(
+        ErrorCode.INVALID_CONFIG, f"the server's command line is wrong: {message}"
+    )
+    run_stdio(None, cwd=None, session_id=None, problem=problem)
+    return EXIT_USAGE_SERVED
 
 
 def _cmd_mcp(inv: Invocation) -> int:
@@ -447,6 +467,7 @@ def _cmd_quickstart(inv: Invocation) -> int:
         f"  sessionquery list {flags}\n"
         f"  sessionquery search websocket {flags}\n"
         f"  sessionquery trace-event {top.record.id} {hit.seq} {flags}\n"
+        f"\n{turn_on_hint(inv)}.\n"
     )
     return EXIT_OK
 
@@ -476,6 +497,11 @@ COMMANDS: tuple[Command, ...] = (
     Command("search-events", "Search the events of one session.", _cmd_search_events),
     Command("index", "Bring the search index up to date (with progress).", _cmd_index),
     Command("sources", "Show which sources are used, why, and what they hold.", cmd_sources),
+    Command(
+        "archive",
+        "Keep the agents' transcripts when they purge them (--status, --prune-older-than).",
+        cmd_archive,
+    ),
     Command("mcp", "Serve the five session tools over stdio (MCP).", _cmd_mcp),
     Command("serve", "Browse every session in a local, read-only web viewer.", cmd_serve),
     Command("push", "Copy this machine's sessions, redacted, into the team database.", cmd_push),

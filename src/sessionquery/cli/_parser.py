@@ -30,6 +30,7 @@ __all__ = [
     "Parser",
     "UsageError",
     "build_parser",
+    "command_of",
     "source_options",
     "version_text",
 ]
@@ -38,14 +39,40 @@ SURFACES = SURFACE_CLASSES
 
 
 class UsageError(Exception):
-    """A command line that cannot be run as given (exit status 2)."""
+    """A command line that cannot be run as given (exit status 2).
+
+    Attributes:
+        command: the subcommand whose own options were wrong, when the error is its.
+    """
+
+    def __init__(self, message: str, command: str | None = None) -> None:
+        super().__init__(message)
+        self.command = command
 
 
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one ``CODE: message`` line and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        # A subcommand's parser is called "sessionquery <command>".
+        _, _, command = self.prog.partition(" ")
+        raise UsageError(f"{message} (see '{self.prog} --help')", command or None)
+
+
+def command_of(
+    parser: argparse.ArgumentParser, argv: Sequence[str], error: UsageError
+) -> str | None:
+    """The subcommand a command line that failed to parse names, if it names one: the one
+    whose options were wrong, or (for arguments no parser knows, such as ``mcp --frobnicate``)
+    the one the rest of the line selects."""
+    if error.command is not None:
+        return error.command
+    try:
+        known, _ = parser.parse_known_args(argv)
+    except UsageError:
+        return None
+    command = getattr(known, "command", None)
+    return command if isinstance(command, str) else None
 
 
 # -- argument types -------------------------------------------------------------------------
@@ -359,6 +386,22 @@ def _setup_mcp(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _setup_archive(p: argparse.ArgumentParser) -> None:
+    what = p.add_mutually_exclusive_group()
+    what.add_argument(
+        "--status",
+        action="store_true",
+        help="show what the archive holds and what it rescued, without changing it",
+    )
+    what.add_argument(
+        "--prune-older-than",
+        type=_positive,
+        metavar="DAYS",
+        help="remove the copies of sessions whose source last changed over DAYS days ago",
+    )
+    _add_json(p)
+
+
 def _port(text: str) -> int:
     value = _non_negative(text)
     if value > 65535:
@@ -434,6 +477,7 @@ SETUP: dict[str, Callable[[argparse.ArgumentParser], None]] = {
     "search-events": _setup_search_events,
     "index": _setup_index,
     "sources": _setup_sources,
+    "archive": _setup_archive,
     "mcp": _setup_mcp,
     "serve": _setup_serve,
     "push": _setup_push,

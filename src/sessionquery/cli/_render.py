@@ -155,7 +155,8 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str], style: Style) ->
 
 
 def _availability(record: SessionRecord) -> str:
-    flags = [name for name, on in (("live", record.live), ("persisted", record.persisted)) if on]
+    pairs = (("live", record.live), ("persisted", record.persisted), ("archived", record.archived))
+    flags = [name for name, on in pairs if on]
     return ", ".join(flags) or "unavailable"
 
 
@@ -182,8 +183,14 @@ def header_json(header: SessionHeader) -> dict[str, Any]:
 
 
 def record_json(record: SessionRecord) -> dict[str, Any]:
-    """A session record as JSON: the header fields plus ``live`` and ``persisted``."""
-    return {**header_json(record.header), "live": record.live, "persisted": record.persisted}
+    """A session record as JSON: the header fields plus ``live``, ``persisted`` and
+    ``archived``."""
+    return {
+        **header_json(record.header),
+        "live": record.live,
+        "persisted": record.persisted,
+        "archived": record.archived,
+    }
 
 
 def title_json(title: TitleSnapshot | None) -> dict[str, Any] | None:
@@ -236,7 +243,7 @@ def records_text(
     for record in records:
         h = record.header
         shown_id = term.safe(prefixes.get(h.id, h.id))
-        kind = f"[{h.origin}] " if h.origin else ""
+        kind = ("[archived] " if record.archived else "") + (f"[{h.origin}] " if h.origin else "")
         title = (titles or {}).get(h.id) or "untitled"
         safe_rows.append(
             (shown_id, time_text(h.created_at)[:16], term.safe(_or_dash(h.cwd)), kind + title)
@@ -261,13 +268,18 @@ def records_text(
     return [*lines, "", style.dim(count)]
 
 
-def show_json(header: SessionHeader, title: TitleSnapshot | None) -> dict[str, Any]:
-    """``show --json``: ``{"session": header, "title": title | null}``."""
-    return {"session": header_json(header), "title": title_json(title)}
+def show_json(
+    header: SessionHeader, title: TitleSnapshot | None, *, archived: bool = False
+) -> dict[str, Any]:
+    """``show --json``: ``{"session": header, "title": title | null, "archived": bool}``."""
+    return {"session": header_json(header), "title": title_json(title), "archived": archived}
 
 
-def show_text(header: SessionHeader, title: TitleSnapshot | None, style: Style) -> list[str]:
-    """``show``: one labelled line per header field, title first."""
+def show_text(
+    header: SessionHeader, title: TitleSnapshot | None, style: Style, *, archived: bool = False
+) -> list[str]:
+    """``show``: one labelled line per header field, title first; an archived session says
+    where it is read from."""
     title_line = "untitled"
     if title is not None:
         title_line = f"{title.title}  {style.dim(f'(seq {title.event_seq})')}"
@@ -283,6 +295,8 @@ def show_text(header: SessionHeader, title: TitleSnapshot | None, style: Style) 
         ("Agent preset", _or_dash(header.agent_preset)),
         ("Format", f"version {header.version}"),
     ]
+    if archived:
+        fields.append(("Stored", "archived (its source file is gone; read from the archive)"))
     width = max(len(label) for label, _ in fields)
     return [f"{style.dim(label.ljust(width))}  {value}" for label, value in fields]
 

@@ -77,12 +77,14 @@ class Invocation:
 
         Without the index, the service reads the command's one listing (:meth:`snapshot`).
         With the index on a terminal, the index is brought up to date first under a progress
-        bar, so a first search over a large history shows what it is doing.
+        bar, so a first search over a large history shows what it is doing. With ``archive =
+        true``, the sources are archived before that (:meth:`App.archive_on_update`).
         """
         if not search:
             with self.app.service(snapshot=True) as query:
                 yield query
             return
+        self.app.archive_on_update()
         backend = self.app.open_index()
         with self.app.service(backend) as query:
             if sys.stderr.isatty():
@@ -149,7 +151,9 @@ class Progress:
         tty: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
         quiet: bool = False,
+        noun: str = "sessions",
     ) -> None:
+        self._noun = noun
         self._stream = stream
         self._label = label
         self._interval = interval
@@ -171,7 +175,7 @@ class Progress:
         self._stream.flush()
 
     def __call__(self, done: int, total: int) -> None:
-        """Report ``done`` of ``total`` sessions."""
+        """Report ``done`` of ``total`` sessions (or the ``noun`` given)."""
         if total <= 0 or self._quiet:
             return
         if self._tty:
@@ -182,13 +186,13 @@ class Progress:
             return
         self._last = now
         percent = 100 * done // total
-        self._stream.write(f"{self._label}: {done} of {total} sessions ({percent}%)\n")
+        self._stream.write(f"{self._label}: {done} of {total} {self._noun} ({percent}%)\n")
         self._stream.flush()
 
     def _bar(self, done: int, total: int, width: int = 30) -> None:
         filled = width * min(done, total) // total
         bar = "#" * filled + "." * (width - filled)
-        self._stream.write(f"\r{self._label} [{bar}] {done}/{total} sessions")
+        self._stream.write(f"\r{self._label} [{bar}] {done}/{total} {self._noun}")
         self._stream.flush()
         self._drawn = True
 

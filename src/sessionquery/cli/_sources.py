@@ -12,6 +12,7 @@ from typing import Any
 from sessionquery.app import SourceEntry, kind_of, open_sources, problems_of
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
+from sessionquery.cli._archive import TURN_ON
 from sessionquery.cli._services import Invocation, emit
 from sessionquery.errors import SessionQueryError
 
@@ -35,7 +36,7 @@ def _inspect(entry: SourceEntry, inv: Invocation) -> dict[str, Any]:
     if not entry.exists and entry.origin == "default":
         return item
     try:
-        source = open_sources(inv.selection.only(entry), inv.config)
+        source = open_sources(inv.selection.only(entry), inv.config, archive=inv.app.archive())
         item["sessions"] = len(source.list())
         item["problems"] = [
             {"path": p.path, "line": p.line, "message": p.message} for p in problems_of(source)
@@ -55,8 +56,24 @@ def _document(inv: Invocation) -> dict[str, Any]:
         "config_file": None if config_file is None else str(config_file),
         "config_file_exists": config_file is not None and config_file.is_file(),
         "index": {"path": str(selection.index), "from": selection.index_origin},
+        "archive": _archive(inv),
         "sources": [_inspect(entry, inv) for entry in entries],
     }
+
+
+def _archive(inv: Invocation) -> dict[str, Any]:
+    try:
+        on = inv.config.settings().archive
+    except SessionQueryError:  # a broken config file is shown with the sources
+        on = False
+    item: dict[str, Any] = {"path": str(inv.config.archive_dir), "on": on, "files": None}
+    try:
+        archive = inv.app.archive()
+        if archive is not None:
+            item["files"] = len(archive.units())
+    except SessionQueryError as error:  # shown beside the rest instead of failing the command
+        item["error"] = error.message
+    return item
 
 
 def _kind_text(kind: str) -> str:
@@ -87,6 +104,12 @@ def _text(document: dict[str, Any], style: render.Style) -> list[str]:
     if config is not None:
         used = "used" if document["config_file_exists"] else "none there"
         lines.append(f"Config file: {term.safe(config)} ({used})")
+    archive = document["archive"]
+    held = f"{archive['files']} file(s); " if archive["files"] else ""
+    mode = "on: archived at every search" if archive["on"] else f"off: {TURN_ON}"
+    lines.append(f"Archive: {term.safe(archive['path'])} ({held}{mode})")
+    if archive.get("error"):
+        lines.append(f"  {term.safe(archive['error'])}")
     for item in document["sources"]:
         if item["error"]:
             lines += ["", f"{_kind_text(item['kind'])} {item['label']}: {item['error']}"]

@@ -15,6 +15,7 @@ from typing import Protocol, Self, runtime_checkable
 from sessionquery.model import SessionEvent, SessionHeader, SurfaceClass
 
 __all__ = [
+    "ArchiveAware",
     "ChangeJournal",
     "ChangeTokenSource",
     "DocumentLog",
@@ -38,12 +39,14 @@ class PersistedSession:
         revision: opaque token; equal revisions of one id mean the log did not change.
         event_count: number of stored events, when known without reading the log.
         size_bytes: stored size, when known.
+        archived: the store's own copy is gone and the session is read from an archive.
     """
 
     header: SessionHeader
     revision: str
     event_count: int | None = None
     size_bytes: int | None = None
+    archived: bool = False
 
 
 @runtime_checkable
@@ -141,6 +144,16 @@ class ChangeJournal(Protocol):
         :meth:`ChangeTokenSource.change_token` returned earlier), or ``None`` when the journal
         cannot tell (unknown or too old a token, a change made by hand, a damaged journal): the
         caller then falls back to a full listing. Never an under-approximation."""
+        ...
+
+
+@runtime_checkable
+class ArchiveAware(Protocol):
+    """A persistence that may read some sessions from an archive (``sessionquery.archive``)."""
+
+    def archived_ids(self) -> frozenset[str]:
+        """Ids of the sessions its last listing read from an archive (their source is gone);
+        cheap: no listing, no I/O."""
         ...
 
 

@@ -348,14 +348,21 @@ class ServiceCorpus:
             seen = by_id.get(header.id)
             if seen is not None and not seen.header.is_compatible(header):
                 raise _conflict(header.id, "the persistence listing")
-            by_id[header.id] = SessionRecord(header, live=False, persisted=True)
+            by_id[header.id] = SessionRecord(
+                header, live=False, persisted=True, archived=entry.archived
+            )
         if self._store is not None:
             for session in self._store.sessions():
                 header = session.header
                 listed = by_id.get(header.id)
                 if listed is not None and not listed.header.is_compatible(header):
                     raise _conflict(header.id, "the live store and the persistence")
-                by_id[header.id] = SessionRecord(header, live=True, persisted=listed is not None)
+                by_id[header.id] = SessionRecord(
+                    header,
+                    live=True,
+                    persisted=listed is not None,
+                    archived=listed is not None and listed.archived,
+                )
         check_cancel(cancel)
         return sorted(by_id.values(), key=lambda record: (-record.header.created_at, record.id))
 

@@ -18,12 +18,13 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Self
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import validate_session_id
-from sessionquery.persistence.base import SessionPersistence
+from sessionquery.persistence.base import ArchiveAware, SessionPersistence
 from sessionquery.query.backend import Corpus, SearchBackend, SearchMatch, validate_match
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken
@@ -37,7 +38,7 @@ from sessionquery.query.filters import (
     validate_session_filters,
 )
 from sessionquery.query.lineage import trace_lineage
-from sessionquery.query.titles import read_titles
+from sessionquery.query.titles import TitleMemo, read_titles
 from sessionquery.query.tracing import require_event, trace_event
 from sessionquery.query.types import (
     EventDocument,
@@ -124,7 +125,9 @@ class SessionQuery:
         self._search = search
         self._search_closed = False
         self._cache = PreparedCache(cache_size)
+        self._persistence = persistence
         self._corpus = ServiceCorpus(store, persistence, self._cache)
+        self._titles = TitleMemo()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -211,7 +214,9 @@ class SessionQuery:
             SessionQueryError: ``ABORTED`` only (the whole call is cancelled).
             TypeError: when ``ids`` is not an iterable of strings.
         """
-        return read_titles(self._corpus, ids, concurrency=self._concurrency, cancel=cancel)
+        return read_titles(
+            self._corpus, ids, concurrency=self._concurrency, cancel=cancel, memo=self._titles
+        )
 
     def trace_session(self, session_id: str, *, cancel: CancelToken | None = None) -> LineageTrace:
         """The ancestors (nearest first) and descendants of one session.
@@ -367,7 +372,7 @@ class SessionQuery:
         """
         backend = self._backend()
         match = validate_match(match)
-        return backend.search_sessions(
+        page = backend.search_sessions(
             self._corpus,
             query,
             session_filters=session_filters,
@@ -377,6 +382,23 @@ class SessionQuery:
             cancel=cancel,
             match=match,
         )
+        return self._archived_marked(page)
+
+    def _archived_marked(self, page: SessionSearchPage) -> SessionSearchPage:
+        """The page with ``record.archived`` set for the hits read from an archive."""
+        persistence = self._persistence
+        if not isinstance(persistence, ArchiveAware):
+            return page
+        archived = persistence.archived_ids()
+        if not archived or not any(hit.record.id in archived for hit in page.items):
+            return page
+        items = [
+            replace(hit, record=replace(hit.record, archived=True))
+            if hit.record.persisted and hit.record.id in archived
+            else hit
+            for hit in page.items
+        ]
+        return replace(page, items=items)
 
     def search_events(
         self,

@@ -8,10 +8,18 @@ folds the title and lets go of the log before it takes the next id. A failure of
 failed listing becomes the error of every id it was needed for. Cancellation is the one
 failure that is not per id: queued ids never start, started ones settle, then the whole call
 raises ``ABORTED``.
+
+A :class:`TitleMemo` remembers the title read of each persisted session for the revision it
+was read at (and the persistence object it came from), so a long-running service (an MCP
+server, a viewer) reads each transcript's title once per change instead of once per call: a
+memo hit is observably identical to a fresh read of that revision, as a prepared-cache hit
+is. Failures are never remembered.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -22,7 +30,41 @@ from sessionquery.query.corpus import ServiceCorpus, not_found
 from sessionquery.query.prepared import PreparedLog
 from sessionquery.query.types import TitleResult
 
-__all__ = ["read_titles", "unique_ids"]
+__all__ = ["TitleMemo", "read_titles", "unique_ids"]
+
+MEMO_CAPACITY = 4096
+"""Titles a :class:`TitleMemo` keeps by default (a header and a title each: a few MB)."""
+
+
+class TitleMemo:
+    """A thread-safe LRU of successful persisted title reads, by id, persistence and revision.
+
+    Args:
+        capacity: the number of sessions remembered (≥ 1).
+    """
+
+    def __init__(self, capacity: int = MEMO_CAPACITY) -> None:
+        self._capacity = capacity
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, tuple[object, str, TitleResult]] = OrderedDict()
+
+    def get(self, owner: object, listed: PersistedSession) -> TitleResult | None:
+        """The remembered read of ``listed``'s session at its revision, if any."""
+        session_id = listed.header.id
+        with self._lock:
+            entry = self._entries.get(session_id)
+            if entry is None or entry[0] is not owner or entry[1] != listed.revision:
+                return None
+            self._entries.move_to_end(session_id)
+            return entry[2]
+
+    def put(self, owner: object, listed: PersistedSession, result: TitleResult) -> None:
+        """Remember ``result``, read from ``owner`` at ``listed``'s revision."""
+        with self._lock:
+            self._entries[result.session_id] = (owner, listed.revision, result)
+            self._entries.move_to_end(result.session_id)
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
 
 
 def unique_ids(ids: Iterable[str]) -> list[str]:
@@ -55,8 +97,10 @@ def read_titles(
     *,
     concurrency: int,
     cancel: CancelToken | None = None,
+    memo: TitleMemo | None = None,
 ) -> list[TitleResult]:
-    """One :class:`TitleResult` per unique id, in first-seen order.
+    """One :class:`TitleResult` per unique id, in first-seen order (``memo``: the reads to
+    reuse and to add to).
 
     Raises:
         SessionQueryError: ``ABORTED`` only; every other failure is reported per id.
@@ -77,13 +121,17 @@ def read_titles(
             for session_id in cold:
                 results[session_id] = _failed(session_id, not_found(session_id))
         else:
-            results.update(_read_cold(corpus, cold, concurrency, cancel))
+            results.update(_read_cold(corpus, cold, concurrency, cancel, memo))
     check_cancel(cancel)
     return [results[session_id] for session_id in order]
 
 
 def _read_cold(
-    corpus: ServiceCorpus, ids: list[str], concurrency: int, cancel: CancelToken | None
+    corpus: ServiceCorpus,
+    ids: list[str],
+    concurrency: int,
+    cancel: CancelToken | None,
+    memo: TitleMemo | None,
 ) -> dict[str, TitleResult]:
     try:
         listing = {entry.header.id: entry for entry in corpus.list_persisted(cancel)}
@@ -97,7 +145,7 @@ def _read_cold(
         if aborted or (cancel is not None and cancel.expired):
             return None
         try:
-            return _read_one(corpus, session_id, listing.get(session_id), cancel)
+            return _read_one(corpus, session_id, listing.get(session_id), cancel, memo)
         except SessionQueryError as error:
             if error.code is ErrorCode.ABORTED:
                 aborted.append(error)
@@ -122,6 +170,7 @@ def _read_one(
     session_id: str,
     listed: PersistedSession | None,
     cancel: CancelToken | None,
+    memo: TitleMemo | None,
 ) -> TitleResult:
     if listed is None:
         # Not stored: it may have gone live since we looked.
@@ -129,6 +178,16 @@ def _read_one(
         if live is None:
             raise not_found(session_id)
         return _title_of(live)
+    owner = corpus.persistence
+    remembered = None if memo is None else memo.get(owner, listed)
+    if remembered is not None:
+        live = corpus.live_log(session_id)
+        return remembered if live is None else _title_of(live)
     with corpus.persisted_log(session_id, listed, cancel) as log:
         live = corpus.live_log(session_id)
-        return _title_of(live if live is not None else log)
+        if live is not None:
+            return _title_of(live)
+        result = _title_of(log)
+    if memo is not None and result.header is not None and result.header.id == session_id:
+        memo.put(owner, listed, result)
+    return result

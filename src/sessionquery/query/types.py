@@ -32,11 +32,16 @@ Availability = Literal["live", "persisted"]
 
 @dataclass(frozen=True, slots=True)
 class SessionRecord:
-    """A session as listed: its header and where it is available."""
+    """A session as listed: its header and where it is available.
+
+    ``archived`` is true when the session's source is gone and its archived copy is read
+    (``sessionquery archive``); such a session is also ``persisted``.
+    """
 
     header: SessionHeader
     live: bool
     persisted: bool
+    archived: bool = False
 
     @property
     def id(self) -> str:

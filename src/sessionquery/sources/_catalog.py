@@ -50,13 +50,14 @@ from sessionquery.sources._handle import ReadHandleImpl
 from sessionquery.sources._ids import Summary, resolve_ids
 from sessionquery.sources._parsed import (
     MISSING_PREFIX,
+    PRESENT,
     ParsedFile,
     ParsedSession,
     Parser,
     Sides,
     UnitInput,
 )
-from sessionquery.sources.units import Role, SkippedFile, Unit, UnitStore
+from sessionquery.sources.units import ArchiveBacked, Role, SkippedFile, Unit, UnitStore
 
 __all__ = ["Catalog", "ParsedFile", "ParsedSession", "ReadHandleImpl", "TitleOverlay"]
 
@@ -214,6 +215,22 @@ class Catalog:
         """The raw units this source parses (for the archive)."""
         return self._store
 
+    def use_units(self, units: UnitStore) -> None:
+        """Read ``units`` from now on instead (the same location's units with an archive
+        behind them: :meth:`sessionquery.archive.Archive.units_of`)."""
+        with self._lock:
+            self._store = units
+            self._parsed.clear()
+            self._fingerprint = None
+
+    def archived_ids(self) -> frozenset[str]:
+        """Ids of the sessions the last listing read from an archive (no I/O)."""
+        with self._lock:
+            served = self._store.served() if isinstance(self._store, ArchiveBacked) else ()
+            if not served:
+                return frozenset()
+            return frozenset(pid for pid, (key, _index) in self._ids.items() if key in served)
+
     def close(self) -> None:
         """Close the metadata cache file (the source stays usable with an in-memory cache)."""
         self._cache.close()
@@ -306,7 +323,10 @@ class Catalog:
                     return False
             else:
                 current = self._units.get(key)
-                if (None if current is None else current.stamp) != stamp:
+                if stamp == PRESENT:
+                    if current is None:
+                        return False
+                elif (None if current is None else current.stamp) != stamp:
                     return False
         return True
 
@@ -391,6 +411,7 @@ class Catalog:
             revision=revision,
             event_count=count,
             size_bytes=entry.unit.size,
+            archived=isinstance(self._store, ArchiveBacked) and key in self._store.served(),
         )
 
     def session_units(self) -> dict[str, str]:

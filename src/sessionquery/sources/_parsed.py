@@ -27,6 +27,9 @@ T = TypeVar("T")
 MISSING_PREFIX = "*"
 """A dependency key ``*<suffix>`` records that no unit ending with ``<suffix>`` existed."""
 
+PRESENT = "\x00present"
+"""A dependency's recorded stamp when only the unit's presence matters (not its bytes)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ParsedSession:
@@ -78,10 +81,10 @@ class Sides:
 
     def find(self, suffix: str) -> str | None:
         """The first key (in key order) ending with ``suffix``, else ``None`` (recorded, so the
-        parse is redone when such a unit appears)."""
-        for key, unit in self._units.items():
+        parse is redone when such a unit appears, or the one found disappears)."""
+        for key in self._units:
             if key.endswith(suffix):
-                self.used[key] = unit.stamp
+                self.used.setdefault(key, PRESENT)
                 return key
         self.used[MISSING_PREFIX + suffix] = None
         return None
@@ -100,19 +103,31 @@ class Sides:
         self.used[key] = current.stamp
         return data
 
-    def memo(self, key: str, name: str, derive: Callable[[bytes], T], default: T) -> T:
+    def memo(
+        self,
+        key: str,
+        name: str,
+        derive: Callable[[bytes], T],
+        default: T,
+        *,
+        presence_only: bool = False,
+    ) -> T:
         """``derive(bytes of key)``, computed once per stamp of ``key``; ``default`` when the
-        unit is absent (the lookup is recorded as a dependency either way)."""
+        unit is absent (the lookup is recorded as a dependency either way). With
+        ``presence_only`` the parse depends on the unit being there, not on its bytes (a value
+        that later bytes cannot change, such as the turns a parent had when it was copied)."""
         unit = self._units.get(key)
         if unit is None:
             self.used[key] = None
             return default
         memo_key = (key, unit.stamp, name)
         if memo_key in self._memo:
-            self.used[key] = unit.stamp
+            self.used[key] = PRESENT if presence_only else unit.stamp
             self._memo.move_to_end(memo_key)
             return self._memo[memo_key]  # type: ignore[no-any-return]
         data = self.read(key)
+        if presence_only and data is not None:
+            self.used[key] = PRESENT
         if data is None:
             return default
         value = derive(data)

@@ -289,7 +289,9 @@ def _copied_prefix(unit: UnitInput, lines: list[Line], header: SessionHeader) ->
     if key is None:
         return set()
     none: frozenset[str] = frozenset()
-    turns = unit.sides.memo(key, "turn-ids", _turn_ids, none)
+    # The copy was made from the parent as it was; the parent growing later cannot move the
+    # boundary (a child's own turn ids are never the parent's), so only its presence matters.
+    turns = unit.sides.memo(key, "turn-ids", _turn_ids, none, presence_only=True)
     copied: set[int] = set()
     active, own_meta = origin == "fork", False
     for line in lines:

@@ -20,6 +20,7 @@ encodes to it (looked up on this machine, below the root folder), else ``None``.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -109,9 +110,13 @@ def _encode(path: str) -> str:
     return _ENCODED.sub("-", path.strip("/"))
 
 
+@functools.lru_cache(maxsize=512)
 def project_folder(name: str, *, base: Path = Path("/"), limit: int = 4096) -> str | None:
     """The one existing folder under ``base`` whose path Cursor encodes as ``name``, or
-    ``None`` when there is none or more than one (at most ``limit`` folders are looked at)."""
+    ``None`` when there is none or more than one (at most ``limit`` folders are looked at).
+
+    Answers are kept for the process's lifetime (a project folder created later is seen by the
+    next process; the metadata cache keeps each transcript's answer until it changes)."""
     found: list[str] = []
     budget = [limit]
 

@@ -22,6 +22,7 @@ from typing import Self
 from sessionquery.errors import PersistenceNotFound
 from sessionquery.model import SessionEvent, SessionHeader
 from sessionquery.persistence.base import (
+    ArchiveAware,
     DocumentLog,
     DocumentSource,
     PersistedSession,
@@ -217,6 +218,17 @@ class MultiSource:
             else stored_documents(source, own)
         )
         return replace(log, header=self._renamed(log.header, index, owners))
+
+    def archived_ids(self) -> frozenset[str]:
+        """Ids (as :meth:`list` names them) of the sessions its sources' last listings read
+        from an archive."""
+        with self._lock:
+            owners = self._owners
+        out: set[str] = set()
+        for index, (_label, source) in enumerate(self._sources):
+            if isinstance(source, ArchiveAware):
+                out.update(self._public(own, index, owners) for own in source.archived_ids())
+        return frozenset(out)
 
     def problems(self) -> builtins.list[Problem]:
         """The problems of every source that reports them, in source order."""

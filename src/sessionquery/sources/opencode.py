@@ -77,6 +77,10 @@ _MESSAGES = (
     "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id"
 )
 _PARTS = "SELECT id, message_id, time_created, data FROM part WHERE session_id = ? ORDER BY id"
+_SIZE = (
+    "SELECT coalesce((SELECT sum(length(data)) FROM message WHERE session_id = ?), 0)"
+    " + coalesce((SELECT sum(length(data)) FROM part WHERE session_id = ?), 0)"
+)
 
 
 def _loads(text: object) -> Any:
@@ -175,7 +179,7 @@ class OpenCodeUnits:
             return self._read_legacy(key, max_bytes)
         sid = key.removeprefix("session/")
         try:
-            document, stamp = read_database(self._db, lambda c: _document(c, sid))
+            document, stamp = read_database(self._db, lambda c: _document(c, sid, max_bytes))
         except DatabaseUnavailable as exc:
             raise SkippedFile(str(exc)) from None
         except sqlite3.Error as exc:
@@ -230,10 +234,15 @@ def _files_stamp(files: list[Path], problems: list[Problem]) -> str:
     return f"files:{len(files)}:{digest.hexdigest()[:32]}"
 
 
-def _document(conn: sqlite3.Connection, sid: str) -> tuple[dict[str, Any] | None, str]:
+def _document(
+    conn: sqlite3.Connection, sid: str, max_bytes: int
+) -> tuple[dict[str, Any] | None, str]:
     row = conn.execute(_SESSION, (sid,)).fetchone()
     if row is None:
         return None, ""
+    (size,) = conn.execute(_SIZE, (sid, sid)).fetchone()
+    if size > max_bytes:  # checked before a row is loaded: a huge session costs no memory
+        raise SkippedFile(f"session is {size} bytes, over the {max_bytes}-byte limit; skipped")
     stamp_row = conn.execute(_STAMP_ONE, (sid,)).fetchone()
     stamp = f"db:{stamp_row[1]}:{stamp_row[2]}:{stamp_row[3]}"
     session = dict(zip(_SESSION_COLUMNS, row, strict=True))

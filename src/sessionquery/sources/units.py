@@ -28,7 +28,7 @@ from typing import Literal, Protocol, runtime_checkable
 from sessionquery.sources._common import Problem
 from sessionquery.sources._files import FileStamp, SkippedFile, read_regular
 
-__all__ = ["FileTree", "Role", "SkippedFile", "Unit", "UnitStore"]
+__all__ = ["ArchiveBacked", "FileTree", "Role", "SkippedFile", "Unit", "UnitStore"]
 
 Role = Literal["transcript", "side"]
 """``transcript``: parsed into sessions; ``side``: context that parsers may read."""
@@ -85,6 +85,16 @@ class UnitStore(Protocol):
     def where(self, key: str) -> str:
         """What a problem about ``key`` names: an absolute file path (for a row, the database
         file's path)."""
+        ...
+
+
+@runtime_checkable
+class ArchiveBacked(Protocol):
+    """A unit store that serves some units from an archive (``sessionquery.archive``): the
+    ones gone from the source."""
+
+    def served(self) -> frozenset[str]:
+        """The keys its last :meth:`UnitStore.scan` served from the archive."""
         ...
 
 

@@ -132,17 +132,34 @@ class _History:
     )  # request id -> (entry line that removed it, its last state)
     lines: dict[str, int] = field(default_factory=dict[str, int])  # request id -> first line
 
-    def observe(self, before: list[dict[str, Any]], after: list[Any], line: int) -> None:
+    def observe(self, candidates: list[tuple[int, Any]], after: list[Any], line: int) -> None:
+        """Note the requests an entry removed (of ``candidates``: ``(index, copy before the
+        entry)``) and the ones it added."""
         now = [_request_id(r, i) for i, r in enumerate(after)]
         present = set(now)
-        for index, request in enumerate(before):
+        for index, request in candidates:
             request_id = _request_id(request, index)
             if request_id not in present and request_id not in self.removed:
-                self.removed[request_id] = (line, request)
+                self.removed[request_id] = (line, as_dict(request))
         for request_id in now:
             if request_id not in self.lines:
                 self.lines[request_id] = line
                 self.order.append(request_id)
+
+
+def _removable(entry: dict[str, Any], requests: list[Any]) -> list[tuple[int, Any]]:
+    """The requests an entry can remove, with their indexes (copies: the entry mutates them)."""
+    kind, path = entry.get("kind"), as_list(entry.get("k"))
+    found: list[tuple[int, Any]] = []
+    if kind == 0 or path == ["requests"]:
+        start = entry.get("i") if kind == 2 else 0
+        if kind != 2 or (type(start) is int and start >= 0):
+            found = list(enumerate(requests))[start if type(start) is int else 0 :]
+    elif len(path) == 2 and path[0] == "requests" and kind in (1, 3):
+        index = path[1]
+        if type(index) is int and 0 <= index < len(requests):
+            found = [(index, requests[index])]
+    return [(index, copy.deepcopy(request)) for index, request in found]
 
 
 def _request_id(request: object, index: int) -> str:
@@ -200,9 +217,7 @@ def replay(unit: UnitInput, where: Path) -> tuple[dict[str, Any], _History, list
         entry = as_dict(line.record)
         path = as_list(entry.get("k"))
         watched = entry.get("kind") == 0 or (path[:1] == ["requests"] and len(path) <= 2)
-        before = list(as_list(as_dict(state).get("requests"))) if watched else []
-        if watched and entry.get("kind") != 0:
-            before = [copy.deepcopy(r) for r in before]
+        candidates = _removable(entry, as_list(as_dict(state).get("requests"))) if watched else []
         try:
             state = _apply(state, entry)
         except (KeyError, IndexError, TypeError) as exc:
@@ -210,7 +225,7 @@ def replay(unit: UnitInput, where: Path) -> tuple[dict[str, Any], _History, list
             problems.append(Problem(str(where), line.number, message))
             continue
         if watched:
-            history.observe(before, as_list(as_dict(state).get("requests")), line.number)
+            history.observe(candidates, as_list(as_dict(state).get("requests")), line.number)
     if state is not None and not isinstance(state, dict):
         problems.append(Problem(str(where), None, "the session state is not an object"))
     return as_dict(state), history, problems

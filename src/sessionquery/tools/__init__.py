@@ -5,11 +5,12 @@ Mount :class:`SessionQueryTools` in an agent loop: give the model
 :attr:`SessionQueryTools.prompt_section` to the system prompt, and dispatch each tool call to
 :meth:`SessionQueryTools.call` with the :class:`ToolCaller` of the agent making it.
 
-Modules, one concept each: ``schemas`` (definitions and prompt text), ``validation``
-(checking raw model arguments against the schemas), ``arguments`` (normalising them into
-service requests), ``access`` (caller identity and workspace
-authorization), ``boundary`` (the error sanitizer), ``operations`` (the five workflows),
-``render`` (text output) and ``toolkit`` (the public class).
+Modules, one concept each: ``specs`` (each tool as one record: name, description, schema,
+argument parsing, workflow; the prompt text), ``schemas`` (JSON Schema building blocks and
+the OpenAI strict form), ``validation`` (checking raw model arguments against a schema),
+``arguments`` (the semantic checks the tools' arguments share), ``access`` (caller identity
+and workspace authorization), ``boundary`` (the error sanitizer), ``operations`` (the
+workflows), ``render`` (text output) and ``toolkit`` (the public class).
 """
 
 from sessionquery.tools.access import ToolCaller

@@ -12,7 +12,10 @@ Every service call a tool makes goes through :meth:`ServiceBoundary.run`. Invari
 * the two retryable codes tell the model to try again: ``BUSY`` with a fixed sentence,
   ``INDEX_BUILDING`` with the build's progress (``N of M sessions``), the only detail that
   ever crosses, and only as two non-negative integers taken from the error's ``context``;
-* the full diagnostic (message, cause chain, stack) goes to this module's logger only;
+* the full diagnostic (message, cause chain, stack) goes to this module's logger only, at
+  WARNING; an expected outcome (a retryable code, a missing session or event, a refused
+  window, a disabled search, a stale page, the tools' own search deadline) is one INFO line
+  without a stack, so a server's log shows damage and bugs, not every "try again";
 * a search deadline set by the tools (not by the caller) that expires is reported as a
   timeout the model can act on (code ``SESSION_QUERY_ABORTED``).
 """
@@ -132,6 +135,31 @@ def _index_building(exc: SessionQueryError) -> SessionQueryError:
     return SessionQueryError(ErrorCode.INDEX_BUILDING, INDEX_BUILDING_MESSAGE)
 
 
+_EXPECTED_CODES = frozenset(
+    {
+        ErrorCode.BUSY,
+        ErrorCode.INDEX_BUILDING,
+        ErrorCode.SESSION_NOT_FOUND,
+        ErrorCode.EVENT_NOT_FOUND,
+        ErrorCode.INVALID_WINDOW,
+        ErrorCode.SEARCH_DISABLED,
+        ErrorCode.STALE_CURSOR,
+    }
+)
+"""Outcomes of a sound deployment (a retry, a missing target, a refused request, a page gone
+stale under a writer, which the tools' collection restarts): logged as one INFO line, without
+the stack that a damaged store or a bug gets."""
+
+
+def _is_expected(exc: Exception) -> bool:
+    return isinstance(exc, SessionQueryError) and exc.code in _EXPECTED_CODES
+
+
+def _summary(exc: Exception) -> str:
+    assert isinstance(exc, SessionQueryError)
+    return f"{exc.code.value} ({' '.join(exc.message.split())})"
+
+
 def is_caller_cancellation(exc: BaseException, cancel: CancelToken | None) -> bool:
     """Whether ``exc`` is the caller's own cancellation, to be re-raised unchanged."""
     return (
@@ -178,8 +206,12 @@ class ServiceBoundary:
                 raise exc
             self._cancel.check()
         try:
-            logger.warning("session query call failed: %r", exc, exc_info=exc)
-            if self._is_own_timeout(exc):
+            own_timeout = self._is_own_timeout(exc)
+            if own_timeout or _is_expected(exc):
+                logger.info("session query call answered %s", _summary(exc))
+            else:
+                logger.warning("session query call failed: %r", exc, exc_info=exc)
+            if own_timeout:
                 safe = SessionQueryError(ErrorCode.ABORTED, SEARCH_TIMEOUT_MESSAGE)
             else:
                 safe = sanitize(exc)

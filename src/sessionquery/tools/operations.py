@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Protocol, TypeVar
 
@@ -52,14 +52,15 @@ from sessionquery.tools.access import (
     project_lineage,
     unauthorized,
 )
-from sessionquery.tools.arguments import (
+from sessionquery.tools.boundary import SANITIZED_MESSAGES, ServiceBoundary, sanitize
+from sessionquery.tools.specs import (
     EventReadArgs,
     EventSearchArgs,
     EventTraceArgs,
     SessionSearchArgs,
+    ToolMatch,
     TraceArgs,
 )
-from sessionquery.tools.boundary import SANITIZED_MESSAGES, ServiceBoundary, sanitize
 
 __all__ = ["Operations", "QueryService"]
 
@@ -73,6 +74,11 @@ _GONE_CODES = frozenset({ToolErrorCode.UNAUTHORIZED, ErrorCode.SESSION_NOT_FOUND
 
 class QueryService(Protocol):
     """The part of :class:`sessionquery.query.SessionQuery` the tools use."""
+
+    @property
+    def read_window_max(self) -> int:
+        """The largest ``before``/``after`` :meth:`read_event` accepts."""
+        ...
 
     def filter_sessions(
         self, filters: Sequence[SessionFilter], *, cancel: CancelToken | None = None
@@ -146,6 +152,7 @@ class Operations:
         boundary: the sanitizer every service call goes through.
         max_results: the search result cap.
         rule: which sessions the caller's workspace holds (default: the exact cwd).
+        match: the search tools' mode when the model does not choose one.
     """
 
     def __init__(
@@ -154,6 +161,8 @@ class Operations:
         caller: ToolCaller,
         boundary: ServiceBoundary,
         max_results: int,
+        *,
+        match: ToolMatch = "relevance",
         rule: WorkspaceRule = EXACT_CWD,
     ) -> None:
         self._rule = rule
@@ -161,6 +170,8 @@ class Operations:
         self._caller = caller
         self._boundary = boundary
         self._max = max_results
+        self._match: ToolMatch = match
+        self._corrections: dict[str, str] = {}
 
     # --- the five tools ---------------------------------------------------------------------
 
@@ -192,9 +203,12 @@ class Operations:
             return True
 
         fallback = False
-        fetch = partial(self._session_page, args.query, tuple(filters), args.event_filters)
+        match = args.match or self._match
+        fetch = partial(
+            self._session_page, args.query, tuple(filters), args.event_filters, match=match
+        )
         hits, capped = self._collect(fetch, accept)
-        if not hits and _several_words(args.query):
+        if not hits and match == "phrase" and _several_words(args.query):
             words = partial(
                 self._session_page, args.query, tuple(filters), args.event_filters, match="words"
             )
@@ -211,8 +225,9 @@ class Operations:
         rows = [
             (hit, titles[hit.record.id], self._parent_text(hit, visible_parents)) for hit in hits
         ]
+        corrections = _shown_corrections(self._corrections, [hit.best_match for hit in hits])
         return render.render_session_search(
-            rows, capped=capped, cap=self._max, words_fallback=fallback
+            rows, capped=capped, cap=self._max, words_fallback=fallback, corrections=corrections
         )
 
     def session_event_search(self, args: EventSearchArgs) -> str:
@@ -235,15 +250,22 @@ class Operations:
         if seq_from is not None or seq_to is not None:
             filters.append(SeqBetween(seq_from, seq_to))
         filters.extend(args.other_filters)
-        fetch = partial(self._event_page, target, args.query, tuple(filters))
+        match = args.match or self._match
+        fetch = partial(self._event_page, target, args.query, tuple(filters), match=match)
         hits, capped = self._collect(fetch, lambda _hit: True)
         fallback = False
-        if not hits and _several_words(args.query):
+        if not hits and match == "phrase" and _several_words(args.query):
             words = partial(self._event_page, target, args.query, tuple(filters), match="words")
             hits, capped = self._collect(words, lambda _hit: True)
             fallback = bool(hits)
         return render.render_event_search(
-            target, title, hits, capped=capped, cap=self._max, words_fallback=fallback
+            target,
+            title,
+            hits,
+            capped=capped,
+            cap=self._max,
+            words_fallback=fallback,
+            corrections=_shown_corrections(self._corrections, hits),
         )
 
     def session_trace(self, args: TraceArgs) -> str:
@@ -403,6 +425,8 @@ class Operations:
             return search(cancel=token, match=match)
 
         page = self._boundary.run(call)
+        if cursor is None:
+            self._corrections = dict(page.corrections)
         return page.items, page.next_cursor
 
     def _event_page(
@@ -423,6 +447,8 @@ class Operations:
 
         page = self._boundary.run(call)
         self._post_check(page.session.id, page.session.cwd, target)
+        if cursor is None:
+            self._corrections = dict(page.corrections)
         return page.items, page.next_cursor
 
     def _collect(
@@ -457,6 +483,20 @@ class Operations:
 
 
 _WORD = re.compile(r"[^\W_]+")
+
+
+def _shown_corrections(
+    corrections: Mapping[str, str], hits: Sequence[EventSearchHit]
+) -> dict[str, str]:
+    """The corrections the model may see: only those whose searched word is in one of the
+    hits' snippets, text of the caller's own workspace. The backend picks a correction from
+    the whole index's words, so a word only another workspace holds is never shown."""
+    snippets = [set(_WORD.findall(hit.snippet.casefold())) for hit in hits]
+    return {
+        typed: searched
+        for typed, searched in corrections.items()
+        if any(searched.casefold() in words for words in snippets)
+    }
 
 
 def _several_words(query: str) -> bool:

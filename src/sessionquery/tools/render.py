@@ -7,6 +7,8 @@ Invariants (SPEC §8, reference contract §6.7):
 * every event reference is written ``seq <n>``; times are UTC ISO 8601 with milliseconds
   (``2025-01-31T09:30:00.000Z``); an em dash (U+2014) separates an id from its title; a
   session without a title is ``untitled``;
+* an answer from an index still being built is headed by one line saying how much is
+  indexed (:func:`partial_index_line`);
 * nothing is truncated; titles and snippets are printed on one line (runs of whitespace,
   including newlines, become one space) so stored text can never forge a line of structure;
 * markers for sessions outside the workspace contain the word ``outside`` and never an id or
@@ -40,10 +42,12 @@ __all__ = [
     "UNTITLED",
     "WORDS_FALLBACK_LINE",
     "availability_text",
+    "corrections_line",
     "display_title",
     "event_cap_sentence",
     "format_time",
     "one_line",
+    "partial_index_line",
     "render_event_read",
     "render_event_search",
     "render_event_trace",
@@ -109,7 +113,7 @@ def availability_text(record: SessionRecord) -> str:
 def session_cap_sentence(cap: int) -> str:
     """The closing sentence of a session search that hit the result cap."""
     return (
-        f"Result cap reached: only the first {cap} matching sessions are shown. "
+        f"Result cap reached: these are the {cap} best matching sessions, and more match. "
         "Narrow the query or add filters to find the others."
     )
 
@@ -117,8 +121,37 @@ def session_cap_sentence(cap: int) -> str:
 def event_cap_sentence(cap: int) -> str:
     """The closing sentence of an event search that hit the result cap."""
     return (
-        f"Result cap reached: only the first {cap} matching events are shown. "
+        f"Result cap reached: these are the {cap} best matching events, and more match. "
         "Narrow the query or add filters to find the others."
+    )
+
+
+def corrections_line(corrections: Mapping[str, str]) -> str:
+    """Heads a relevance search that searched some words instead of the typed ones."""
+    pairs = ", ".join(
+        f"\u201c{one_line(searched)}\u201d instead of \u201c{one_line(typed)}\u201d"
+        for typed, searched in corrections.items()
+    )
+    return f"Showing results for {pairs}."
+
+
+def _head(
+    partial: tuple[int, int] | None, corrections: Mapping[str, str], words_fallback: bool
+) -> list[str]:
+    lines = [] if partial is None else [partial_index_line(*partial)]
+    if corrections:
+        lines.append(corrections_line(corrections))
+    if words_fallback:
+        lines.append(WORDS_FALLBACK_LINE)
+    return lines
+
+
+def partial_index_line(sessions_indexed: int, sessions_total: int) -> str:
+    """Heads a search answered from an index that is still being built."""
+    return (
+        f"The history index is still being built ({sessions_indexed} of {sessions_total} "
+        "sessions indexed): these results come from the indexed sessions only; search again "
+        "later for complete results."
     )
 
 
@@ -140,6 +173,8 @@ def render_session_search(
     capped: bool,
     cap: int,
     words_fallback: bool = False,
+    partial: tuple[int, int] | None = None,
+    corrections: Mapping[str, str] | None = None,
 ) -> str:
     """Render ``session_search`` results.
 
@@ -150,10 +185,14 @@ def render_session_search(
         cap: the configured result cap.
         words_fallback: the hits contain the query's words, not its exact phrase; the
             results are headed by :data:`WORDS_FALLBACK_LINE`.
+        partial: ``(sessions_indexed, sessions_total)`` when the answer comes from an index
+            still being built; the answer is headed by :func:`partial_index_line`.
+        corrections: typed word → word searched instead (relevance); the answer is headed
+            by :func:`corrections_line`.
     """
     if not hits:
-        return NO_SESSION_MATCHES
-    lines = [WORDS_FALLBACK_LINE] if words_fallback else []
+        return "\n".join([*_head(partial, {}, False), NO_SESSION_MATCHES])
+    lines = _head(partial, corrections or {}, words_fallback)
     lines.append(f"Session search results ({len(hits)}):")
     for number, (hit, title, parent) in enumerate(hits, start=1):
         record, best = hit.record, hit.best_match
@@ -179,15 +218,15 @@ def render_event_search(
     capped: bool,
     cap: int,
     words_fallback: bool = False,
+    corrections: Mapping[str, str] | None = None,
 ) -> str:
-    """Render ``session_event_search`` results for one session (``words_fallback`` as in
-    :func:`render_session_search`)."""
+    """Render ``session_event_search`` results for one session (``words_fallback`` and
+    ``corrections`` as in :func:`render_session_search`)."""
     lines = [_heading(session_id, title), ""]
     if not hits:
         lines.append(NO_EVENT_MATCHES)
         return "\n".join(lines)
-    if words_fallback:
-        lines.append(WORDS_FALLBACK_LINE)
+    lines += _head(None, corrections or {}, words_fallback)
     lines.append(f"Event search results ({len(hits)}):")
     for number, hit in enumerate(hits, start=1):
         lines += [f"{number}. {_event_line(hit)}", f"{_INDENT}Snippet: {one_line(hit.snippet)}"]

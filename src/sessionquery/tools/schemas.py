@@ -1,178 +1,40 @@
-"""The five tool definitions as the model sees them: names, descriptions, JSON Schemas.
+"""JSON Schema building blocks for the tools' arguments, and their OpenAI strict-mode form.
 
-Invariants:
+The tools' own records (:mod:`sessionquery.tools.specs`) build their schemas from these
+helpers. Invariants:
 
-* every schema is a flat ``"type": "object"`` with snake_case properties, in the order of the
-  reference contract §6.2, and ``"additionalProperties": false``;
-* no cursor, offset, page size, result limit or workspace path is ever a property: identity
-  and scope come from the :class:`~sessionquery.tools.access.ToolCaller`, paging is internal;
-* the definitions and :data:`PROMPT_SECTION` are constants, so the request prefix an agent
-  sends stays byte-identical across calls (prompt caches stay warm).
+* a tool schema is a flat ``"type": "object"`` with snake_case properties and
+  ``"additionalProperties": false``; property values are one JSON type each (``string``,
+  ``integer``, ``boolean``, or an ``array`` of strings), optionally with an ``enum`` and, for
+  integers, ``minimum``/``maximum``;
+* :func:`strict_schema` turns such a schema into one that OpenAI's strict mode accepts: every
+  property listed in ``required``, and every property that was optional made nullable
+  (``["<type>", "null"]``, with ``null`` added to its ``enum``); nothing else changes, so a
+  model following either schema sends arguments the toolkit accepts (``null`` for an optional
+  argument means "omitted");
+* the helpers return fresh dicts; nothing here is shared mutable state.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sessionquery.query.filters import AVAILABILITY_VALUES, SURFACE_VALUES
-
 __all__ = [
-    "EVENT_READ",
-    "EVENT_SEARCH",
-    "EVENT_TRACE",
-    "PROMPT_SECTION",
-    "SEARCH_TOOLS",
-    "SESSION_SEARCH",
-    "SESSION_TRACE",
-    "TOOL_NAMES",
+    "ISO_TIMESTAMP",
     "ToolDefinition",
-    "build_definitions",
-    "input_schema",
+    "boolean",
+    "integer",
+    "object_schema",
+    "strict_schema",
+    "string",
+    "strings",
 ]
 
-SESSION_SEARCH = "session_search"
-EVENT_SEARCH = "session_event_search"
-SESSION_TRACE = "session_trace"
-EVENT_TRACE = "session_event_trace"
-EVENT_READ = "session_event_read"
-
-TOOL_NAMES: tuple[str, ...] = (SESSION_SEARCH, EVENT_SEARCH, SESSION_TRACE, EVENT_TRACE, EVENT_READ)
-SEARCH_TOOLS = frozenset({SESSION_SEARCH, EVENT_SEARCH})
-
-PROMPT_SECTION = (
-    "Use session_search to find relevant work from prior sessions, or session_event_search to "
-    "search earlier events in one session. Search results are cursor-free and "
-    "workspace-scoped. Follow a useful hit with session_trace, session_event_trace, or "
-    "session_event_read when you need lineage, relationships, or exact data."
-)
-"""The fixed guidance an agent adds to its system prompt while the tools are mounted."""
-
-_SURFACES: list[str] = list(SURFACE_VALUES)
-_AVAILABILITY: list[str] = list(AVAILABILITY_VALUES)
-_ISO = "ISO 8601 timestamp with a T and Z or a numeric offset, e.g. 2025-01-31T09:30:00Z"
-
-
-def _string(description: str) -> dict[str, Any]:
-    return {"type": "string", "description": description}
-
-
-def _integer(description: str) -> dict[str, Any]:
-    return {"type": "integer", "description": description}
-
-
-def _strings(description: str, enum: list[str] | None = None) -> dict[str, Any]:
-    items: dict[str, Any] = {"type": "string"}
-    if enum is not None:
-        items["enum"] = list(enum)
-    return {"type": "array", "items": items, "description": description}
-
-
-def _object(properties: dict[str, Any], required: list[str] | None) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required is not None:
-        schema["required"] = required
-    schema["additionalProperties"] = False
-    return schema
-
-
-_SCHEMAS: dict[str, dict[str, Any]] = {
-    SESSION_SEARCH: _object(
-        {
-            "query": _string(
-                "Literal full-text query; its words must appear adjacent and in this order."
-            ),
-            "session_ids": _strings("Only search these sessions."),
-            "created_at_from": _string(f"Sessions created at or after this {_ISO}."),
-            "created_at_to": _string(f"Sessions created at or before this {_ISO}."),
-            "parent_session_ids": _strings("Only sessions whose direct parent is one of these."),
-            "include_root_sessions": {
-                "type": "boolean",
-                "description": "Also include sessions without a parent in the parent filter.",
-            },
-            "availability": _strings(
-                "Only sessions with at least one of these availabilities.", _AVAILABILITY
-            ),
-            "event_seq_from": _integer("Only match events with seq at or above this."),
-            "event_seq_to": _integer("Only match events with seq at or below this."),
-            "event_time_from": _string(f"Only match events at or after this {_ISO}."),
-            "event_time_to": _string(f"Only match events at or before this {_ISO}."),
-            "event_types": _strings("Only match events of these types, e.g. user/message."),
-            "event_surfaces": _strings(
-                "Only match events in these surface states: current (in the model history), "
-                "shadowed (replaced, e.g. by compaction) or log-only (never in the history).",
-                _SURFACES,
-            ),
-        },
-        ["query"],
-    ),
-    EVENT_SEARCH: _object(
-        {
-            "session_id": _string("Session to search; omit to search the current session."),
-            "query": _string(
-                "Literal full-text query; its words must appear adjacent and in this order."
-            ),
-            "seq_from": _integer("Only events with seq at or above this."),
-            "seq_to": _integer("Only events with seq at or below this."),
-            "time_from": _string(f"Only events at or after this {_ISO}."),
-            "time_to": _string(f"Only events at or before this {_ISO}."),
-            "event_types": _strings("Only events of these types, e.g. tool/result."),
-            "surfaces": _strings(
-                "Only events in these surface states: current, shadowed or log-only.", _SURFACES
-            ),
-        },
-        ["query"],
-    ),
-    SESSION_TRACE: _object(
-        {"session_id": _string("Session to trace; omit to trace the current session.")},
-        None,
-    ),
-    EVENT_TRACE: _object(
-        {
-            "session_id": _string("Session holding the event; omit for the current session."),
-            "seq": _integer("Sequence number of the event."),
-        },
-        ["seq"],
-    ),
-    EVENT_READ: _object(
-        {
-            "session_id": _string("Session holding the event; omit for the current session."),
-            "seq": _integer("Sequence number of the event to read."),
-            "before": _integer("How many preceding events to summarise; omit for none."),
-            "after": _integer("How many following events to summarise; omit for none."),
-        },
-        ["seq"],
-    ),
-}
-
-_DESCRIPTIONS: dict[str, str] = {
-    SESSION_SEARCH: (
-        "Search prior sessions in your workspace for a literal phrase. Returns matching "
-        "sessions, best first, each with its title and strongest matching event (seq and "
-        "snippet). Your own current session is never included. Narrow with the filters when "
-        "the result cap is reached."
-    ),
-    EVENT_SEARCH: (
-        "Search the events of one session in your workspace for a literal phrase. Returns the "
-        "matching events, best first, with seq and snippet. On your current session (the "
-        "default) the search stops before the step that makes this call."
-    ),
-    SESSION_TRACE: (
-        "Show the lineage of one session in your workspace: its ancestors (nearest first) and "
-        "its descendants such as forks and subagents, with titles. Sessions outside your "
-        "workspace appear only as markers."
-    ),
-    EVENT_TRACE: (
-        "Show every direct relationship of one event: which event replaced it (e.g. a "
-        "compaction), the full replacement chain, the events it replaced, the events it cites "
-        "as sources and the later events that cite it."
-    ),
-    EVENT_READ: (
-        "Read one event in full, unabridged, as JSON, optionally with short summaries of the "
-        "raw events just before and after it."
-    ),
-}
+ISO_TIMESTAMP = "ISO 8601 timestamp with a T and Z or a numeric offset, e.g. 2025-01-31T09:30:00Z"
+"""How a timestamp argument is described to the model."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,20 +56,77 @@ class ToolDefinition:
     timeout_ms: int | None
 
 
-def input_schema(name: str) -> dict[str, Any]:
-    """A fresh copy of the JSON Schema of tool ``name`` (``KeyError`` if unknown)."""
-    return copy.deepcopy(_SCHEMAS[name])
+def string(description: str, enum: Sequence[str] | None = None) -> dict[str, Any]:
+    """A string property, optionally limited to ``enum``."""
+    schema: dict[str, Any] = {"type": "string"}
+    if enum is not None:
+        schema["enum"] = list(enum)
+    schema["description"] = description
+    return schema
 
 
-def build_definitions(search_timeout_ms: int) -> list[ToolDefinition]:
-    """The five definitions, search tools first, with fresh schema copies."""
-    return [
-        ToolDefinition(
-            name=name,
-            description=_DESCRIPTIONS[name],
-            input_schema=input_schema(name),
-            parallel_safe=name not in SEARCH_TOOLS,
-            timeout_ms=search_timeout_ms if name in SEARCH_TOOLS else None,
-        )
-        for name in TOOL_NAMES
-    ]
+def integer(
+    description: str, *, minimum: int | None = None, maximum: int | None = None
+) -> dict[str, Any]:
+    """An integer property, optionally with a ``minimum`` and a ``maximum``."""
+    schema: dict[str, Any] = {"type": "integer", "description": description}
+    if minimum is not None:
+        schema["minimum"] = minimum
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return schema
+
+
+def boolean(description: str) -> dict[str, Any]:
+    """A boolean property."""
+    return {"type": "boolean", "description": description}
+
+
+def strings(description: str, enum: Sequence[str] | None = None) -> dict[str, Any]:
+    """An array of strings, optionally each one of ``enum``."""
+    items: dict[str, Any] = {"type": "string"}
+    if enum is not None:
+        items["enum"] = list(enum)
+    return {"type": "array", "items": items, "description": description}
+
+
+def object_schema(
+    properties: Mapping[str, dict[str, Any]], required: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The schema of a tool's arguments: ``properties`` in order, ``required`` only when some
+    are (an empty ``required`` is left out, as the reference schemas do)."""
+    schema: dict[str, Any] = {"type": "object", "properties": dict(properties)}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = False
+    return schema
+
+
+def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` as OpenAI's strict mode wants it (a fresh copy; see the module docstring).
+
+    Args:
+        schema: a tool schema built by :func:`object_schema`.
+    """
+    strict = copy.deepcopy(dict(schema))
+    required = set(strict.get("required", ()))
+    properties: dict[str, dict[str, Any]] = strict["properties"]
+    for name, value in properties.items():
+        if name not in required:
+            _make_nullable(value)
+    strict["required"] = list(properties)
+    strict["additionalProperties"] = False
+    return _ordered(strict)
+
+
+def _make_nullable(value: dict[str, Any]) -> None:
+    value["type"] = [value["type"], "null"]
+    if "enum" in value:
+        value["enum"] = [*value["enum"], None]
+
+
+def _ordered(schema: dict[str, Any]) -> dict[str, Any]:
+    """``type``, ``properties``, ``required``, ``additionalProperties``: the order of the
+    ordinary schemas, so the two forms read alike."""
+    keys = ("type", "properties", "required", "additionalProperties")
+    return {key: schema[key] for key in keys if key in schema}

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 from sessionquery.query.cancel import CancelToken
-from sessionquery.tools import arguments as args
 from sessionquery.tools.access import EXACT_CWD, ToolCaller, WorkspaceRule
 from sessionquery.tools.boundary import (
     SEARCH_TIMEOUT_MESSAGE,
@@ -33,21 +32,22 @@ from sessionquery.tools.boundary import (
     is_caller_cancellation,
 )
 from sessionquery.tools.operations import Operations, QueryService
-from sessionquery.tools.schemas import (
-    EVENT_READ,
-    EVENT_SEARCH,
-    EVENT_TRACE,
+from sessionquery.tools.schemas import ToolDefinition, strict_schema
+from sessionquery.tools.specs import (
+    DEFAULT_READ_WINDOW_MAX,
+    DEFAULT_SEARCH_TIMEOUT_MS,
     PROMPT_SECTION,
-    SEARCH_TOOLS,
-    SESSION_SEARCH,
-    SESSION_TRACE,
+    TOOL_MATCHES,
     TOOL_NAMES,
-    ToolDefinition,
+    ToolMatch,
+    ToolSettings,
+    ToolSpec,
     build_definitions,
+    tool_spec,
 )
 from sessionquery.tools.validation import parse_arguments
 
-__all__ = ["MAX_SEARCH_TIMEOUT_MS", "SessionQueryTools", "ToolResult"]
+__all__ = ["DEFAULT_SEARCH_TIMEOUT_MS", "MAX_SEARCH_TIMEOUT_MS", "SessionQueryTools", "ToolResult"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,35 +72,6 @@ class ToolResult:
     code: str | None = None
 
 
-def _run_session_search(ops: Operations, raw: Mapping[str, Any]) -> str:
-    return ops.session_search(args.parse_session_search(raw))
-
-
-def _run_event_search(ops: Operations, raw: Mapping[str, Any]) -> str:
-    return ops.session_event_search(args.parse_event_search(raw))
-
-
-def _run_trace(ops: Operations, raw: Mapping[str, Any]) -> str:
-    return ops.session_trace(args.parse_trace(raw))
-
-
-def _run_event_trace(ops: Operations, raw: Mapping[str, Any]) -> str:
-    return ops.session_event_trace(args.parse_event_trace(raw))
-
-
-def _run_event_read(ops: Operations, raw: Mapping[str, Any]) -> str:
-    return ops.session_event_read(args.parse_event_read(raw))
-
-
-_HANDLERS: dict[str, Callable[[Operations, Mapping[str, Any]], str]] = {
-    SESSION_SEARCH: _run_session_search,
-    EVENT_SEARCH: _run_event_search,
-    SESSION_TRACE: _run_trace,
-    EVENT_TRACE: _run_event_trace,
-    EVENT_READ: _run_event_read,
-}
-
-
 def _positive_int(value: object, name: str, maximum: int) -> int:
     if type(value) is not int or not 1 <= value <= maximum:
         raise SessionQueryError(
@@ -119,12 +90,16 @@ class SessionQueryTools:
         max_search_results: the most hits one search call returns; when more exist the
             output ends with a sentence asking the model to narrow the query.
         search_timeout_ms: the deadline of each search call, in milliseconds.
+        match: how the two search tools match a query when the model does not say:
+            ``"relevance"`` (any of its words, best answers first) or ``"phrase"`` (the
+            literal phrase; a phrase of several words that finds nothing is answered with
+            the sessions holding all of its words).
         workspaces: which sessions a caller's workspace holds; default the exact-cwd rule of
             SPEC §8 (a team database's server passes :class:`sessionquery.team.TeamWorkspaces`).
 
     Raises:
         SessionQueryError: ``SESSION_QUERY_INVALID_CONFIG`` for a non-integer or
-            out-of-range setting.
+            out-of-range setting, or another ``match``.
     """
 
     def __init__(
@@ -132,7 +107,8 @@ class SessionQueryTools:
         query: QueryService,
         *,
         max_search_results: int = 100,
-        search_timeout_ms: int = 30_000,
+        search_timeout_ms: int = DEFAULT_SEARCH_TIMEOUT_MS,
+        match: ToolMatch = "relevance",
         workspaces: WorkspaceRule | None = None,
     ) -> None:
         self._rule = EXACT_CWD if workspaces is None else workspaces
@@ -140,32 +116,39 @@ class SessionQueryTools:
         self._timeout_ms = _positive_int(
             search_timeout_ms, "search_timeout_ms", MAX_SEARCH_TIMEOUT_MS
         )
+        self._settings = ToolSettings(self._timeout_ms, _window_max(query), _tool_match(match))
         self._query = query
         self._search_lock = threading.Lock()
 
     @property
     def definitions(self) -> list[ToolDefinition]:
         """The five tool definitions (a fresh list with fresh schema copies each time)."""
-        return build_definitions(self._timeout_ms)
+        return build_definitions(self._settings)
 
     @property
     def prompt_section(self) -> str:
         """Fixed guidance to add to the system prompt while the tools are mounted."""
         return PROMPT_SECTION
 
-    def to_openai_tools(self) -> list[dict[str, Any]]:
-        """The definitions as OpenAI Chat Completions ``tools`` entries."""
-        return [
-            {
-                "type": "function",
-                "function": {
-                    "name": d.name,
-                    "description": d.description,
-                    "parameters": d.input_schema,
-                },
-            }
-            for d in self.definitions
-        ]
+    def to_openai_tools(self, *, strict: bool = False) -> list[dict[str, Any]]:
+        """The definitions as OpenAI ``tools`` entries (Chat Completions shape).
+
+        Args:
+            strict: for OpenAI's strict mode: each entry says ``"strict": true`` and its
+                schema lists every property in ``required``, the optional ones nullable
+                (``null`` for an optional argument means omitted, so :meth:`call` accepts
+                what a strict model sends).
+        """
+        entries: list[dict[str, Any]] = []
+        for d in self.definitions:
+            function: dict[str, Any] = {"name": d.name, "description": d.description}
+            if strict:
+                function["parameters"] = strict_schema(d.input_schema)
+                function["strict"] = True
+            else:
+                function["parameters"] = d.input_schema
+            entries.append({"type": "function", "function": function})
+        return entries
 
     def to_anthropic_tools(self) -> list[dict[str, Any]]:
         """The definitions as Anthropic Messages ``tools`` entries."""
@@ -201,21 +184,19 @@ class SessionQueryTools:
         """
         if not isinstance(caller, ToolCaller):
             raise TypeError(f"caller must be a ToolCaller, not {type(caller).__name__}")
-        handler = _HANDLERS.get(name)
-        if handler is None:
+        spec = tool_spec(name)
+        if spec is None:
             return _error(
                 ToolErrorCode.UNKNOWN_TOOL,
                 f"unknown tool {name!r}; available tools: {', '.join(TOOL_NAMES)}",
             )
         try:
-            raw = parse_arguments({} if arguments is None else arguments)
-            if name in SEARCH_TOOLS:
-                text = self._run_search(handler, raw, caller, cancel)
+            parsed = spec.parse(parse_arguments({} if arguments is None else arguments))
+            if spec.exclusive:
+                text = self._run_search(spec, parsed, caller, cancel)
             else:
-                ops = Operations(
-                    self._query, caller, ServiceBoundary(cancel, cancel), self._max, self._rule
-                )
-                text = handler(ops, raw)
+                ops = self._operations(caller, ServiceBoundary(cancel, cancel))
+                text = spec.run(ops, parsed)
         except SessionQueryError as exc:
             if is_caller_cancellation(exc, cancel):
                 raise
@@ -227,15 +208,20 @@ class SessionQueryTools:
 
     def _run_search(
         self,
-        handler: Callable[[Operations, Mapping[str, Any]], str],
-        raw: Mapping[str, Any],
+        spec: ToolSpec[Any],
+        parsed: object,
         caller: ToolCaller,
         cancel: CancelToken | None,
     ) -> str:
         token = DeadlineToken(self._timeout_ms, cancel)
-        ops = Operations(self._query, caller, ServiceBoundary(cancel, token), self._max, self._rule)
+        ops = self._operations(caller, ServiceBoundary(cancel, token))
         with self._search_slot(token, cancel):
-            return handler(ops, raw)
+            return spec.run(ops, parsed)
+
+    def _operations(self, caller: ToolCaller, boundary: ServiceBoundary) -> Operations:
+        return Operations(
+            self._query, caller, boundary, self._max, match=self._settings.match, rule=self._rule
+        )
 
     @contextmanager
     def _search_slot(self, token: CancelToken, cancel: CancelToken | None) -> Iterator[None]:
@@ -249,6 +235,22 @@ class SessionQueryTools:
             yield
         finally:
             self._search_lock.release()
+
+
+def _tool_match(value: object) -> ToolMatch:
+    for match in TOOL_MATCHES:
+        if value == match and type(value) is str:
+            return match
+    raise SessionQueryError(
+        ErrorCode.INVALID_CONFIG,
+        f"match must be one of {', '.join(TOOL_MATCHES)}, not {value!r}",
+    )
+
+
+def _window_max(query: QueryService) -> int:
+    """The service's ``read_window_max`` (the ``maximum`` of ``before``/``after``)."""
+    value = query.read_window_max
+    return value if type(value) is int and value >= 0 else DEFAULT_READ_WINDOW_MAX
 
 
 def _error(code: ErrorCode | ToolErrorCode, message: str) -> ToolResult:

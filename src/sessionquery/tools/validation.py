@@ -7,9 +7,11 @@ Invariants:
   (:data:`MAX_INTEGER_DIGITS`), so no input can exhaust the interpreter's recursion or hit
   Python's limit on long digit strings: every failure is a typed argument error;
 * arguments are checked against the tool's schema **without coercion**: a string is never an
-  integer, a boolean is never an integer, ``1.5`` and ``1.0`` are not integers, ``null`` is
-  not a value of any property; unknown properties are rejected and required ones must be
-  present;
+  integer, a boolean is never an integer, ``1.5`` and ``1.0`` are not integers; ``null`` is
+  not a value: an optional property sent as ``null`` counts as omitted (what OpenAI's strict
+  mode sends for an argument the model leaves out) and a required one is refused; unknown
+  properties are rejected and required ones must be present; a value outside a property's
+  ``enum`` (or an array item outside its items' ``enum``) is refused;
 * every violation raises ``SessionQueryError(SESSION_QUERY_TOOL_INVALID_ARGUMENTS)`` with a
   message that names the argument and says what is wrong; it is never sanitised, and it never
   quotes more than a short, bounded piece of the input.
@@ -19,12 +21,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import accumulate
 from typing import Any
 
 from sessionquery.errors import SessionQueryError, ToolErrorCode
-from sessionquery.tools.schemas import input_schema
 
 __all__ = [
     "MAX_INTEGER_DIGITS",
@@ -121,24 +122,34 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
-def check_arguments(tool: str, arguments: Mapping[str, Any]) -> None:
+def check_arguments(
+    tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]
+) -> dict[str, Any]:
     """Check ``arguments`` against the JSON Schema of ``tool`` without coercing anything.
+
+    Returns:
+        The arguments without the optional ones sent as ``null`` (which mean "omitted").
 
     Raises:
         SessionQueryError: ``SESSION_QUERY_TOOL_INVALID_ARGUMENTS`` naming the first unknown,
             missing or wrongly typed argument.
     """
-    schema = input_schema(tool)
-    properties: dict[str, Any] = schema["properties"]
+    properties: Mapping[str, Any] = schema["properties"]
     for name in arguments:
         if name not in properties:
             accepted = ", ".join(properties) or "no arguments"
             raise args_error(f"unknown argument {_short(name)!r}; {tool} accepts: {accepted}")
-    for name in schema.get("required", []):
+    required: Sequence[str] = schema.get("required", ())
+    for name in required:
         if name not in arguments:
             raise args_error(f"{name} is required")
+    checked: dict[str, Any] = {}
     for name, value in arguments.items():
+        if value is None and name not in required:
+            continue
         _check_value(name, value, properties[name])
+        checked[name] = value
+    return checked
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -147,10 +158,9 @@ def _short(text: str, limit: int = 80) -> str:
 
 def _check_value(name: str, value: object, schema: Mapping[str, Any]) -> None:
     expected = schema["type"]
-    if value is None:
-        raise args_error(f"{name} must be {_article(expected)}; omit it instead of sending null")
     if not _has_type(value, expected):
         raise args_error(f"{name} must be {_article(expected)}, not {describe_value(value)}")
+    _check_enum(name, value, schema)
     if expected == "array":
         assert isinstance(value, list)
         items: Mapping[str, Any] = schema["items"]
@@ -159,11 +169,14 @@ def _check_value(name: str, value: object, schema: Mapping[str, Any]) -> None:
                 raise args_error(
                     f"{name}[{index}] must be {_article(items['type'])}, not {describe_value(item)}"
                 )
-            allowed = items.get("enum")
-            if allowed is not None and item not in allowed:
-                raise args_error(
-                    f"{name}[{index}] must be one of {', '.join(allowed)}, not {_short(item)!r}"
-                )
+            _check_enum(f"{name}[{index}]", item, items)
+
+
+def _check_enum(name: str, value: object, schema: Mapping[str, Any]) -> None:
+    allowed = schema.get("enum")
+    if allowed is not None and value not in allowed:
+        assert isinstance(value, str)
+        raise args_error(f"{name} must be one of {', '.join(allowed)}, not {_short(value)!r}")
 
 
 def _has_type(value: object, expected: str) -> bool:

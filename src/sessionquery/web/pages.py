@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sessionquery.query.types import LineageNode, LineageTrace, SessionRecord, SessionSearchHit
 from sessionquery.web.catalog import NOT_READ, Row
 from sessionquery.web.layout import badge, page, session_url, size_text, url
-from sessionquery.web.markup import Markup, el
+from sessionquery.web.markup import Markup, el, join
 from sessionquery.web.timefmt import iso_time
 
 __all__ = [
@@ -238,8 +238,10 @@ def search_page(
     next_url: str | None,
     note: str | None = None,
     building: bool = False,
+    corrections: Mapping[str, str] | None = None,
 ) -> Markup:
-    """Search results: the form, then each session hit with its best event and snippet."""
+    """Search results: the form, then each session hit with its best event and snippet
+    (``corrections``: typed word → the word searched instead)."""
     labels = {"relevance": "Best match", "phrase": "Exact phrase", "words": "All words"}
     form = el(
         "form",
@@ -301,13 +303,27 @@ def search_page(
         else None
     )
     notice = el("p", {"class": "notice"}, note) if note and not building else None
-    body = [el("h1", None, "Search"), form, notice, result, more]
+    fixed = None
+    if corrections:
+        pairs = [
+            join(el("del", None, typed), " → ", el("strong", None, used))
+            for typed, used in corrections.items()
+        ]
+        fixed = el(
+            "p",
+            {"class": "corrected"},
+            "Searched with ",
+            [join(pair, ", " if i < len(pairs) - 1 else "") for i, pair in enumerate(pairs)],
+            " (no session holds the words as typed).",
+        )
+    marked = " ".join([query, *(corrections or {}).values()])
+    body = [el("h1", None, "Search"), form, notice, fixed, result, more]
     return page(
         f"Search: {query}" if query else "Search",
         body,
         name="search",
         query=query,
-        data={"q": query},
+        data={"q": marked},
     )
 
 

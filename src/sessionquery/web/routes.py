@@ -37,10 +37,14 @@ from sessionquery.web.timefmt import iso_time
 
 __all__ = ["DEFAULT_MATCH", "SEARCH_DEADLINE_S", "TITLE_BUDGET_S", "Request", "Routes"]
 
-DEFAULT_MATCH: SearchMatch = "words"
-"""The search page's default mode (the best ranking the service offers)."""
+DEFAULT_MATCH: SearchMatch = "relevance"
+"""The search page's default mode: any of the words, ranked by relevance (SPEC §14.1)."""
 
-MATCHES: tuple[str, ...] = get_args(SearchMatch)
+MATCHES: tuple[str, ...] = (
+    DEFAULT_MATCH,
+    *(m for m in get_args(SearchMatch) if m != DEFAULT_MATCH),
+)
+"""The modes the search page offers, its default first."""
 SEARCH_DEADLINE_S = 3.0
 TITLE_BUDGET_S = 0.0
 """Seconds a page spends reading titles (a title is a whole-log read): none, the page shows
@@ -215,7 +219,16 @@ class Routes:
             next_url = url(
                 "/search", {"q": text, "mode": mode, "cwd": cwd, "cursor": page.next_cursor}
             )
-        return search_page(text, mode, MATCHES, page.items, titles, next_url=next_url, **common)
+        return search_page(
+            text,
+            mode,
+            MATCHES,
+            page.items,
+            titles,
+            next_url=next_url,
+            corrections=dict(page.corrections),
+            **common,
+        )
 
     def session(self, session_id: str, seq: int | None, request: Request) -> Markup:
         """A session page, around ``seq`` when given."""
@@ -230,6 +243,7 @@ class Routes:
         if seq is not None and view.position(mode, seq) is None:
             mode = "log"  # a shadowed or log-only event is only in the full log
         hits: list[int] = []
+        marked = text
         if text:
             try:
                 page = self.catalog.query.search_events(
@@ -240,6 +254,7 @@ class Routes:
                     cancel=CancelToken(deadline=time.monotonic() + SEARCH_DEADLINE_S),
                 )
                 hits = [hit.seq for hit in page.items]
+                marked = " ".join([text, *page.corrections.values()])
             except SessionQueryError as error:
                 if error.code not in (
                     ErrorCode.INDEX_BUILDING,
@@ -264,6 +279,7 @@ class Routes:
             query=text,
             match=match,
             hit_seqs=hits,
+            marked=marked,
         )
 
     def lineage(self, session_id: str) -> Markup:

@@ -200,8 +200,9 @@ def session_page(
     query: str = "",
     match: str = "",
     hit_seqs: Sequence[int] = (),
+    marked: str = "",
 ) -> Markup:
-    """The whole session page."""
+    """The whole session page (``marked``: the words to highlight, the query's by default)."""
     header = log.session
     session_id = header.id
     total = len(view.order(mode))
@@ -275,7 +276,7 @@ def session_page(
         body,
         name="session",
         query="",
-        data={"q": query, "session": session_id},
+        data={"q": marked or query, "session": session_id},
     )
 
 

@@ -1,0 +1,39 @@
+"""The archive for every importer of the seam: after each agent's data is gone (files, or the
+agent's database for OpenCode), every session is still listed and read, marked archived."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from formats_support import fixture_home
+from sessionquery.app import App
+from sessionquery.config import Config
+
+
+def _listing(app: App) -> dict[str, tuple[bool, int]]:
+    with app.service() as query:
+        return {
+            record.id: (record.archived, len(query.read_session(record.id).events))
+            for record in query.list_sessions()
+        }
+
+
+def test_every_kinds_sessions_outlive_their_source(tmp_path: Path) -> None:
+    home = fixture_home(tmp_path)
+    config = Config.for_home(tmp_path / "sq", user_home=home.home)
+    app = App(config)
+    kinds = {entry.kind for entry in app.selection.sources}
+    assert {"codex", "gemini", "qwen", "copilot", "opencode", "cursor"} <= kinds
+    before = _listing(app)
+    report = App(config).archive_now()
+    assert report.stored > 0 and not report.problems
+    for entry in app.selection.sources:
+        if entry.path.is_dir():
+            shutil.rmtree(entry.path)
+        elif entry.path.exists():
+            entry.path.unlink()
+    after = _listing(App(config))
+    assert after.keys() == before.keys()
+    assert all(archived for archived, _count in after.values())
+    assert {k: n for k, (_a, n) in after.items()} == {k: n for k, (_a, n) in before.items()}
