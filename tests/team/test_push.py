@@ -88,9 +88,8 @@ def test_a_grown_session_costs_one_row_per_new_event_and_keeps_every_earlier_row
     alpha = machines[0]
     session = alpha.sessions[0]
     push_sessions(sources_of(alpha), pushers.dsn("alice"), machine="alpha")
-    before = dict(
-        pushers.rows(f"SELECT seq, xmin::text FROM sq_events WHERE session_id = '{session.id}'")
-    )
+    rows = f"SELECT seq, xmin::text FROM sq_events WHERE session_id = '{session.id}'"
+    before = {int(str(seq)): str(xmin) for seq, xmin in pushers.rows(rows)}
     write_claude(
         alpha.claude,
         session.id,
@@ -98,9 +97,7 @@ def test_a_grown_session_costs_one_row_per_new_event_and_keeps_every_earlier_row
         [session.text, "looking at the login test", "and a third line"],
     )
     grown = push_sessions(sources_of(alpha), pushers.dsn("alice"), machine="alpha")
-    after = dict(
-        pushers.rows(f"SELECT seq, xmin::text FROM sq_events WHERE session_id = '{session.id}'")
-    )
+    after = {int(str(seq)): str(xmin) for seq, xmin in pushers.rows(rows)}
     assert (grown.grown, grown.new, grown.replaced) == (1, 0, 0)
     # The appended lines' events, plus the importer's closing events at the old tail that it
     # rewrites (the end of the last step and turn); every row before them is untouched.
