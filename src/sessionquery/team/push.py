@@ -75,16 +75,9 @@ _REWRITTEN_TAIL: Final = 4
 JOURNAL_KEEP: Final = 100_000
 """Change-journal rows of this machine kept after a push; older ones are pruned."""
 
-_CHUNK_ROWS: Final = 5000
-_INSERT_EVENTS: Final = (
-    "INSERT INTO sq_events (session_id, seq, event_json, ws, mid) SELECT * FROM "
-    "unnest(%s::text[], %s::int[], %s::text[], %s::int[], %s::int[])"
-)
-_INSERT_DOCS: Final = (
-    "INSERT INTO sqi_docs (session_id, seq, type, time, surface, length, text, norm, tsv, "
-    "ntokens, title, ws, mid) SELECT * FROM unnest(%s::text[], %s::int[], %s::text[], "
-    "%s::bigint[], %s::text[], %s::int[], %s::text[], %s::text[], %s::tsvector[], %s::int[], "
-    "%s::bool[], %s::int[], %s::int[])"
+_EVENT_COLUMNS: Final = "session_id, seq, event_json, ws, mid"
+_DOC_COLUMNS: Final = (
+    "session_id, seq, type, time, surface, length, text, norm, tsv, ntokens, title, ws, mid"
 )
 
 Progress = Callable[[int, int], None]
@@ -196,6 +189,9 @@ class _Pusher:
         self._ws_ids: dict[str, int] = {}
         self._events: list[tuple[object, ...]] = []
         self._docs_out: list[tuple[object, ...]] = []
+        self._staged = False
+        self._index_new: list[tuple[object, ...]] = []
+        self._index_changed: list[tuple[object, ...]] = []
 
     # -- set-up ----------------------------------------------------------------------
 
@@ -278,7 +274,12 @@ class _Pusher:
         deltas: dict[int | None, Delta] = {}
         changed: list[str] = []
         with self.conn.transaction():
+            fresh = [local for local in batch if local.header.id not in self.state]
+            inserted = self._insert_sessions(fresh)
             for local in batch:
+                if local.header.id not in self.state and local.header.id not in inserted:
+                    self.totals.elsewhere += 1  # the database holds it from another machine
+                    continue
                 kind = self._write_one(local, deltas)
                 if kind is None:
                     continue
@@ -287,26 +288,55 @@ class _Pusher:
                     continue
                 changed.append(local.header.id)
                 setattr(self.totals, kind, getattr(self.totals, kind) + 1)
+            self._flush_index_sessions()
             self._flush_rows()
             self._statistics(deltas)
             if changed:
                 self._journal(changed)
         for local in batch:
-            if local.digest:  # written (or found unchanged) by this push
+            sid = local.header.id
+            if local.digest and (sid in self.state or sid in inserted):  # written or unchanged
                 self.state[local.header.id] = _Pushed(
                     local.entry.revision, local.digest, local.anchor, len(local.lines), local.ws
                 )
+
+    def _digest(self, local: _Local) -> str:
+        """Set ``local``'s digests; return the digest at the stored session's anchor."""
+        pushed = self.state.get(local.header.id)
+        start = 0 if pushed is None else _anchor_at(pushed.count)
+        (anchor, at_start), whole = digests(local.lines, _anchor_at(len(local.lines)), start)
+        local.digest, local.anchor = whole, anchor
+        return at_start
+
+    def _insert_sessions(self, fresh: Sequence[_Local]) -> set[str]:
+        """Insert the session rows of sessions never pushed from here; the ids inserted (the
+        others are held by another machine)."""
+        if not fresh:
+            return set()
+        rows = []
+        for local in fresh:
+            self._digest(local)
+            rows.append((local.header.id, *self._session_values(local)))
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        found = self.conn.execute(
+            "INSERT INTO sq_sessions (id, header_json, inherited_event_count, event_count, "
+            "size_bytes, ws, source_revision, digest, anchor, revision, mid, pushed_by, "
+            "pushed_at) SELECT u.*, 0, %s, current_user, now() FROM unnest(%s::text[], "
+            "%s::text[], %s::int[], %s::int[], %s::bigint[], %s::int[], %s::text[], %s::text[], "
+            "%s::text[]) AS u ON CONFLICT (id) DO NOTHING RETURNING id",
+            (self.mid, *columns),
+        ).fetchall()
+        return {str(row[0]) for row in found}
 
     def _write_one(self, local: _Local, deltas: dict[int | None, Delta]) -> Kind | None:
         sid = local.header.id
         pushed = self.state.get(sid)
         count = len(local.lines)
-        start = 0 if pushed is None else _anchor_at(pushed.count)
-        (anchor, at_start), whole = digests(local.lines, _anchor_at(count), start)
-        local.digest, local.anchor = whole, anchor
         if pushed is None:
             return self._insert(local, deltas)
-        if pushed.ws == local.ws and whole == pushed.digest and count == pushed.count:
+        start = _anchor_at(pushed.count)
+        at_start = self._digest(local)
+        if pushed.ws == local.ws and local.digest == pushed.digest and count == pushed.count:
             self.conn.execute(
                 "UPDATE sq_sessions SET source_revision = %s WHERE id = %s AND mid = %s",
                 (local.entry.revision, sid, self.mid),
@@ -345,19 +375,8 @@ class _Pusher:
             local.anchor,
         )
 
-    def _insert(self, local: _Local, deltas: dict[int | None, Delta]) -> Kind | None:
-        sid = local.header.id
-        inserted = self.conn.execute(
-            "INSERT INTO sq_sessions (id, header_json, inherited_event_count, event_count, "
-            "size_bytes, ws, source_revision, digest, anchor, revision, mid, pushed_by, "
-            "pushed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s, current_user, now()) "
-            "ON CONFLICT (id) DO NOTHING",
-            (sid, *self._session_values(local), self.mid),
-        ).rowcount
-        if inserted != 1:
-            self.totals.elsewhere += 1
-            local.digest = ""
-            return None
+    def _insert(self, local: _Local, deltas: dict[int | None, Delta]) -> Kind:
+        """The events and index rows of a session whose row :meth:`_insert_sessions` wrote."""
         self._copy_events(local, 0)
         self._index_session(local, insert=True)
         self._add_docs(local, self._docs(local.header.id, local.events), deltas)
@@ -462,33 +481,59 @@ class _Pusher:
             header.parent_session,
             dumps(header.to_json()),
             local.ws,
+            header.id,
+            self.mid,
         )
-        if insert:
-            self.conn.execute(
-                "INSERT INTO sqi_sessions (created_at, cwd, parent_session, header_json, ws, "
-                "id, mid, revision, generation) VALUES (%s, %s, %s, %s, %s, %s, %s, '', 0)",
-                (*values, header.id, self.mid),
-            )
-        else:
-            self.conn.execute(
-                "UPDATE sqi_sessions SET created_at = %s, cwd = %s, parent_session = %s, "
-                "header_json = %s, ws = %s WHERE id = %s AND mid = %s",
-                (*values, header.id, self.mid),
-            )
+        (self._index_new if insert else self._index_changed).append(values)
+
+    def _flush_index_sessions(self) -> None:
+        with self.conn.cursor() as cur:
+            if self._index_new:
+                cur.executemany(
+                    "INSERT INTO sqi_sessions (created_at, cwd, parent_session, header_json, ws, "
+                    "id, mid, revision, generation) VALUES (%s, %s, %s, %s, %s, %s, %s, '', 0)",
+                    self._index_new,
+                )
+            if self._index_changed:
+                cur.executemany(
+                    "UPDATE sqi_sessions SET created_at = %s, cwd = %s, parent_session = %s, "
+                    "header_json = %s, ws = %s WHERE id = %s AND mid = %s",
+                    self._index_changed,
+                )
+        self._index_new.clear()
+        self._index_changed.clear()
 
     def _copy_docs(self, local: _Local, docs: Any) -> None:
         ws, mid = local.ws, self.mid
         self._docs_out.extend((*row, ws, mid) for row, _terms in docs)
 
     def _flush_rows(self) -> None:
-        """Insert the batch's queued rows (``COPY`` is not allowed under row-level security:
-        one ``INSERT … SELECT FROM unnest`` per chunk instead)."""
-        for start in range(0, len(self._events), _CHUNK_ROWS):
-            chunk = self._events[start : start + _CHUNK_ROWS]
-            self.conn.execute(_INSERT_EVENTS, [list(column) for column in zip(*chunk, strict=True)])
-        for start in range(0, len(self._docs_out), _CHUNK_ROWS):
-            chunk = self._docs_out[start : start + _CHUNK_ROWS]
-            self.conn.execute(_INSERT_DOCS, [list(column) for column in zip(*chunk, strict=True)])
+        """Insert the batch's queued rows: ``COPY`` into this connection's temporary tables
+        (``COPY`` into a table under row-level security is not allowed), then one
+        ``INSERT … SELECT`` each, which the policies check row by row."""
+        conn = self.conn
+        if not self._staged:
+            conn.execute("CREATE TEMP TABLE sq_push_events (LIKE sq_events) ON COMMIT DELETE ROWS")
+            conn.execute("CREATE TEMP TABLE sq_push_docs (LIKE sqi_docs) ON COMMIT DELETE ROWS")
+            self._staged = True
+        for table, columns, rows in (
+            ("sq_push_events", _EVENT_COLUMNS, self._events),
+            ("sq_push_docs", _DOC_COLUMNS, self._docs_out),
+        ):
+            if not rows:
+                continue
+            with conn.cursor() as cur, cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        if self._events:
+            conn.execute(
+                f"INSERT INTO sq_events ({_EVENT_COLUMNS}) SELECT {_EVENT_COLUMNS} "
+                "FROM sq_push_events"
+            )
+        if self._docs_out:
+            conn.execute(
+                f"INSERT INTO sqi_docs ({_DOC_COLUMNS}) SELECT {_DOC_COLUMNS} FROM sq_push_docs"
+            )
         self._events.clear()
         self._docs_out.clear()
 

@@ -14,6 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -99,11 +100,13 @@ class Delta:
 
     documents: int = 0
     tokens: int = 0
-    terms: dict[str, int] = field(default_factory=dict)
+    terms: Counter[str] = field(default_factory=Counter)
 
     def add(self, ntokens: int, terms: Iterable[str], sign: int) -> None:
         """Count one document in (``sign`` 1) or out (``sign`` -1)."""
         self.documents += sign
         self.tokens += sign * ntokens
-        for term in terms:
-            self.terms[term] = self.terms.get(term, 0) + sign
+        if sign > 0:
+            self.terms.update(terms)
+        else:
+            self.terms.subtract(terms)

@@ -48,7 +48,7 @@ from sessionquery.persistence.documents import checking, read_check, title_docum
 from sessionquery.query.backend import Corpus
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.search.postgres import schema
-from sessionquery.search.postgres.tokens import lexeme, normal_form, tokens
+from sessionquery.search.postgres.tokens import LEXEME_CHARS, lexeme, normal_form, tokens
 from sessionquery.search.snippet import sanitize_text
 from sessionquery.search.update import ProgressCallback
 
@@ -89,11 +89,19 @@ def _source_of(persistence: SessionPersistence) -> str:
     return f"{kind}:{root}" if isinstance(root, str) else kind
 
 
-def _tsvector(words: Sequence[str]) -> str | None:
-    lexemes = {lexeme(word) for word in words}
-    if sum(len(item.encode("utf-8")) + 8 for item in lexemes) > _TSVECTOR_BUDGET:
+def _lexemes(words: Sequence[str]) -> set[str]:
+    """The distinct lexemes of ``words`` (most words are shorter than a lexeme's cut)."""
+    distinct = set(words)
+    if any(len(word) > LEXEME_CHARS for word in distinct):
+        distinct = {lexeme(word) for word in distinct}
+    return distinct
+
+
+def _tsvector(words: Sequence[str], lexemes: set[str] | None = None) -> str | None:
+    held = _lexemes(words) if lexemes is None else lexemes
+    if len("".join(held).encode("utf-8")) + 8 * len(held) > _TSVECTOR_BUDGET:
         return None
-    return " ".join(f"'{item}'" for item in sorted(lexemes))
+    return "'" + "' '".join(sorted(held)) + "'" if held else ""
 
 
 def _doc_row(  # noqa: PLR0917
@@ -102,6 +110,7 @@ def _doc_row(  # noqa: PLR0917
     """The row of one document and its distinct lexemes (for the term statistics)."""
     text = sanitize_text(raw)
     words = tokens(text)
+    held = _lexemes(words)
     row = (
         sid,
         seq,
@@ -111,11 +120,11 @@ def _doc_row(  # noqa: PLR0917
         len(text),
         text,
         normal_form(words),
-        _tsvector(words),
+        _tsvector(words, held),
         len(words),
         title,
     )
-    return row, {lexeme(word) for word in words}
+    return row, held
 
 
 doc_row = _doc_row
