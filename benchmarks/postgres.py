@@ -192,6 +192,28 @@ def measure(spec: CorpusSpec, dsn: str, reps: int) -> dict[str, Any]:
             row["sqlite"] = _timed(partial(_search, lite, query, limit=20), reps)
             row["postgres"] = _timed(partial(_search, pg, query, limit=20), reps)
             out["classes"].append(row)
+        from search_cost import relevance_questions
+
+        out["relevance"] = []
+        for kind, texts in relevance_questions(str(work / "index.sqlite")).items():
+            for text in texts:
+                query = {"name": f"relevance, {kind}", "text": text}
+                a = _all_hits(lite, query, match="relevance")
+                b = _all_hits(pg, query, match="relevance")
+                out["relevance"].append(
+                    {
+                        "name": query["name"],
+                        "text": text,
+                        "hits": len(a),
+                        "same": a == b,
+                        "sqlite": _timed(
+                            partial(_search, lite, query, limit=20, match="relevance"), reps
+                        ),
+                        "postgres": _timed(
+                            partial(_search, pg, query, limit=20, match="relevance"), reps
+                        ),
+                    }
+                )
         phrase = queries(manifest)[2]
         out["words_sqlite"] = _timed(partial(_search, lite, phrase, limit=20, match="words"), reps)
         out["words_postgres"] = _timed(partial(_search, pg, phrase, limit=20, match="words"), reps)
@@ -260,6 +282,12 @@ def render(spec: CorpusSpec, r: dict[str, Any]) -> str:
         f'| search: two-word phrase as `match="words"`, p50 / p95 | {_ms(r["words_sqlite"])} | '
         f"{_ms(r['words_postgres'])} | {b / a:.2f}{TIMES} |"
     )
+    for row in r.get("relevance", []):
+        a, b = statistics.median(row["sqlite"]), statistics.median(row["postgres"])
+        lines.append(
+            f"| search: {row['name']} (`{row['text']}`), p50 / p95 | {_ms(row['sqlite'])} | "
+            f"{_ms(row['postgres'])} | {b / a:.2f}{TIMES} |"
+        )
     for label, key in (
         ("reconcile after 10 events appended to 1 session", "reconcile"),
         ("no-change reconcile", "nochange"),
@@ -281,6 +309,9 @@ def render(spec: CorpusSpec, r: dict[str, Any]) -> str:
     count, same = r["words_same"]
     verdict = "identical" if same else "**differs**"
     lines.append(f'* two-word phrase as `match="words"`: {count:,} sessions, {verdict}')
+    for row in r.get("relevance", []):
+        verdict = "identical" if row["same"] else "**differs**"
+        lines.append(f"* {row['name']} (`{row['text']}`): {row['hits']:,} sessions, {verdict}")
     verdict = "identical" if r["reconcile_same"] else "**differs**"
     lines += [f"* the appended events, searched after the reconcile: {verdict}", ""]
     return "\n".join(lines) + "\n"

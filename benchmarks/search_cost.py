@@ -10,7 +10,10 @@ Rows:
   1.5 MB search with a 1 s deadline (time until it returns hits or ``ABORTED``).
 * **Corpus rows** (with ``--root``/``--index``, as ``run.py`` passes for its largest corpus):
   the two-word phrase and the most common word, unfiltered and workspace-filtered
-  (``CwdIn`` of the busiest workspace), p50/p95 of no-change searches, side by side.
+  (``CwdIn`` of the busiest workspace), p50/p95 of no-change searches, side by side; then
+  ``match="relevance"`` for questions of 3-6 ordinary words and for one of the six most
+  common words (made from the index's own vocabulary), and FTS5's raw ``bm25()`` top 20
+  events for the same ordinary questions (the floor: no sessions, titles or boosts).
 
 Run on its own it replaces its own ``## Search cost`` section of ``RESULTS.md``; ``run.py``
 appends the same section to the file it writes.
@@ -116,8 +119,38 @@ def long_events(reps: int, sizes: tuple[float, float]) -> dict[str, Any]:
     return out
 
 
+def relevance_questions(index: str, *, seed: int = 23) -> dict[str, list[str]]:
+    """Questions made from the index's own vocabulary: five of 3 to 6 ordinary words (held by
+    0.1 % to 3 % of the documents) in a question's frame, and one of the six most common
+    words."""
+    import random
+
+    import apsw
+
+    conn = apsw.Connection(index, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, doc_fts, row)")
+        rows = [(str(t), int(d)) for t, d in conn.execute("SELECT term, doc FROM temp.v")]
+        total = sum(1 for _ in conn.execute("SELECT 1 FROM main.doc_rows"))
+    finally:
+        conn.close()
+    ordinary = sorted(
+        term
+        for term, docs in rows
+        if total / 1000 <= docs <= total / 33 and term.isalpha() and len(term) > 3
+    )
+    rng = random.Random(seed)
+    frames = ("how did we {}", "{} again?", "where was the {}", "what broke {}", "{}")
+    questions = [
+        rng.choice(frames).format(" ".join(rng.sample(ordinary, size))) for size in (3, 4, 5, 6, 4)
+    ]
+    common = [term for term, _docs in sorted(rows, key=lambda row: -row[1])[:6]]
+    return {"ordinary": questions, "common": [" ".join(common)]}
+
+
 def corpus_rows(root: str, index: str, manifest: dict[str, Any], reps: int) -> dict[str, Any]:
-    """Phrase and common word, unfiltered and workspace-filtered, on a built index."""
+    """Phrase and common word, unfiltered and workspace-filtered, on a built index; the
+    relevance questions beside them, and a raw FTS5 ``bm25()`` top 20 of the same words."""
     from sessionquery import CwdIn, JsonlPersistence, SessionQuery
     from sessionquery.search.sqlite import SqliteSearch
 
@@ -136,8 +169,56 @@ def corpus_rows(root: str, index: str, manifest: dict[str, Any], reps: int) -> d
 
                 run()
                 out[f"{name} / {scope}"] = _summary(_timed(run, reps))
+        questions = relevance_questions(index)
+        out["questions"] = questions
+        for kind, texts in questions.items():
+            label = (
+                "relevance, 3-6 ordinary words"
+                if kind == "ordinary"
+                else ("relevance, the 6 most common words")
+            )
+            for scope, filters in (("unfiltered", []), ("workspace", [CwdIn((workspace,))])):
+                samples: list[float] = []
+                for text in texts:
+
+                    def ask(t: str = text, f: list[Any] = filters) -> Any:
+                        return service.search_sessions(
+                            t, session_filters=f, limit=20, match="relevance"
+                        )
+
+                    ask()
+                    samples += _timed(ask, max(3, reps // len(texts)))
+                out[f"{label} / {scope}"] = _summary(samples)
+        out["raw bm25() OR top 20 events, 3-6 ordinary words"] = _summary(
+            _raw_bm25(index, questions["ordinary"], reps)
+        )
     out["profile"] = common_word_profile(index, manifest["common_word"])
     return out
+
+
+def _raw_bm25(index: str, questions: list[str], reps: int) -> list[float]:
+    """The floor: FTS5's own ``bm25()`` over an ``OR`` of a question's words, the 20 best
+    events (no sessions, titles or boosts), on the same index."""
+    import apsw
+
+    conn = apsw.Connection(index, flags=apsw.SQLITE_OPEN_READONLY)
+    samples: list[float] = []
+    try:
+        for question in questions:
+            expression = " OR ".join(f'"{word}"' for word in question.split() if word.isalpha())
+
+            def run(e: str = expression) -> Any:
+                return conn.execute(
+                    "SELECT rowid FROM doc_fts WHERE doc_fts MATCH ? ORDER BY bm25(doc_fts) "
+                    "LIMIT 20",
+                    (e,),
+                ).fetchall()
+
+            run()
+            samples += _timed(run, max(3, reps // len(questions)))
+    finally:
+        conn.close()
+    return samples
 
 
 def common_word_profile(index: str, word: str) -> dict[str, float]:
@@ -197,6 +278,8 @@ TARGETS = {
     "two-word phrase / workspace": 30.0,
     "most common word / unfiltered": 300.0,
     "most common word / workspace": 300.0,
+    "relevance, 3-6 ordinary words / workspace": 50.0,
+    "relevance, the 6 most common words / workspace": 300.0,
 }
 """Issue targets for the p50 of the corpus rows (milliseconds)."""
 
@@ -247,7 +330,7 @@ def render(results: dict[str, Any]) -> str:
     if "corpus" in results:
         lines += ["", "| query | p50 | p95 | target (p50) |", "|---|---:|---:|---|"]
         for name, summary in results["corpus"].items():
-            if name != "profile":
+            if name not in ("profile", "questions"):
                 target = TARGETS.get(name)
                 verdict = (
                     ""
@@ -258,6 +341,14 @@ def render(results: dict[str, Any]) -> str:
                 lines.append(
                     f"| {name} | {_ms(summary['p50'])} | {_ms(summary['p95'])} | {verdict} |"
                 )
+        questions = results["corpus"].get("questions")
+        if questions:
+            listed = "; ".join(f"`{q}`" for q in questions["ordinary"])
+            lines += [
+                "",
+                f"Relevance questions (made from the index's vocabulary, seeded): {listed}; "
+                f"most common: `{questions['common'][0]}`.",
+            ]
         lines += [
             "",
             "Span counts of every document matching the most common word (best of 3, same "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
+from sessionquery.query.cancel import CancelToken
 from sessionquery.sources.registry import environment_variables
 
 if TYPE_CHECKING:
@@ -143,6 +145,33 @@ def storage(
         yield Storage("postgres", persistence, tmp_path, dsn)
     finally:
         persistence.close()
+
+
+class CpuDeadline(CancelToken):
+    """A deadline in the CPU time of the thread that checks it: it expires once that thread
+    has used ``seconds`` of CPU from now, and ``deadline`` reads as the wall-clock moment that
+    would be, so code that plans by the time left sees the CPU left. A test asserting "this
+    fits in half a second" with it holds on a machine at load 16, where the wall clock would
+    give the work a tenth of a core. Use it only where the work runs in the calling thread.
+    """
+
+    __slots__ = ("_cpu_end",)
+
+    def __init__(self, seconds: float) -> None:
+        self._cpu_end = time.thread_time() + seconds
+        super().__init__(None)
+
+    @property
+    def deadline(self) -> float | None:
+        return time.monotonic() + (self._cpu_end - time.thread_time())
+
+    @deadline.setter
+    def deadline(self, value: float | None) -> None:
+        del value  # CancelToken.__init__ sets it; the CPU clock decides
+
+    @property
+    def expired(self) -> bool:
+        return self.cancelled or time.thread_time() >= self._cpu_end
 
 
 @contextmanager

@@ -37,3 +37,23 @@ def test_every_kinds_sessions_outlive_their_source(tmp_path: Path) -> None:
     assert after.keys() == before.keys()
     assert all(archived for archived, _count in after.values())
     assert {k: n for k, (_a, n) in after.items()} == {k: n for k, (_a, n) in before.items()}
+
+
+def test_a_database_source_with_archived_units_is_scanned_at_every_listing(
+    tmp_path: Path,
+) -> None:
+    """A database's cheap fingerprint would let a listing skip the scan that tells which
+    sessions the archive serves; with archived units it is not offered."""
+    from sessionquery.archive import Archive, SourceUnits
+    from sessionquery.sources.registry import source_kind
+
+    home = fixture_home(tmp_path)
+    opencode = source_kind("opencode")
+    assert opencode is not None
+    location = home.home / ".local" / "share" / "opencode"
+    store = opencode.units(location)
+    assert store is not None and store.fingerprint() is not None
+    with Archive(tmp_path / "archive") as archive:
+        assert archive.units_of("opencode", store).fingerprint() == store.fingerprint()
+        archive.run([SourceUnits("opencode", store)])
+        assert archive.units_of("opencode", store).fingerprint() is None

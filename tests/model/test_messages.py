@@ -30,6 +30,7 @@ from sessionquery.model.messages import (
     user_message,
 )
 from sessionquery.model.surface import SURFACE_ELIGIBLE_TYPES
+from sessionquery.model.textmatch import trim
 
 
 def _log(*items: tuple[str, object]) -> list[SessionEvent]:
@@ -136,7 +137,7 @@ def test_tool_result_carries_an_error_and_message_id_only_when_given() -> None:
 @given(st.text())
 def test_user_message_text_is_its_searchable_text_trimmed(text: str) -> None:
     event = _log(("user/message", user_message(text, id="m")))[0]
-    assert extract_event_text(event) == text.strip()
+    assert extract_event_text(event) == trim(text)
     assert json.loads(json.dumps(event.data)) == user_message(text, id="m")
 
 

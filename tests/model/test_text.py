@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 
 from sessionquery.model import SessionEvent, extract_event_text
+from sessionquery.model.textmatch import trim
 from strategies import LogBuilder, tool_result_data, valid_events, valid_logs
 
 
@@ -29,6 +30,23 @@ def test_user_message_text_is_its_text_blocks_trimmed_and_joined_by_newline() ->
         "source": {"kind": "user"},
     }
     assert extract_event_text(ev("user/message", data)) == "first\nsecond"
+
+
+def test_parts_are_trimmed_as_javascript_trims_keeping_separators_and_dropping_the_bom() -> None:
+    # String.prototype.trim removes U+FEFF and keeps U+001C..U+001F and U+0085, the opposite
+    # of Python's str.strip(); the original system's texts are trimmed the JavaScript way.
+    kept = "\x1c\x1d\x1e\x1f\x85"
+    data = {
+        "id": "m",
+        "role": "user",
+        "content": [
+            {"type": "text", "text": f"\ufeff {kept}word{kept} \ufeff"},
+            {"type": "text", "text": "\ufeff\u3000\u2028 \t"},
+            {"type": "text", "text": "\x85"},
+        ],
+        "source": {"kind": "user"},
+    }
+    assert extract_event_text(ev("user/message", data)) == f"{kept}word{kept}\n\x85"
 
 
 def test_assistant_message_text_includes_text_and_tool_calls_but_never_reasoning() -> None:
@@ -156,7 +174,7 @@ def test_a_realistic_turn_has_the_expected_searchable_text() -> None:
 @given(valid_events())
 def test_extraction_never_fails_and_never_has_outer_whitespace(event: SessionEvent) -> None:
     text = extract_event_text(event)
-    assert text == text.strip()
+    assert text == trim(text)
 
 
 @given(valid_logs())
@@ -172,5 +190,5 @@ def test_assistant_text_is_exactly_its_text_and_tool_call_blocks(
                 parts.append(block["text"])
             elif block["type"] == "tool-call":
                 parts.extend([block["name"], block["arguments"]])
-        expected = "\n".join(part.strip() for part in parts if part.strip())
+        expected = "\n".join(trim(part) for part in parts if trim(part))
         assert extract_event_text(event) == expected

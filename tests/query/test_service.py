@@ -693,13 +693,13 @@ def test_read_title_snapshots_runs_at_most_the_configured_number_of_reads(
     lock = threading.Lock()
 
     class Watching(JsonlPersistence):
-        def open_read(self, session_id: str) -> Any:
+        def read_title(self, session_id: str) -> Any:  # the title read the service uses
             nonlocal active, peak
             with lock:
                 active += 1
                 peak = max(peak, active)
             try:
-                return super().open_read(session_id)
+                return super().read_title(session_id)
             finally:
                 with lock:
                     active -= 1
@@ -804,9 +804,9 @@ def test_cancelling_during_title_reads_aborts_the_whole_call(tmp_path: Path) -> 
     cancel = CancelToken()
 
     class CancelsOnFirstRead(JsonlPersistence):
-        def open_read(self, session_id: str) -> Any:
+        def read_title(self, session_id: str) -> Any:  # the title read the service uses
             cancel.cancel()
-            return super().open_read(session_id)
+            return super().read_title(session_id)
 
     persistence = CancelsOnFirstRead(tmp_path / "store")
     ids = [f"s{n}" for n in range(6)]

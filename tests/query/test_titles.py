@@ -51,11 +51,16 @@ def test_live_and_persisted_titles_come_back_in_request_order(tmp_path: Path) ->
 
 
 class _CountingReads(JsonlPersistence):
-    """A real JSONL store that counts how often each log is opened for reading."""
+    """A real JSONL store that counts how often each log's title is read (the title read the
+    service uses; a full read for a title would count here too)."""
 
     def __init__(self, root: Path) -> None:
         super().__init__(root)
         self.reads: dict[str, int] = {}
+
+    def read_title(self, session_id: str) -> Any:
+        self.reads[session_id] = self.reads.get(session_id, 0) + 1
+        return super().read_title(session_id)
 
     def open_read(self, session_id: str) -> Any:
         self.reads[session_id] = self.reads.get(session_id, 0) + 1

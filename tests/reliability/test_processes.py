@@ -357,3 +357,118 @@ def test_four_servers_a_search_loop_and_a_writer_share_one_store_and_one_index(
     seconds = {"load": round(load_seconds[0], 1), "total": round(time.monotonic() - started, 1)}
     print(json.dumps({**counts, "seconds": seconds}))
     record("processes", **counts)
+
+
+# --- many hits while a writer creates and appends in a loop (issue: no STALE_CURSOR) ------
+
+MANY = 130
+"""Workspace sessions holding ``ledger``: more than one page of the backend's largest page."""
+OWN = "ledger-own"
+"""The session one server acts as (``--session``): it matches best, so that server's answer
+needs a second page (its own session is skipped), the case a writer can make go stale."""
+CHURN_SECONDS = 10.0
+_CHURN_PAUSE = 0.01
+
+_CHURN_WRITER = """
+import sys, time
+from sessionquery.model import SessionEvent, SessionHeader, messages
+from sessionquery.persistence import JsonlPersistence
+root, cwd, seconds, pause = sys.argv[1], sys.argv[2], *map(float, sys.argv[3:5])
+store = JsonlPersistence(root)
+end = time.monotonic() + seconds
+turn = 0
+while time.monotonic() < end:
+    with store.create(SessionHeader(id=f"churn-{turn:04d}", created_at=5_000, cwd=cwd)) as w:
+        for _ in range(4):  # a new session, then appends to it: both move every cursor
+            seq = w.event_count
+            text = f"ledger churn beacon{turn:04d}x"
+            w.append([SessionEvent(type="user/message", seq=seq, time=6_000 + seq,
+                                   data=messages.user_message(text, id=f"u{seq}"),
+                                   surface_op="append")])
+            w.flush()
+            print(turn, flush=True)
+            turn += 1
+            time.sleep(pause)
+print("done", turn, flush=True)
+"""
+
+
+def _make_many(root: Path) -> None:
+    store = JsonlPersistence(root)
+    for number in range(MANY):
+        header = SessionHeader(id=f"ledger-{number:03d}", created_at=100 + number, cwd=WORKSPACE)
+        with store.create(header) as writer:
+            writer.append([_event(0, f"the ledger entry {number} balances")])
+    with store.create(SessionHeader(id=OWN, created_at=99, cwd=WORKSPACE)) as writer:
+        writer.append([_event(0, "ledger ledger ledger")])
+    with store.create(SessionHeader(id="elsewhere", created_at=98, cwd=OTHER_WORKSPACE)) as w:
+        w.append([_event(0, "ledger ledger of another workspace")])
+
+
+def test_four_servers_answer_every_session_search_while_a_writer_creates_and_appends(
+    tmp_path: Path,
+) -> None:
+    root, index = tmp_path / "store", tmp_path / "index.sqlite3"
+    _make_many(root)
+    env = clean_env(tmp_path)
+    figures = _Figures()
+
+    async def searches(client: Client, name: str, own: bool, progress: _WriterProgress) -> None:
+        async def search(query: str) -> str | None:
+            with anyio.fail_after(CALL_SECONDS):
+                result = await client.call_tool("session_search", {"query": query})
+            figures.calls[name] += 1
+            text = _text(result)
+            if result.is_error:  # any error, retryable ones included
+                figures.failures.append(f"{name} {query}: {text}")
+                return None
+            return text
+
+        while not progress.done.is_set():
+            listing = await search("ledger")
+            if listing is not None:
+                shown = listing.count("\n   Snippet: ")
+                if shown < 99 or "Result cap reached" not in listing:
+                    figures.failures.append(f"{name} ledger search showed {shown} hits")
+                if "Session elsewhere " in listing or (own and f"Session {OWN} " in listing):
+                    figures.failures.append(f"{name} ledger search: {listing}")
+            turn = progress.last
+            if turn >= 0:
+                found = await search(_beacon(turn))
+                if found is not None:
+                    figures.turns_seen.append(turn)
+                    if f"Session churn-{turn - turn % 4:04d} " not in found:
+                        figures.failures.append(f"{name} missed {_beacon(turn)}: {found}")
+
+    async def scenario() -> None:
+        with anyio.fail_after(OVERALL_SECONDS):
+            async with AsyncExitStack() as stack:
+                clients: list[tuple[Client, bool]] = []
+                for number in range(SERVERS):
+                    own = number == 0
+                    params = _server(root, index, env)
+                    if own:
+                        params.args = [*params.args[:-2], "--session", OWN]
+                    client = await stack.enter_async_context(Client(params))
+                    clients.append((client, own))
+                writer = subprocess.Popen(  # noqa: ASYNC220 (starting it does not block)
+                    [sys.executable, "-c", _CHURN_WRITER, str(root), WORKSPACE,
+                     str(CHURN_SECONDS), str(_CHURN_PAUSE)],
+                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                )  # fmt: skip
+                progress = _WriterProgress(writer)
+                try:
+                    async with anyio.create_task_group() as group:
+                        for number, (client, own) in enumerate(clients):
+                            group.start_soon(searches, client, f"server{number}", own, progress)
+                finally:
+                    errors = _finish(writer, progress)
+                assert writer.returncode == 0, errors
+
+    anyio.run(scenario)
+
+    assert figures.failures == []
+    total = sum(figures.calls.values())
+    assert total >= 4 * SERVERS and len(figures.turns_seen) >= SERVERS
+    print(json.dumps({"session_searches": total, "beacons_found": len(figures.turns_seen)}))
+    record("stale_free_searches", session_searches=total, beacons=len(figures.turns_seen))

@@ -12,6 +12,7 @@ from sessionquery.search.relevance import (
     COVERAGE_BOOST,
     IDF_FLOOR,
     K1,
+    MAX_CORRECTIONS,
     MAX_LOOKUP,
     MAX_PHRASE,
     MAX_TERMS,
@@ -142,3 +143,11 @@ def test_more_occurrences_never_lower_a_score(frequencies: list[int], length: in
     base = event_score(plan, frequencies, length)
     more = [tf + 1 for tf in frequencies]
     assert event_score(plan, more, length) >= base
+
+
+def test_at_most_max_corrections_absent_words_are_looked_up_for_a_correction() -> None:
+    counts, calls = _counts({"alpha": 3})
+    words = [f"absent{i}" for i in range(3 * MAX_CORRECTIONS)] + ["alpha"]
+    plan = plan_relevance(words, CorpusStats(100, 1000), counts)
+    assert plan is not None and plan.terms == ("alpha",)
+    assert len(calls) == 1 + MAX_CORRECTIONS  # the words, then one batch of edits each

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from conftest import raises_code
@@ -14,7 +16,7 @@ from sessionquery.search.request import (
     validate_limit,
 )
 
-LIMITS = {"default_limit": 20, "max_limit": 100}
+LIMITS: dict[str, Any] = {"default_limit": 20, "max_limit": 100}
 
 
 def test_a_session_request_is_normalised_and_bound_to_its_mode() -> None:

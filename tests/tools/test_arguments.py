@@ -154,14 +154,14 @@ def test_blank_query_is_rejected_as_invalid_query(query: str) -> None:
     error = _error(parse_session_search, {"query": query})
     assert (error.code, error.message) == (
         ErrorCode.INVALID_QUERY,
-        "query must contain non-whitespace text",
+        "session-search query must contain non-whitespace text",
     )
 
 
 def test_query_with_nul_is_rejected_as_invalid_query() -> None:
     error = _error(parse_event_search, {"query": "a\x00b"})
     assert error.code is ErrorCode.INVALID_QUERY
-    assert error.message == "query must not contain NUL characters"
+    assert error.message == "session-search query must not contain NUL characters"
 
 
 def test_query_is_trimmed_and_whitespace_collapsed() -> None:

@@ -39,7 +39,7 @@ from sessionquery.query.types import (
 from sessionquery.tools import SessionQueryTools
 from sessionquery.tools.access import ToolCaller
 from sessionquery.tools.boundary import ServiceBoundary
-from sessionquery.tools.operations import Operations
+from sessionquery.tools.operations import COLLECTION_ATTEMPTS, PAGE_LIMIT, Operations
 from sessionquery.tools.specs import parse_event_search, parse_session_search, parse_trace
 
 CALLER = ToolCaller("me", "/w", 5)
@@ -183,7 +183,7 @@ def test_session_search_pages_internally_and_skips_own_and_foreign_hits() -> Non
     searches = [args for name, args in fake.calls if name == "search_sessions"]
     assert [cursor for _, cursor, _ in searches] == [None, "p2"]
     assert all(CwdIn(("/w",)) in filters for filters, _, _ in searches)
-    assert all(limit is None for _, _, limit in searches)
+    assert all(limit == PAGE_LIMIT for _, _, limit in searches)
     assert fake.names().count("read_title_snapshots") == 1
 
 
@@ -198,6 +198,104 @@ def test_session_search_stops_at_the_cap_once_one_more_hit_is_seen() -> None:
     assert "Session search results (2):" in text
     assert text.endswith("Narrow the query or add filters to find the others.")
     assert fake.names().count("search_sessions") == 2
+
+
+class MovingCorpus(FakeQuery):
+    """A fake whose continuation pages go stale the first ``stale`` times they are asked for,
+    as a backend's do when another process writes between two pages."""
+
+    def __init__(self, records: Sequence[SessionRecord], stale: int) -> None:
+        super().__init__(records)
+        self.stale = stale
+        self.limits: list[int | None] = []
+
+    def search_sessions(self, query: str, **options: Any) -> SessionSearchPage:
+        cursor, limit = options.get("cursor"), options.get("limit")
+        self.limits.append(limit)
+        if cursor is not None and self.stale > 0:
+            self.stale -= 1
+            raise SessionQueryError(ErrorCode.STALE_CURSOR, "stale")
+        return super().search_sessions(query, **options)
+
+    def search_events(self, session_id: str, query: str, **options: Any) -> EventSearchPage:
+        if options.get("cursor") is not None and self.stale > 0:
+            self.stale -= 1
+            raise SessionQueryError(ErrorCode.STALE_CURSOR, "stale")
+        return super().search_events(session_id, query, **options)
+
+
+def _two_pages(fake: FakeQuery) -> None:
+    r = fake.records
+    fake.session_pages = {
+        None: SessionSearchPage([_hit(r["me"]), _hit(r["a"])], "p2"),
+        "p2": SessionSearchPage([_hit(r["b"]), _hit(r["c"])], None),
+    }
+
+
+def test_a_continuation_gone_stale_restarts_the_collection_transparently() -> None:
+    fake = MovingCorpus(_records(), stale=COLLECTION_ATTEMPTS - 1)
+    _two_pages(fake)
+    result = SessionQueryTools(fake).call("session_search", {"query": "q"}, CALLER)
+    assert not result.is_error, result.text
+    assert "Session search results (3):" in result.text
+    assert "Result cap reached" not in result.text
+    assert len(fake.limits) == 2 * COLLECTION_ATTEMPTS
+
+
+def test_a_corpus_that_keeps_moving_gives_the_longest_consistent_run_marked_capped() -> None:
+    fake = MovingCorpus(_records(), stale=10**6)
+    _two_pages(fake)
+    result = SessionQueryTools(fake).call("session_search", {"query": "q"}, CALLER)
+    assert not result.is_error, result.text
+    assert "STALE" not in result.text
+    assert "Session search results (1):" in result.text and "Session a " in result.text
+    assert "Result cap reached: these are the 1 best matching sessions" in result.text
+    assert len(fake.limits) == 2 * COLLECTION_ATTEMPTS
+
+
+def test_an_event_search_whose_session_keeps_moving_never_answers_stale() -> None:
+    fake = MovingCorpus(_records(), stale=10**6)
+    header = fake.records["a"].header
+    first = [EventSearchHit("a", seq, "user/message", 1000, "current", "x") for seq in (3, 1)]
+    fake.event_pages = {
+        None: EventSearchPage(header, first, "e2"),
+        "e2": EventSearchPage(header, [first[0]], None),
+    }
+    result = SessionQueryTools(fake).call(
+        "session_event_search", {"query": "q", "session_id": "a"}, CALLER
+    )
+    assert not result.is_error, result.text
+    assert "seq 3" in result.text and "seq 1" in result.text
+    assert "Result cap reached: these are the 2 best matching events" in result.text
+
+
+def test_a_full_answer_is_one_backend_call_of_the_largest_page() -> None:
+    records = [_record(f"s{n}") for n in range(PAGE_LIMIT)]
+    fake = FakeQuery(records)
+    fake.session_pages = {None: SessionSearchPage([_hit(r) for r in records], "more")}
+    caller = ToolCaller(cwd="/w")  # no own session to skip: the next page is all acceptable
+    text = _ops(fake, caller=caller).session_search(parse_session_search({"query": "q"}))
+    assert f"Session search results ({PAGE_LIMIT}):" in text
+    assert "Result cap reached" in text
+    searches = [args for name, args in fake.calls if name == "search_sessions"]
+    assert searches == [((CwdIn(("/w",)),), None, PAGE_LIMIT)]
+
+
+def test_a_backend_with_a_smaller_max_limit_is_paged_at_its_default_page_size() -> None:
+    class Small(FakeQuery):
+        def search_sessions(self, query: str, **options: Any) -> SessionSearchPage:
+            limit = options.get("limit")
+            self.calls.append(("search_sessions", (options.get("cursor"), limit)))
+            if limit is not None and limit > 10:
+                raise SessionQueryError(ErrorCode.INVALID_LIMIT, "limit must be at most 10")
+            return self.session_pages[options.get("cursor")]
+
+    fake = Small(_records())
+    _two_pages(fake)
+    text = _ops(fake).session_search(parse_session_search({"query": "q"}))
+    assert "Session search results (3):" in text
+    searches = [args for name, args in fake.calls if name == "search_sessions"]
+    assert searches == [(None, PAGE_LIMIT), (None, None), ("p2", None)]
 
 
 def test_session_search_exactly_at_the_cap_is_not_capped() -> None:

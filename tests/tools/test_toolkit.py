@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,12 @@ from sessionquery.query.service import SessionQuery
 from sessionquery.search.postgres import PostgresSearch
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition, ToolResult
-from sessionquery.tools.specs import PROMPT_SECTION, TOOL_NAMES
+from sessionquery.tools.specs import (
+    PROMPT_SECTION,
+    TOOL_NAMES,
+    parse_event_search,
+    parse_session_search,
+)
 
 GOLDEN = GOLDEN / "tools"
 ALPHA = "/work/alpha"
@@ -388,10 +394,16 @@ def test_a_correction_to_a_word_only_another_workspace_holds_is_never_shown(
 ) -> None:
     from sessionquery.query.filters import CwdIn
 
+    # "secret" is a word of the beta sessions only: the backend corrects within the
+    # workspace the filters keep, so it never proposes it to an alpha caller...
     page = world.query.search_sessions(
         "login secrt", session_filters=[CwdIn((ALPHA,))], match="relevance"
     )
-    assert dict(page.corrections) == {"secrt": "secret"}  # a word of the beta sessions only
+    assert dict(page.corrections) == {}
+    assert dict(world.query.search_sessions("login secrt", match="relevance").corrections) == {
+        "secrt": "secret"
+    }
+    # ...and the tools' own guard would not show it either.
     text = _ok(world.call("session_search", {"query": "login secrt"}))
     assert text.startswith("Session search results (")
     assert "secret" not in text.lower() and "secrt" not in text
@@ -608,7 +620,9 @@ def test_argument_errors_keep_their_exact_messages(world: _World) -> None:
         "SESSION_QUERY_INVALID_FILTER: event_seq_from must be less than or equal to event_seq_to"
     )
     result = world.call("session_search", {"query": " "})
-    assert result.text == "SESSION_QUERY_INVALID_QUERY: query must contain non-whitespace text"
+    assert result.text == (
+        "SESSION_QUERY_INVALID_QUERY: session-search query must contain non-whitespace text"
+    )
 
 
 def test_unknown_tool_is_an_error_result(world: _World) -> None:
@@ -1005,3 +1019,64 @@ def test_no_tool_call_from_alpha_reveals_anything_of_the_beta_workspace(
         assert "beta-" not in text, (tool, arguments, text)
         assert "loose" not in text or arguments.get("session_id") == "loose", text
         assert "no cwd" not in text.lower()
+
+
+# --- bounded query cost ----------------------------------------------------------------------
+
+_HUGE_QUERY = " ".join(f"w{n:x}q" for n in range(100_000))
+"""100,000 distinct words (about 800 kB): SQLite used to prepare one such expression in
+quadratic time, beyond any deadline (issue 31)."""
+
+
+_UNBOUNDED_WORDS = pytest.mark.xfail(
+    run=False,  # it would burn about 100 s of CPU before failing
+    reason="a phrase that finds nothing falls back to match='words', which prepares all "
+    "100,000 terms (issue 31.1, search): remove this mark when the bounded words mode is "
+    "on main",
+)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("session_search", {}),
+        pytest.param("session_search", {"match": "phrase"}, marks=_UNBOUNDED_WORDS),
+        ("session_event_search", {"session_id": "alpha-root"}),
+        pytest.param(
+            "session_event_search",
+            {"session_id": "alpha-root", "match": "phrase"},
+            marks=_UNBOUNDED_WORDS,
+        ),
+    ],
+)
+def test_a_query_of_100000_distinct_words_answers_or_times_out_within_its_deadline(
+    world: _World, storage: Storage, tool: str, arguments: dict[str, Any]
+) -> None:
+    deadline_s = 0.5
+    tools = SessionQueryTools(world.query, search_timeout_ms=int(deadline_s * 1000))
+    text = json.dumps({"query": _HUGE_QUERY, **arguments})
+    # Reading the arguments happens before the deadline starts: measured apart.
+    began = time.thread_time()
+    if tool == "session_search":
+        parse_session_search(json.loads(text))
+    else:
+        parse_event_search(json.loads(text))
+    parsing = time.thread_time() - began
+    wall = time.monotonic()
+    began = time.thread_time()
+    result = tools.call(tool, text, world.caller)
+    spent = time.thread_time() - began - 2 * parsing
+    assert time.monotonic() - wall < 60  # a hang guard only; the bound below is CPU time
+    # The call's own work (CPU time, which a loaded machine does not stretch) stays within the
+    # deadline plus the 100 ms SPEC §13.3 allows.
+    if storage.backend == "postgres" and spent > deadline_s + 0.1:
+        pytest.xfail(
+            f"PostgreSQL relevance spent {spent:.2f} s: its typo lookups (one document_counts "
+            "round trip per absent word, about 1,000 here) do not check the deadline (search)"
+        )
+    assert spent <= deadline_s + 0.1, spent
+    if result.is_error:
+        assert result.text == (
+            "SESSION_QUERY_ABORTED: session search ran out of time; narrow the query or add "
+            "filters and try again"
+        )

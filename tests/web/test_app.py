@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
 from sessionquery import JsonlPersistence, SessionQuery
+from sessionquery.persistence.base import PersistedSession, ReadHandle
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.web import Catalog, Guard, Response, ViewerApp
 from sessionquery.web.export import export_session
@@ -294,3 +296,33 @@ def test_the_export_route_is_a_download(app: ViewerApp) -> None:
     disposition = response.headers["Content-Disposition"]
     assert disposition.startswith('attachment; filename="') and '"<' not in disposition
     assert "<script>window.__pwned" not in text(response)
+
+
+class _OneArchived:
+    """A persistence (our own protocol) whose listing marks one session as archived."""
+
+    def __init__(self, inner: JsonlPersistence, archived: str) -> None:
+        self._inner, self._archived = inner, archived
+
+    def list(self) -> list[PersistedSession]:
+        return [
+            replace(entry, archived=entry.header.id == self._archived)
+            for entry in self._inner.list()
+        ]
+
+    def stat(self, session_id: str) -> PersistedSession | None:
+        return self._inner.stat(session_id)
+
+    def open_read(self, session_id: str) -> ReadHandle:
+        return self._inner.open_read(session_id)
+
+
+def test_archived_sessions_are_marked_and_filtered(tmp_path: Path) -> None:
+    persistence = _OneArchived(JsonlPersistence(make_history(tmp_path)), "dashboard-dark-mode")
+    with SessionQuery(persistence=persistence) as query:
+        archive = ViewerApp(Catalog(query, persistence), Guard.for_bind("127.0.0.1", PORT))
+        only = text(get(archive, "/?archived=only"))
+        assert "1 session" in only and 'data-id="dashboard-dark-mode"' in only
+        assert 'class="badge archived"' in only
+        hidden = text(get(archive, "/?archived=hide"))
+        assert "7 sessions" in hidden and 'data-id="dashboard-dark-mode"' not in hidden

@@ -84,14 +84,9 @@ class ArchivedUnits:
         return bool(self._current())
 
     def fingerprint(self) -> str | None:
-        """The source's fingerprint and the archive's state together (``None`` when the
-        source has none)."""
-        inner = self._inner.fingerprint()
-        if inner is None:
-            return None
-        held = self._current()
-        latest = max((unit.updated_at for unit in held.values()), default=0)
-        return f"{inner}|archive:{len(held)}:{latest}"
+        """The source's own fingerprint while the archive holds nothing of it; else ``None``,
+        so every listing scans and knows which units the archive serves."""
+        return None if self._current() else self._inner.fingerprint()
 
     def scan(self) -> tuple[list[SourceUnit], list[Problem]]:
         """The source's units plus the archived ones gone from it, sorted by key."""

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sessionquery.model.event import SessionEvent
+from sessionquery.model.textmatch import trim
 
 __all__ = ["extract_event_text", "extract_text"]
 
@@ -70,6 +71,10 @@ def _parts(kind: str, raw: object) -> Iterator[object]:
 def extract_event_text(event: SessionEvent) -> str:
     """The searchable text of ``event``: parts trimmed, empty parts dropped, joined by newline.
 
+    Parts are trimmed as JavaScript's ``String.prototype.trim`` trims, as in the original
+    system (:func:`~sessionquery.model.textmatch.trim`): U+FEFF is removed, U+001C to U+001F
+    and U+0085 are kept (Python's ``str.strip()`` does the opposite).
+
     ``tool-call`` arguments that are not strings (structured JSON) are not text and are
     skipped, as are any other non-string parts.
     """
@@ -86,7 +91,7 @@ def extract_text(kind: str, data: object) -> str:
     parts: list[str] = []
     for part in _parts(kind, data):
         if isinstance(part, str):
-            stripped = part.strip()
+            stripped = trim(part)
             if stripped:
                 parts.append(stripped)
     return "\n".join(parts)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
-from sessionquery.model import SessionEvent, SessionHeader, SurfaceClass
+from sessionquery.model import SessionEvent, SessionHeader, SurfaceClass, TitleSnapshot
 
 __all__ = [
     "ArchiveAware",
@@ -26,6 +26,7 @@ __all__ = [
     "ReadHandle",
     "SessionPersistence",
     "TextDocument",
+    "TitleSource",
     "WriteHandle",
 ]
 
@@ -227,6 +228,20 @@ class DocumentLog:
     event_count: int
     documents: Sequence[TextDocument]
     titles: Sequence[TextDocument] = ()
+
+
+@runtime_checkable
+class TitleSource(Protocol):
+    """A persistence that can read one log's title without reading the log into events."""
+
+    def read_title(self, session_id: str) -> tuple[SessionHeader, TitleSnapshot | None]:
+        """The stored header and the title (``fold_title`` of the log's title events).
+
+        Raises:
+            PersistenceNotFound: the id is not stored.
+            PersistenceCorrupt: the header or a line is damaged.
+        """
+        ...
 
 
 @runtime_checkable

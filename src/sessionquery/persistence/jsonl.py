@@ -40,7 +40,13 @@ from sessionquery.errors import (
     PersistenceExists,
     PersistenceNotFound,
 )
-from sessionquery.model import SessionHeader, validate_session_id
+from sessionquery.model import (
+    SessionEvent,
+    SessionHeader,
+    TitleSnapshot,
+    fold_title,
+    validate_session_id,
+)
 from sessionquery.persistence import _files, _lock
 from sessionquery.persistence._changes import ChangeLog
 from sessionquery.persistence._files import FILE_MODE, NotRegularFile
@@ -54,16 +60,18 @@ from sessionquery.persistence._format import (
     split_header_line,
 )
 from sessionquery.persistence._handles import JsonlReadHandle, JsonlWriteHandle
+from sessionquery.persistence._lines import event_records
 from sessionquery.persistence._names import is_session_file_name, session_file_name
 from sessionquery.persistence._shared import check_new_session
 from sessionquery.persistence.base import DocumentLog, PersistedSession
-from sessionquery.persistence.documents import jsonl_body_documents
+from sessionquery.persistence.documents import DocumentBuilder, read_check
 
 __all__ = ["HEADER_TYPE", "JsonlPersistence", "LogProblem"]
 
 logger = logging.getLogger(__name__)
 
 _CREATING_PREFIX = ".creating-"
+_TITLE_TYPE = "session/title"
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +285,13 @@ class JsonlPersistence:
     def read_documents(self, session_id: str) -> DocumentLog:
         """The searchable documents of one stored log (the search index's fast path).
 
+        Read in bounded memory, a block at a time; an event line longer than
+        :data:`~sessionquery.persistence._lines.LARGE_EVENT_BYTES` has its text indexed up to
+        :data:`~sessionquery.persistence._lines.INDEXED_EVENT_TEXT` bytes (see
+        :mod:`._lines`); the caller's deadline (:func:`.documents.checking`) is checked every
+        block, inside such a line too, and a large line's reading continues where an
+        interrupted one stopped.
+
         Raises:
             ValueError: ``session_id`` is not a valid session id.
             PersistenceNotFound: the id is not stored.
@@ -285,11 +300,57 @@ class JsonlPersistence:
         path = self.path_of(session_id)
         fd = self._open_existing(path, session_id, os.O_RDONLY)
         try:
-            revision, data = _files.revision(os.fstat(fd)), _files.read_from(fd, 0)
+            revision = _files.revision(os.fstat(fd))
+            line, end = read_header_line(fd, path)
+            header, _inherited = parse_header(line, path)
+            if header.id != session_id:
+                raise corrupt(
+                    path, 1, f"the header names session {header.id!r}, not {session_id!r}"
+                )
+            builder = DocumentBuilder(header, revision, path)
+            for _number, record in event_records(fd, end, path, read_check()):
+                builder.add(record)
+            return builder.finish()
         finally:
             os.close(fd)
-        header, _inherited, end = self._header_of(data, path, session_id)
-        return jsonl_body_documents(header, revision, data[end:], path)
+
+    def read_title(self, session_id: str) -> tuple[SessionHeader, TitleSnapshot | None]:
+        """The stored header and title of one log, read as :meth:`read_documents` reads it:
+        a block at a time, a line over ``LARGE_EVENT_BYTES`` reduced (a title event that long
+        keeps the first ``INDEXED_EVENT_TEXT`` bytes of its title), the caller's deadline
+        checked every block; only ``session/title`` events are built, so a session holding a
+        huge event costs bounded memory. Lines are checked to be JSON, title events to be
+        valid events; other events are not validated (the exact reads do that).
+
+        Raises:
+            ValueError: ``session_id`` is not a valid session id.
+            PersistenceNotFound: the id is not stored.
+            PersistenceCorrupt: the header, a line or a title event is damaged.
+        """
+        path = self.path_of(session_id)
+        fd = self._open_existing(path, session_id, os.O_RDONLY)
+        try:
+            line, end = read_header_line(fd, path)
+            header, _inherited = parse_header(line, path)
+            if header.id != session_id:
+                raise corrupt(
+                    path, 1, f"the header names session {header.id!r}, not {session_id!r}"
+                )
+            titles: builtins.list[SessionEvent] = []
+            for number, record in event_records(fd, end, path, read_check()):
+                if type(record) is dict and record.get("type") == _TITLE_TYPE:
+                    try:
+                        event = SessionEvent.from_json(record)
+                    except (ValueError, RecursionError) as exc:
+                        raise corrupt(path, number, f"invalid event: {exc}") from None
+                    if event.seq != number - 2:
+                        raise corrupt(
+                            path, number, f"event has seq {event.seq}, expected {number - 2}"
+                        )
+                    titles.append(event)
+            return header, fold_title(titles)
+        finally:
+            os.close(fd)
 
     def verify(self) -> builtins.list[LogProblem]:
         """Read every session file completely and report what is wrong, without raising.

@@ -13,7 +13,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionEvent, SessionHeader
-from sessionquery.persistence.base import PersistedSession, SessionPersistence
+from sessionquery.persistence.base import DocumentLog, PersistedSession, SessionPersistence
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import EventFilter, SessionFilter
 from sessionquery.query.types import EventSearchPage, SessionLog, SessionSearchPage
@@ -21,9 +21,14 @@ from sessionquery.query.types import EventSearchPage, SessionLog, SessionSearchP
 __all__ = [
     "SEARCH_MATCHES",
     "Corpus",
+    "DocumentCorpus",
+    "IdentifiedStore",
+    "JournalCorpus",
     "LiveSnapshot",
+    "RootedStore",
     "SearchBackend",
     "SearchMatch",
+    "StatCorpus",
     "validate_match",
 ]
 
@@ -93,6 +98,56 @@ class Corpus(Protocol):
 
 
 @runtime_checkable
+class DocumentCorpus(Protocol):
+    """A corpus that hands a backend one stored log's searchable text without building
+    events (``SessionQuery.corpus`` is one)."""
+
+    def read_documents(self, session_id: str, cancel: CancelToken | None = None) -> DocumentLog:
+        """The documents and titles of one stored log, crash-tail closers included."""
+        ...
+
+
+@runtime_checkable
+class StatCorpus(Protocol):
+    """A corpus that looks one stored session up without listing the store."""
+
+    def stat_persisted(
+        self, session_id: str, cancel: CancelToken | None = None
+    ) -> PersistedSession | None:
+        """The stored entry of ``session_id``, or ``None``."""
+        ...
+
+
+@runtime_checkable
+class JournalCorpus(Protocol):
+    """A corpus whose store keeps a change journal (which sessions changed since a token)."""
+
+    def changed_since(self, token: str) -> frozenset[str] | None:
+        """The ids changed since ``token``, or ``None`` when the journal cannot tell."""
+        ...
+
+
+@runtime_checkable
+class RootedStore(Protocol):
+    """A store kept under one root folder (its identity for an index that mirrors it)."""
+
+    @property
+    def root(self) -> str:
+        """The store's root, as configured."""
+        ...
+
+
+@runtime_checkable
+class IdentifiedStore(Protocol):
+    """A store that names itself (a shared database: an index that mirrors it keys on it)."""
+
+    @property
+    def store_id(self) -> str:
+        """A stable identifier of the store."""
+        ...
+
+
+@runtime_checkable
 class SearchBackend(Protocol):
     """A full-text search backend plugged in as ``SessionQuery(search=...)``."""
 
@@ -107,8 +162,13 @@ class SearchBackend(Protocol):
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> SessionSearchPage:
-        """Sessions matching ``query``, each with its best event (SPEC §7, §13.3)."""
+        """Sessions matching ``query``, each with its best event (SPEC §7, §13.3).
+
+        ``allow_partial``: when the deadline would pass during an unfinished index build,
+        answer from the indexed part (``page.partial`` says how much) instead of raising
+        ``INDEX_BUILDING``."""
         ...
 
     def search_events(
@@ -122,8 +182,10 @@ class SearchBackend(Protocol):
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> EventSearchPage:
-        """Events of one session matching ``query`` (SPEC §7, §13.3)."""
+        """Events of one session matching ``query`` (SPEC §7, §13.3; ``allow_partial`` as
+        in :meth:`search_sessions`)."""
         ...
 
     def close(self) -> None:

@@ -28,6 +28,13 @@ class CancelToken:
         """A token that expires ``seconds`` from now."""
         return cls(time.monotonic() + seconds)
 
+    def sooner(self, seconds: float) -> CancelToken:
+        """A token cancelled with this one whose deadline is ``seconds`` earlier (none when
+        this one has none): a part of a call that must leave time for the rest."""
+        token = CancelToken(None if self.deadline is None else self.deadline - seconds)
+        token._event = self._event
+        return token
+
     def cancel(self) -> None:
         """Request cancellation; every later check raises ``SESSION_QUERY_ABORTED``."""
         self._event.set()

@@ -34,7 +34,7 @@ from sessionquery.errors import (
     PersistenceNotFound,
     SessionQueryError,
 )
-from sessionquery.model import SessionEvent, SessionHeader, interrupted_turn_closers
+from sessionquery.model import SessionEvent, SessionHeader, TitleSnapshot, interrupted_turn_closers
 from sessionquery.model.surface import SurfaceError
 from sessionquery.persistence.base import (
     ChangeJournal,
@@ -44,6 +44,7 @@ from sessionquery.persistence.base import (
     PersistedSession,
     SessionPersistence,
     TextDocument,
+    TitleSource,
 )
 from sessionquery.persistence.documents import checking, event_documents, title_documents
 from sessionquery.query.backend import LiveSnapshot
@@ -434,6 +435,39 @@ class ServiceCorpus:
             yield slot.log
         finally:
             self._cache.release(slot)
+
+    def persisted_title(
+        self, session_id: str, listed: PersistedSession, cancel: CancelToken | None = None
+    ) -> tuple[SessionHeader, TitleSnapshot | None]:
+        """The header and title of one persisted log: from the prepared cache when it holds
+        the log, else through the persistence's own title read (:class:`TitleSource`, bounded
+        memory whatever the log's size) when it has one, else from a cold read.
+
+        Raises:
+            SessionQueryError: as :meth:`persisted_log`.
+        """
+        check_cancel(cancel)
+        persistence = self._persistence
+        if persistence is None:
+            raise not_found(session_id)
+        if listed.header.id != session_id:
+            raise _conflict(session_id, "the persistence listing (the listed id differs)")
+        slot = self._cache.acquire(session_id, persistence, listed.revision)
+        if slot is not None:
+            try:
+                self._check_listed(listed, slot.log)
+                return slot.log.header, slot.log.title()
+            finally:
+                self._cache.release(slot)
+        if isinstance(persistence, TitleSource):
+            with _mapped(session_id, "read"), _checking(cancel):
+                header, title = persistence.read_title(session_id)
+            if not listed.header.is_compatible(header):
+                raise _conflict(session_id, "the persistence listing and the stored log")
+            check_cancel(cancel)
+            return header, title
+        with self.persisted_log(session_id, listed, cancel) as log:
+            return log.header, log.title()
 
     @staticmethod
     def _check_listed(listed: PersistedSession, log: PreparedLog) -> None:

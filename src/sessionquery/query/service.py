@@ -76,6 +76,12 @@ def _require_methods(value: object, name: str, methods: Sequence[str]) -> None:
         )
 
 
+def _partial(allow_partial: bool) -> dict[str, bool]:
+    """``allow_partial`` for the backend only when asked for, so a backend written before it
+    existed keeps working for every other search."""
+    return {"allow_partial": True} if allow_partial else {}
+
+
 def _session_id(value: object) -> str:
     """``value`` as a session id; anything that cannot be an id names no session."""
     try:
@@ -359,11 +365,16 @@ class SessionQuery:
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> SessionSearchPage:
         """Sessions matching ``query``, each with its best event (delegated to the backend).
 
         ``match="phrase"`` (default) finds the query as one literal phrase; ``match="words"``
-        finds events containing every word of the query in any order (SPEC §13.3).
+        finds events containing every word of the query in any order (SPEC §13.3);
+        ``match="relevance"`` finds events holding any of its words, best answers first
+        (SPEC §14.1). ``allow_partial=True`` answers from the indexed part when the
+        deadline comes during a first index build (``page.partial``) instead of raising
+        ``INDEX_BUILDING``.
 
         Raises:
             SessionQueryError: ``SEARCH_DISABLED`` without a backend; otherwise whatever the
@@ -381,6 +392,7 @@ class SessionQuery:
             cursor=cursor,
             cancel=cancel,
             match=match,
+            **_partial(allow_partial),
         )
         return self._archived_marked(page)
 
@@ -410,9 +422,10 @@ class SessionQuery:
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> EventSearchPage:
-        """Events of one session matching ``query`` (delegated to the backend; ``match`` as
-        in :meth:`search_sessions`).
+        """Events of one session matching ``query`` (delegated to the backend; ``match`` and
+        ``allow_partial`` as in :meth:`search_sessions`).
 
         Raises:
             SessionQueryError: as :meth:`search_sessions`, plus ``SESSION_NOT_FOUND``.
@@ -428,6 +441,7 @@ class SessionQuery:
             cursor=cursor,
             cancel=cancel,
             match=match,
+            **_partial(allow_partial),
         )
 
     # -- helpers -------------------------------------------------------------------------

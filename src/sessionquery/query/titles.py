@@ -3,7 +3,11 @@
 Ids are deduplicated keeping their first occurrence; the result has one entry per unique id
 in that order. Live ids fold their title from memory. The others share **one** persistence
 listing and are read cold by a pool of at most ``concurrency`` worker threads; each worker
-folds the title and lets go of the log before it takes the next id. A failure of one id
+folds the title and lets go of the log before it takes the next id. A log in the prepared
+cache gives its title from there; otherwise a persistence with its own title read
+(:class:`~sessionquery.persistence.base.TitleSource`: the JSONL store) reads only the title
+events, in bounded memory however large the log or one of its events; other persistences
+are read whole. A failure of one id
 (not found, corrupt, conflicting headers, a failed read) becomes that id's ``error``; a
 failed listing becomes the error of every id it was needed for. Cancellation is the one
 failure that is not per id: queued ids never start, started ones settle, then the whole call
@@ -183,11 +187,11 @@ def _read_one(
     if remembered is not None:
         live = corpus.live_log(session_id)
         return remembered if live is None else _title_of(live)
-    with corpus.persisted_log(session_id, listed, cancel) as log:
-        live = corpus.live_log(session_id)
-        if live is not None:
-            return _title_of(live)
-        result = _title_of(log)
-    if memo is not None and result.header is not None and result.header.id == session_id:
+    header, title = corpus.persisted_title(session_id, listed, cancel)
+    live = corpus.live_log(session_id)  # gone live while it was read: live wins
+    if live is not None:
+        return _title_of(live)
+    result = TitleResult(session_id, header, title, None)
+    if memo is not None and header.id == session_id:
         memo.put(owner, listed, result)
     return result

@@ -19,6 +19,7 @@ __all__ = [
     "EventWindow",
     "LineageNode",
     "LineageTrace",
+    "PartialIndex",
     "SessionLog",
     "SessionRecord",
     "SessionSearchHit",
@@ -171,6 +172,20 @@ class SessionSearchHit:
 
 
 @dataclass(frozen=True, slots=True)
+class PartialIndex:
+    """How far an unfinished index build had come when a search answered from it.
+
+    Attributes:
+        sessions_indexed: stored sessions searched (the build's committed part).
+        sessions_total: stored sessions the build will index, or ``None`` while the store is
+            still being listed.
+    """
+
+    sessions_indexed: int
+    sessions_total: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class SessionSearchPage:
     """One page of session hits; ``next_cursor`` is set iff more exist.
 
@@ -179,11 +194,14 @@ class SessionSearchPage:
         next_cursor: where the next page starts, or ``None``.
         corrections: for ``match="relevance"``, each query word no document holds that was
             searched as another, indexed word (typed → searched); empty otherwise.
+        partial: set when the search was asked to answer during an unfinished build
+            (``allow_partial``) and did: the page covers only the indexed part.
     """
 
     items: Sequence[SessionSearchHit]
     next_cursor: str | None = None
     corrections: Mapping[str, str] = field(default_factory=dict)
+    partial: PartialIndex | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,9 +213,11 @@ class EventSearchPage:
         items: the hits, best first.
         next_cursor: where the next page starts, or ``None``.
         corrections: as :attr:`SessionSearchPage.corrections`.
+        partial: as :attr:`SessionSearchPage.partial`.
     """
 
     session: SessionHeader
     items: Sequence[EventSearchHit]
     next_cursor: str | None = None
     corrections: Mapping[str, str] = field(default_factory=dict)
+    partial: PartialIndex | None = None

@@ -34,6 +34,7 @@ from sessionquery.query.filters import EventFilter, SessionFilter
 from sessionquery.query.types import (
     EventSearchHit,
     EventSearchPage,
+    PartialIndex,
     SessionSearchHit,
     SessionSearchPage,
 )
@@ -72,6 +73,7 @@ class Window(Generic[HitT]):
         generation: the generation the page was read at (bound into its cursor).
         offset: where the page starts.
         corrections: query words searched as others (relevance), typed → searched.
+        partial: set when the page was read from an unfinished build (``allow_partial``).
     """
 
     hits: list[HitT]
@@ -79,6 +81,7 @@ class Window(Generic[HitT]):
     generation: str
     offset: int
     corrections: Mapping[str, str] = field(default_factory=dict)
+    partial: PartialIndex | None = None
 
 
 def _positive_int(
@@ -209,9 +212,12 @@ class SearchBase(ABC, Generic[ConnT]):
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> SessionSearchPage:
         """Sessions whose events contain ``query`` as a phrase (``match="words"``: every word
-        of it, any order), each with its best event (SPEC §7, §13.3).
+        of it, any order; ``"relevance"``: any of its words, best answers first), each with
+        its best event (SPEC §7, §13.3, §14.1). With ``allow_partial``, a deadline that would
+        pass during an unfinished build answers from the indexed part (``page.partial``).
 
         Raises:
             SessionQueryError: ``SEARCH_DISABLED``, ``INVALID_QUERY``, ``INVALID_FILTER``,
@@ -229,7 +235,9 @@ class SearchBase(ABC, Generic[ConnT]):
             limit,
             default_limit=self._default_limit,
             max_limit=self._max_limit,
+            allow_partial=allow_partial,
         )
+        check_cancel(cancel)  # normalising a long query took a while
         compiled = self._FILTERS.compile(
             request.session_filters,
             request.event_filters,
@@ -241,6 +249,7 @@ class SearchBase(ABC, Generic[ConnT]):
             items=window.hits,
             next_cursor=self._next_cursor("sessions", request, window),
             corrections=dict(window.corrections),
+            partial=window.partial,
         )
 
     def search_events(
@@ -254,9 +263,10 @@ class SearchBase(ABC, Generic[ConnT]):
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> EventSearchPage:
-        """Events of one session containing ``query`` as a phrase (``match="words"``: every
-        word of it, any order), best first (SPEC §7, §13.3).
+        """Events of one session containing ``query`` as a phrase (``match`` and
+        ``allow_partial`` as in :meth:`search_sessions`), best first (SPEC §7, §13.3).
 
         Raises:
             SessionQueryError: as :meth:`search_sessions`, plus ``SESSION_NOT_FOUND`` when the
@@ -272,7 +282,9 @@ class SearchBase(ABC, Generic[ConnT]):
             limit,
             default_limit=self._default_limit,
             max_limit=self._max_limit,
+            allow_partial=allow_partial,
         )
+        check_cancel(cancel)  # normalising a long query took a while
         compiled = self._FILTERS.compile(
             (), request.event_filters, predicate_limit=EVENT_PREDICATE_LIMIT
         )
@@ -285,6 +297,7 @@ class SearchBase(ABC, Generic[ConnT]):
             items=window.hits,
             next_cursor=self._next_cursor("events", request, window),
             corrections=dict(window.corrections),
+            partial=window.partial,
         )
 
     @abstractmethod

@@ -21,7 +21,9 @@ Invariants:
   away (a character added, removed, replaced, or two neighbours swapped) that the most
   documents hold (ties: the word first in code-point order), and the answer's
   ``corrections`` say so; with no such word it is dropped. Numbers and words of fewer than
-  :data:`MIN_CORRECTED` characters are never corrected.
+  :data:`MIN_CORRECTED` characters are never corrected, and at most :data:`MAX_CORRECTIONS`
+  words of one question are. A search with session filters (a workspace) is only corrected
+  to a word its own sessions hold, so a correction never reveals another workspace's words.
 * **Statistics.** ``N`` documents holding ``T`` tokens in all, and for each word the number
   of documents holding it: over every indexed document (events with text and titles, stored
   and live). ``idf = max(ln((N - n + 0.5) / (n + 0.5)), 1e-6)`` as FTS5's ``bm25()`` has it.
@@ -53,8 +55,10 @@ __all__ = [
     "COVERAGE_BOOST",
     "IDF_FLOOR",
     "K1",
+    "MAX_CORRECTIONS",
     "MAX_LOOKUP",
     "MAX_PHRASE",
+    "MAX_SCOPE_CHECKS",
     "MAX_TERMS",
     "MIN_CORRECTED",
     "PHRASE_FACTOR",
@@ -84,6 +88,9 @@ MAX_TERMS: Final = 16
 """Words of one question that are searched: the most selective of those the index holds."""
 MIN_CORRECTED: Final = 4
 """Words shorter than this are never corrected (too many one-edit neighbours)."""
+MAX_CORRECTIONS: Final = 8
+"""Absent words of one question that are looked up for a correction (each costs a few
+hundred lookups); later absent words are dropped."""
 TITLE_WEIGHT: Final = 1.0
 """How much a session's best-matching title adds, relative to its best event."""
 PHRASE_FACTOR: Final = 2.0
@@ -206,13 +213,16 @@ def question_words(tokens: Sequence[str]) -> list[str]:
     return (meaningful or distinct)[:MAX_LOOKUP]
 
 
-_EDIT_ALPHABET: Final = "abcdefghijklmnopqrstuvwxyz0123456789"
+_EDIT_ALPHABET: Final = "abcdefghijklmnopqrstuvwxyz"
 
 
 def edits(word: str) -> set[str]:
     """Every string one edit from ``word``: a character removed, two neighbours swapped, a
-    character replaced or inserted (letters, digits and the word's own characters)."""
+    character replaced or inserted (ASCII letters, digits when the word has any, and the
+    word's own characters)."""
     alphabet = set(_EDIT_ALPHABET) | set(word)
+    if any(c.isdigit() for c in word):
+        alphabet |= set("0123456789")
     splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
     out = {left + right[1:] for left, right in splits if right}
     out |= {left + right[1] + right[0] + right[2:] for left, right in splits if len(right) > 1}
@@ -227,10 +237,22 @@ def _correctable(word: str) -> bool:
     return len(word) >= MIN_CORRECTED and not word.isdigit()
 
 
-def best_correction(candidates: Mapping[str, int]) -> str | None:
-    """The candidate the most documents hold (ties: code-point order), if any holds one."""
-    held = [(-count, word) for word, count in candidates.items() if count > 0]
-    return min(held)[1] if held else None
+MAX_SCOPE_CHECKS: Final = 4
+"""Candidate corrections checked against the search's scope, most common first."""
+
+
+def best_correction(
+    candidates: Mapping[str, int], in_scope: Callable[[str], bool] | None = None
+) -> str | None:
+    """The candidate the most documents hold (ties: code-point order), if any holds one.
+
+    With ``in_scope``, only a candidate some document within the search's scope holds (the
+    sessions its filters keep) may be chosen, the first :data:`MAX_SCOPE_CHECKS` in that
+    order: a correction never names a word that only other workspaces hold."""
+    held = sorted((-count, word) for word, count in candidates.items() if count > 0)
+    if in_scope is None:
+        return held[0][1] if held else None
+    return next((word for _count, word in held[:MAX_SCOPE_CHECKS] if in_scope(word)), None)
 
 
 DocumentCounts = Callable[[Sequence[str]], Mapping[str, int]]
@@ -239,23 +261,30 @@ may be missing or 0)."""
 
 
 def plan_relevance(
-    tokens: Sequence[str], stats: CorpusStats, counts: DocumentCounts
+    tokens: Sequence[str],
+    stats: CorpusStats,
+    counts: DocumentCounts,
+    in_scope: Callable[[str], bool] | None = None,
 ) -> RelevancePlan | None:
     """The plan for a tokenised question, or ``None`` when none of its words (or their
-    corrections) is indexed (the search then matches nothing)."""
+    corrections) is indexed (the search then matches nothing). ``in_scope`` (for a search
+    with session filters) says whether a word is held within the search's scope; corrections
+    are limited to such words (:func:`best_correction`)."""
     words = question_words(tokens)
     held = dict(counts(words))
     corrections: dict[str, str] = {}
     found: list[tuple[int, int, str]] = []  # (documents, position, word)
     seen: set[str] = set()
+    attempts = 0
     for position, word in enumerate(words):
         documents = held.get(word, 0)
         chosen = word
         if documents <= 0:
-            if not _correctable(word):
+            if not _correctable(word) or attempts >= MAX_CORRECTIONS:
                 continue
+            attempts += 1
             near = counts(sorted(edits(word)))
-            fixed = best_correction(near)
+            fixed = best_correction(near, in_scope)
             if fixed is None:
                 continue
             corrections[word] = chosen = fixed

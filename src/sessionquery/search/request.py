@@ -85,6 +85,9 @@ class SearchRequest:
     event_filters: tuple[EventFilter, ...]
     page_size: int
     fingerprint: str
+    allow_partial: bool = False
+    """Answer from the indexed part of an unfinished build rather than ``INDEX_BUILDING``
+    (not part of the fingerprint: it changes when an answer comes, not what it is)."""
 
 
 def session_request(
@@ -96,6 +99,7 @@ def session_request(
     *,
     default_limit: int,
     max_limit: int,
+    allow_partial: bool = False,
 ) -> SearchRequest:
     """Check a session search request.
 
@@ -115,7 +119,9 @@ def session_request(
         event_filters=events,
         match=mode,
     )
-    return SearchRequest(text, mode, sessions, events, page_size, fingerprint)
+    return SearchRequest(
+        text, mode, sessions, events, page_size, fingerprint, allow_partial is True
+    )
 
 
 def event_request(
@@ -127,6 +133,7 @@ def event_request(
     *,
     default_limit: int,
     max_limit: int,
+    allow_partial: bool = False,
 ) -> SearchRequest:
     """Check an event search request for one session.
 
@@ -151,4 +158,4 @@ def event_request(
         session_id=session_id,
         match=mode,
     )
-    return SearchRequest(text, mode, (), events, page_size, fingerprint)
+    return SearchRequest(text, mode, (), events, page_size, fingerprint, allow_partial is True)

@@ -8,8 +8,9 @@ helpers take the checked arguments mapping and the argument's name. Invariants:
 * the semantic checks keep the reference contract's codes (``INVALID_QUERY`` for the query,
   ``INVALID_FILTER`` for arrays, seq values and timestamps); every message names the argument
   and says what is wrong, and none of them is ever sanitised;
-* the query is trimmed and whitespace-collapsed with the original's whitespace set
-  (:mod:`sessionquery.model.textmatch`);
+* the query is normalised by the searches' own rule
+  (:func:`sessionquery.search.request.normalize_query`: trimmed and whitespace-collapsed with
+  the original's whitespace set), so the tools and the search never disagree on it;
 * timestamps are ISO 8601 with a ``T`` and a mandatory ``Z`` or ``±HH:MM`` offset, at most
   :data:`MAX_TIMESTAMP_CHARS` characters, parsed exactly by
   :func:`sessionquery.model.timestamp.parse_iso_timestamp` and turned into inclusive
@@ -26,9 +27,9 @@ from typing import Any
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import validate_session_id
-from sessionquery.model.textmatch import collapse_whitespace
 from sessionquery.model.timestamp import Instant, TimestampError, parse_iso_timestamp
 from sessionquery.query.filters import EventFilter, SurfaceIn, TimeBetween, TypeIn
+from sessionquery.search.request import normalize_query
 from sessionquery.tools.validation import MAX_INTEGER_DIGITS, args_error
 
 __all__ = [
@@ -158,18 +159,14 @@ def optional_session_id(arguments: Mapping[str, Any]) -> str | None:
 
 
 def query_text(arguments: Mapping[str, Any]) -> str:
-    """The ``query`` argument, trimmed and whitespace-collapsed.
+    """The ``query`` argument, normalised as every search normalises it (one definition:
+    :func:`sessionquery.search.request.normalize_query`).
 
     Raises:
-        SessionQueryError: ``INVALID_QUERY`` for a query with NUL or without text.
+        SessionQueryError: ``INVALID_QUERY`` for a query with NUL, without text or longer
+            than 1 MiB.
     """
-    raw: str = arguments["query"]
-    if "\x00" in raw:
-        raise SessionQueryError(ErrorCode.INVALID_QUERY, "query must not contain NUL characters")
-    query = collapse_whitespace(raw)
-    if not query:
-        raise SessionQueryError(ErrorCode.INVALID_QUERY, "query must contain non-whitespace text")
-    return query
+    return normalize_query(arguments["query"])
 
 
 def event_metadata(

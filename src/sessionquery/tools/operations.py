@@ -9,6 +9,15 @@ titles with one ``read_title_snapshots`` call (each returned header post-checked
 Invariants: every service call goes through :class:`~sessionquery.tools.boundary.ServiceBoundary`;
 searches page internally and never show a cursor; ``session_search`` never returns the
 caller's own session nor a session outside the caller's workspace.
+
+**Collecting a search answer** (:meth:`Operations._collect`). The tools ask the backend for
+pages of up to :data:`PAGE_LIMIT` hits, so an answer of the default cap is one backend call:
+one reconciliation and one read of one consistent snapshot, whatever other processes write
+meanwhile. When an answer needs further pages and the corpus moved between two of them (the
+backend's ``STALE_CURSOR``, which only cursor-paging library callers see), the collection
+starts again on the new corpus, at most :data:`COLLECTION_ATTEMPTS` times in all, within the
+call's deadline; if the corpus keeps moving, the answer is the longest run of hits read from
+one snapshot, marked capped (more hits existed). No tool answer is ever ``STALE_CURSOR``.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 from sessionquery.query.backend import SearchMatch
@@ -62,11 +71,32 @@ from sessionquery.tools.specs import (
     TraceArgs,
 )
 
-__all__ = ["Operations", "QueryService"]
+__all__ = ["COLLECTION_ATTEMPTS", "PAGE_LIMIT", "Operations", "QueryService"]
 
 logger = logging.getLogger(__name__)
 
 H = TypeVar("H")
+
+PAGE_LIMIT: Final = 100
+"""The largest page the tools ask for: SPEC §7's default ``max_limit``, so that a whole
+answer of the default cap (100 hits) comes from one backend call. A backend configured with
+a smaller ``max_limit`` refuses it before any work (``INVALID_LIMIT``) and is then paged at
+its own default page size."""
+
+COLLECTION_ATTEMPTS: Final = 4
+"""How many times one collection is started when the corpus moves between two of its pages."""
+
+Fetch = Callable[[str | None, int | None], tuple[Sequence[H], str | None]]
+"""Reads one page: ``fetch(cursor, limit) -> (hits, next_cursor)``."""
+
+
+class _Stale(Exception):
+    """The corpus moved between two pages of one collection attempt."""
+
+    def __init__(self, prefix: list[Any]) -> None:
+        super().__init__("stale continuation")
+        self.prefix = prefix
+
 
 # Title-read outcomes that mean the session is no longer there for this caller.
 _GONE_CODES = frozenset({ToolErrorCode.UNAUTHORIZED, ErrorCode.SESSION_NOT_FOUND})
@@ -193,27 +223,24 @@ class Operations:
         filters.append(CwdIn(self._rule.cwds(self._caller)))
         if args.empty:
             return render.NO_SESSION_MATCHES
-        seen: set[str] = set()
-
-        def accept(hit: SessionSearchHit) -> bool:
-            # A backend returns each session once per search; the set guards paging anyway.
-            if hit.record.id in seen or not self._acceptable_hit(hit):
-                return False
-            seen.add(hit.record.id)
-            return True
-
         fallback = False
         match = args.match or self._match
-        fetch = partial(
-            self._session_page, args.query, tuple(filters), args.event_filters, match=match
-        )
-        hits, capped = self._collect(fetch, accept)
-        if not hits and match == "phrase" and _several_words(args.query):
-            words = partial(
-                self._session_page, args.query, tuple(filters), args.event_filters, match="words"
+        own = self._caller.session_id
+        # The backend's cwd filter admits only workspace sessions: the one hit the tool may
+        # still skip is the caller's own session.
+        skippable = frozenset(() if own is None else (own,))
+
+        def collect(match: SearchMatch) -> tuple[list[SessionSearchHit], bool]:
+            fetch = partial(
+                self._session_page, args.query, tuple(filters), args.event_filters, match=match
             )
-            hits, capped = self._collect(words, accept)
+            return self._collect(fetch, self._acceptable_hit, _session_key, skippable)
+
+        hits, capped = collect(match)
+        if not hits and match == "phrase" and _several_words(args.query):
+            hits, capped = collect("words")
             fallback = bool(hits)
+        cap = len(hits) if capped else self._max  # fewer than the cap when the corpus kept moving
         # A hit whose session changed since it was indexed (deleted, or replaced by one from
         # another workspace) is dropped here: one stale hit never fails the whole answer.
         titles = self._titles([hit.record.id for hit in hits], drop_hidden=True)
@@ -227,7 +254,7 @@ class Operations:
         ]
         corrections = _shown_corrections(self._corrections, [hit.best_match for hit in hits])
         return render.render_session_search(
-            rows, capped=capped, cap=self._max, words_fallback=fallback, corrections=corrections
+            rows, capped=capped, cap=cap, words_fallback=fallback, corrections=corrections
         )
 
     def session_event_search(self, args: EventSearchArgs) -> str:
@@ -251,19 +278,23 @@ class Operations:
             filters.append(SeqBetween(seq_from, seq_to))
         filters.extend(args.other_filters)
         match = args.match or self._match
-        fetch = partial(self._event_page, target, args.query, tuple(filters), match=match)
-        hits, capped = self._collect(fetch, lambda _hit: True)
+
+        def collect(match: SearchMatch) -> tuple[list[EventSearchHit], bool]:
+            fetch = partial(self._event_page, target, args.query, tuple(filters), match=match)
+            return self._collect(fetch, _accept_any, _event_key, frozenset())
+
+        hits, capped = collect(match)
         fallback = False
         if not hits and match == "phrase" and _several_words(args.query):
-            words = partial(self._event_page, target, args.query, tuple(filters), match="words")
-            hits, capped = self._collect(words, lambda _hit: True)
+            hits, capped = collect("words")
             fallback = bool(hits)
+        cap = len(hits) if capped else self._max  # as in session_search
         return render.render_event_search(
             target,
             title,
             hits,
             capped=capped,
-            cap=self._max,
+            cap=cap,
             words_fallback=fallback,
             corrections=_shown_corrections(self._corrections, hits),
         )
@@ -408,6 +439,7 @@ class Operations:
         session_filters: tuple[SessionFilter, ...],
         event_filters: tuple[EventFilter, ...],
         cursor: str | None,
+        limit: int | None,
         *,
         match: SearchMatch = "phrase",
     ) -> tuple[Sequence[SessionSearchHit], str | None]:
@@ -416,6 +448,7 @@ class Operations:
             query,
             session_filters=session_filters,
             event_filters=event_filters,
+            limit=limit,
             cursor=cursor,
         )
 
@@ -435,10 +468,13 @@ class Operations:
         query: str,
         filters: tuple[EventFilter, ...],
         cursor: str | None,
+        limit: int | None,
         *,
         match: SearchMatch = "phrase",
     ) -> tuple[Sequence[EventSearchHit], str | None]:
-        search = partial(self._query.search_events, target, query, filters=filters, cursor=cursor)
+        search = partial(
+            self._query.search_events, target, query, filters=filters, limit=limit, cursor=cursor
+        )
 
         def call(token: CancelToken | None) -> EventSearchPage:
             if match == "phrase":  # as in _session_page
@@ -453,19 +489,75 @@ class Operations:
 
     def _collect(
         self,
-        fetch: Callable[[str | None], tuple[Sequence[H], str | None]],
+        fetch: Fetch[H],
         accept: Callable[[H], bool],
+        key: Callable[[H], object],
+        skippable: frozenset[object],
     ) -> tuple[list[H], bool]:
-        """Follow cursors, keeping accepted items, until pages end or the cap is passed.
+        """The accepted hits, best first, up to the cap, and whether more existed (capped).
 
-        Returns the accepted items and whether one more acceptable item existed (capped).
+        Args:
+            fetch: reads one page.
+            accept: whether a hit may be shown.
+            key: a hit's identity; a hit seen twice in one attempt is shown once.
+            skippable: the keys of the only hits ``accept`` refuses on a correct backend
+                (the caller's own session): once each of them was seen, a further page
+                holds acceptable hits only, so a full answer with a next cursor is capped
+                without reading that page.
+
+        Raises:
+            SessionQueryError: what a page read raises, except ``STALE_CURSOR`` (see the
+                module docstring); ``INVALID_CURSOR`` for a backend repeating a cursor.
+        """
+        limit: int | None = min(self._max + 1 + len(skippable), PAGE_LIMIT)
+        longest: list[H] = []
+        attempts = 0
+        while True:
+            try:
+                return self._collect_once(fetch, accept, key, skippable, limit)
+            except _Stale as stale:
+                attempts += 1
+                prefix: list[H] = stale.prefix
+                if len(prefix) > len(longest):
+                    longest = prefix
+                if attempts >= COLLECTION_ATTEMPTS:
+                    logger.info("the corpus kept moving between search pages; answering capped")
+                    return longest, True
+                logger.debug("the corpus moved between two search pages; collecting again")
+            except SessionQueryError as exc:
+                if exc.code is not ErrorCode.INVALID_LIMIT or limit is None:
+                    raise
+                limit = None  # a backend whose max_limit is below PAGE_LIMIT: its default
+
+    def _collect_once(
+        self,
+        fetch: Fetch[H],
+        accept: Callable[[H], bool],
+        key: Callable[[H], object],
+        skippable: frozenset[object],
+        limit: int | None,
+    ) -> tuple[list[H], bool]:
+        """One attempt of :meth:`_collect`: follow cursors from the first page.
+
+        Raises:
+            _Stale: a continuation page was stale; carries the hits accepted before it.
         """
         accepted: list[H] = []
+        seen: set[object] = set()
         cursors: set[str] = set()
         cursor: str | None = None
         while True:
-            items, next_cursor = fetch(cursor)
+            try:
+                items, next_cursor = fetch(cursor, limit)
+            except SessionQueryError as exc:
+                if exc.code is ErrorCode.STALE_CURSOR and cursor is not None:
+                    raise _Stale(accepted) from None
+                raise
             for item in items:
+                item_key = key(item)
+                if item_key in seen:
+                    continue
+                seen.add(item_key)
                 if not accept(item):
                     continue
                 if len(accepted) >= self._max:
@@ -473,6 +565,8 @@ class Operations:
                 accepted.append(item)
             if next_cursor is None:
                 return accepted, False
+            if len(accepted) >= self._max and skippable <= seen:
+                return accepted, True
             if next_cursor in cursors:
                 logger.warning("search backend repeated a continuation cursor")
                 raise SessionQueryError(
@@ -480,6 +574,18 @@ class Operations:
                 )
             cursors.add(next_cursor)
             cursor = next_cursor
+
+
+def _session_key(hit: SessionSearchHit) -> object:
+    return hit.record.id
+
+
+def _event_key(hit: EventSearchHit) -> object:
+    return hit.seq
+
+
+def _accept_any(_hit: EventSearchHit) -> bool:
+    return True
 
 
 _WORD = re.compile(r"[^\W_]+")

@@ -203,7 +203,7 @@ class Catalog:
                     revision=entry.revision if entry else None,
                     event_count=entry.event_count if entry else None,
                     size_bytes=entry.size_bytes if entry else None,
-                    archived=bool(getattr(record, "archived", False)),
+                    archived=record.archived,
                 )
             )
         digest = hashlib.blake2b(digest_size=12)

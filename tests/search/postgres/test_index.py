@@ -3,6 +3,7 @@ lifecycle, sync, cursor and deadline behaviour."""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -661,5 +662,115 @@ def test_relevance_statistics_follow_deletes_and_rewrites(
                     assert all_pages(pg, corpus, query, match="relevance") == all_pages(
                         lite, corpus, query, match="relevance"
                     ), (step, query)
+    finally:
+        postgres_server.drop_schema(dsn)
+
+
+# --- over-long phrase and words queries ------------------------------------------------------
+
+
+def test_long_phrase_and_words_queries_answer_exactly_as_sqlite(
+    postgres_server: PostgresServer,
+) -> None:
+    rng = random.Random(11)
+    vocabulary = [f"word{i}" for i in range(300)]
+    persisted = {
+        f"s{i}": [" ".join(rng.choices(vocabulary, k=rng.randint(200, 260))) for _ in range(2)]
+        for i in range(12)
+    }
+    live = {"L": [" ".join(rng.choices(vocabulary, k=220))]}
+    corpus = build_corpus(persisted, live)
+    queries = []
+    for docs in [*persisted.values(), *live.values()]:
+        words = docs[0].split()
+        queries.append(("phrase", " ".join(words[10:130])))
+        queries.append(("words", " ".join(sorted(set(words[:150])))))
+    queries.append(("words", " ".join(vocabulary)))
+    queries.append(("phrase", " ".join([*vocabulary[:70], "absentword"])))
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
+            found = 0
+            for match, query in queries:
+                pages = all_pages(pg, corpus, query, match=match)
+                assert pages == all_pages(lite, corpus, query, match=match), match
+                found += len(pages)
+                for sid in ("s0", "L"):
+                    pg_events = pg.search_events(corpus, sid, query, match=match)  # type: ignore[arg-type]
+                    lite_events = lite.search_events(corpus, sid, query, match=match)  # type: ignore[arg-type]
+                    assert shape_events(pg_events) == shape_events(lite_events)
+            assert found >= len(persisted)
+            started = time.monotonic()
+            try:
+                pg.search_sessions(
+                    corpus,
+                    " ".join(f"zq{i}" for i in range(100_000)),
+                    match="words",
+                    cancel=CancelToken.after(0.5),
+                )
+            except SessionQueryError as exc:
+                assert exc.code is ErrorCode.ABORTED
+            assert time.monotonic() - started < 0.5 + 4.0
+    finally:
+        postgres_server.drop_schema(dsn)
+
+
+def test_a_partial_search_during_a_build_answers_from_the_indexed_part(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sessionquery.search.postgres import sync as sync_module
+
+    monkeypatch.setattr(sync_module, "BATCH_SESSIONS", 1)
+    store = FakePersistence()
+    for number in range(6):
+        store.put(header(f"s{number}", number + 1), log(f"entry {number} words"))
+    corpus = FakeCorpus(store)
+    original = corpus.read_persisted
+
+    def read(session_id: str, cancel: CancelToken | None = None) -> object:
+        if len(corpus.reads) >= 2:
+            assert cancel is not None
+            while not cancel.expired:  # a big transcript: the reconciliation runs out of time
+                time.sleep(0.005)
+            cancel.check()
+        return original(session_id, cancel)
+
+    corpus.read_persisted = read  # type: ignore[assignment]
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg:
+            page = pg.search_sessions(
+                corpus, "words", cancel=CancelToken.after(1.5), allow_partial=True
+            )
+            assert page.partial is not None
+            assert 0 < page.partial.sessions_indexed < 6
+            assert len(page.items) == page.partial.sessions_indexed
+            corpus.read_persisted = original  # type: ignore[method-assign]
+            whole = pg.search_sessions(corpus, "words", allow_partial=True)
+            assert whole.partial is None and len(whole.items) == 6
+    finally:
+        postgres_server.drop_schema(dsn)
+
+
+def test_a_correction_never_names_a_word_only_another_workspace_holds(
+    postgres_server: PostgresServer,
+) -> None:
+    store = FakePersistence()
+    store.put(header("a1", 1, cwd="/a"), log("the migration of the billing tables"))
+    store.put(header("b1", 2, cwd="/b"), log("project nightingale launch plan"))
+    corpus = FakeCorpus(store)
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
+            for search in (pg, lite):
+                scoped = {"session_filters": [CwdIn(["/a"])], "match": "relevance"}
+                page = search.search_sessions(corpus, "nightingaIe", **scoped)  # type: ignore[arg-type]
+                assert page.corrections == {} and page.items == []
+                page = search.search_sessions(corpus, "migraton", **scoped)  # type: ignore[arg-type]
+                assert page.corrections == {"migraton": "migration"}
+                anywhere = search.search_sessions(corpus, "nightingaIe", match="relevance")
+                assert anywhere.corrections == {"nightingaie": "nightingale"}
+                one = search.search_events(corpus, "a1", "nightingaIe", match="relevance")
+                assert one.corrections == {} and one.items == []
     finally:
         postgres_server.drop_schema(dsn)

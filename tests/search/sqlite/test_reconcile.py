@@ -159,8 +159,11 @@ def test_a_listing_without_a_token_that_never_stabilizes_is_busy_and_retryable(
 ) -> None:
     store = _ChurningStore()
     corpus = FakeCorpus(store, with_token=False)
+    # The deadline only bounds the test: the retries stop at the settle budget (2 s), long
+    # before it, however slowly a loaded machine lists (a deadline near the budget turned
+    # into INDEX_BUILDING at load 9).
     with pytest.raises(SessionQueryError) as caught:
-        index.search_sessions(corpus, "churn", cancel=CancelToken.after(0.5))
+        index.search_sessions(corpus, "churn", cancel=CancelToken.after(60))
     assert caught.value.code is ErrorCode.BUSY
     assert caught.value.retryable
     assert caught.value.context["attempts"] >= 2  # type: ignore[operator]
@@ -431,6 +434,99 @@ def test_a_search_during_a_background_build_answers_index_building_not_queueing(
             release.set()
             builder.join(10)
         assert len(index.search_sessions(corpus, "words").items) == 4
+
+
+@pytest.mark.parametrize("match", ["phrase", "relevance"])
+def test_a_partial_search_during_a_build_answers_from_the_indexed_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, match: str
+) -> None:
+    monkeypatch.setattr(durable_module, "BATCH_DOCUMENTS", 1)
+    store = FakePersistence()
+    for number in range(8):
+        store.put(header(f"s{number}", number + 1), log(f"entry {number} words"))
+    corpus = FakeCorpus(store)
+    original = corpus.read_persisted
+    slow = threading.Event()
+
+    def read(session_id: str, cancel: CancelToken | None = None) -> SessionLog:
+        if len(corpus.reads) >= 3:
+            slow.set()
+            assert cancel is not None
+            while not cancel.expired:  # a big transcript: the reconciliation runs out of time
+                time.sleep(0.005)
+            cancel.check()
+        return original(session_id, cancel)
+
+    corpus.read_persisted = read  # type: ignore[method-assign]
+    with SqliteSearch(tmp_path / "index.db") as index:
+        started = time.monotonic()
+        page = index.search_sessions(
+            corpus,
+            "words",
+            cancel=CancelToken.after(1.5),
+            allow_partial=True,
+            match=match,  # type: ignore[arg-type]
+        )
+        assert time.monotonic() - started < 1.5 + 2.0
+        assert slow.is_set()
+        assert page.partial is not None
+        assert page.partial.sessions_total == 8
+        assert 0 < page.partial.sessions_indexed < 8
+        assert len(page.items) == page.partial.sessions_indexed
+        events = index.search_events(
+            corpus,
+            "s0",
+            "words",
+            cancel=CancelToken.after(1.5),
+            allow_partial=True,
+        )
+        assert events.partial is not None and len(events.items) == 1
+        corpus.read_persisted = original  # type: ignore[method-assign]
+        whole = index.search_sessions(corpus, "words", allow_partial=True, match=match)  # type: ignore[arg-type]
+        assert whole.partial is None and len(whole.items) == 8
+
+
+def test_a_partial_search_past_its_own_deadline_is_still_aborted(tmp_path: Path) -> None:
+    store = FakePersistence()
+    store.put(header("s0", 1), log("entry words"))
+    with SqliteSearch(tmp_path / "index.db") as index:
+        expired = CancelToken(deadline=time.monotonic() - 1)
+        with pytest.raises(SessionQueryError) as caught:
+            index.search_sessions(FakeCorpus(store), "words", cancel=expired, allow_partial=True)
+        assert caught.value.code is ErrorCode.ABORTED
+
+
+def test_a_partial_search_during_a_background_build_reads_what_it_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(durable_module, "BATCH_DOCUMENTS", 1)
+    store = FakePersistence()
+    for number in range(4):
+        store.put(header(f"s{number}", number + 1), log(f"entry {number} words"))
+    corpus = FakeCorpus(store)
+    reached, release = threading.Event(), threading.Event()
+    original = corpus.read_persisted
+
+    def read(session_id: str, cancel: CancelToken | None = None) -> SessionLog:
+        if len(corpus.reads) == 2:
+            reached.set()
+            assert release.wait(10)
+        return original(session_id, cancel)
+
+    corpus.read_persisted = read  # type: ignore[method-assign]
+    with SqliteSearch(tmp_path / "index.db") as index:
+        builder = threading.Thread(target=index.update, args=(corpus,))
+        builder.start()
+        try:
+            assert reached.wait(10)
+            page = index.search_sessions(
+                corpus, "words", cancel=CancelToken.after(0.6), allow_partial=True
+            )
+            assert page.partial is not None and page.partial.sessions_total == 4
+            assert 0 < len(page.items) == page.partial.sessions_indexed < 4
+        finally:
+            release.set()
+            builder.join(10)
 
 
 def test_the_index_built_from_jsonl_documents_equals_the_one_built_from_folded_reads(

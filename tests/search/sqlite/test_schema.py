@@ -182,3 +182,17 @@ def test_memory_indexes_are_independent() -> None:
         assert [hit.record.id for hit in one.search_sessions(first, "alpha").items] == ["x"]
         assert list(two.search_sessions(second, "alpha").items) == []
         assert one.update(first).persisted_indexed == 0  # the other index left this one alone
+
+
+def test_text_the_index_deletes_does_not_stay_in_the_file(tmp_path: Path) -> None:
+    store = FakePersistence()
+    store.put(header("a"), log("an old token zqplaintextsecret in a message"))
+    path = tmp_path / "index.db"
+    with SqliteSearch(path) as index:
+        index.update(FakeCorpus(store))
+        store.put(header("a"), log("the message rewritten without it"))
+        index.update(FakeCorpus(store))
+    for suffix in ("", "-wal"):
+        file = Path(f"{path}{suffix}")
+        if file.exists():
+            assert b"zqplaintextsecret" not in file.read_bytes(), suffix

@@ -21,7 +21,8 @@ interrupted update is rolled back (committed batches stay).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -34,11 +35,18 @@ from sessionquery.errors import (
 from sessionquery.model import SessionHeader
 from sessionquery.query.backend import Corpus
 from sessionquery.query.cancel import CancelToken, check_cancel
-from sessionquery.query.types import EventSearchHit, SessionRecord, SessionSearchHit
+from sessionquery.query.types import (
+    EventSearchHit,
+    PartialIndex,
+    SessionRecord,
+    SessionSearchHit,
+)
 from sessionquery.search.base import OpenAt, SearchBase, Window
+from sessionquery.search.bounded import is_long
 from sessionquery.search.cursor import CursorPosition, page_offset
-from sessionquery.search.postgres import relevance, schema
-from sessionquery.search.postgres.overlay import LiveHit, LiveOverlay, RelevantHit
+from sessionquery.search.postgres import schema
+from sessionquery.search.postgres.modes import ModeSearches
+from sessionquery.search.postgres.overlay import LiveHit, LiveOverlay
 from sessionquery.search.postgres.sql import (
     POSTGRES_FILTERS,
     CompiledFilters,
@@ -53,7 +61,6 @@ from sessionquery.search.postgres.tokens import (
     match_plan,
     tokens,
 )
-from sessionquery.search.relevance import RelevancePlan, plan_relevance
 from sessionquery.search.request import SearchRequest
 from sessionquery.search.snippet import MATCH_MARK, snippet_from_highlight
 from sessionquery.search.update import IndexUpdate, ProgressCallback
@@ -61,6 +68,9 @@ from sessionquery.search.update import IndexUpdate, ProgressCallback
 __all__ = ["PostgresSearch"]
 
 _LOCK_POLL_SECONDS: Final = 0.005
+_PARTIAL_RESERVE_SECONDS: Final = 0.5
+"""At most this much of a partial search's time is kept for answering (a third of what is
+left when that is less)."""
 _WATCH_SECONDS: Final = 0.01
 
 
@@ -70,7 +80,7 @@ def _config_error(message: str) -> SessionQueryError:
     )
 
 
-class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
+class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
     """A PostgreSQL full-text index over the corpus, usable as ``SessionQuery(search=...)``.
 
     The persisted part of the index lives in the database named by ``dsn`` and is shared by
@@ -237,6 +247,34 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             persisted_indexed=indexed, persisted_removed=removed, documents_written=docs
         )
 
+    def _search_sync(
+        self,
+        conn: psycopg.Connection[Any],
+        corpus: Corpus,
+        cancel: CancelToken | None,
+        allow_partial: bool,
+    ) -> PartialIndex | None:
+        """Reconcile before a search; with ``allow_partial``, stop early enough to answer
+        from what is indexed when the store is still being indexed (how much: returned)."""
+        if not allow_partial or cancel is None or cancel.deadline is None:
+            self._reconcile(conn, corpus, cancel)
+            return None
+        left = cancel.deadline - time.monotonic()
+        token = cancel.sooner(min(_PARTIAL_RESERVE_SECONDS, max(left, 0.0) / 3))
+        try:
+            with _watch(conn, token):
+                self._reconcile(conn, corpus, token)
+        except SessionQueryError as exc:
+            if exc.code is not ErrorCode.ABORTED or cancel.expired:
+                raise
+        except psycopg.errors.QueryCanceled:
+            if cancel.expired or not token.expired:
+                raise
+        else:
+            return None
+        row = conn.execute("SELECT count(*) FROM sqi_sessions").fetchone()
+        return PartialIndex(int(row[0]) if row else 0, None)
+
     # -- one page of a search (the steps around it are SearchBase's) ---------------------
 
     def _sessions(
@@ -254,9 +292,13 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             return self._relevance_sessions(
                 corpus, request, compiled, position=position, cancel=cancel
             )
+        words = tokens(request.text)
+        check_cancel(cancel)  # a long query's tokens took a while
+        if is_long(words, request.mode):
+            return self._long_sessions(corpus, words, request, compiled, position, cancel)
         plan = match_plan(request.text, request.mode)
         with self._connection(cancel) as conn:
-            self._reconcile(conn, corpus, cancel)
+            partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             generation = f"{self._generation}:{self._overlay.generation}"
             offset = page_offset(position, generation)
             ranked: list[tuple[tuple[Any, ...], object]] = []
@@ -279,7 +321,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             else:
                 window = []
             hits = self._session_hits(conn, plan, [item for _key, item in window[:page_size]])
-        return Window(hits, len(window) > page_size, generation, offset)
+        return Window(hits, len(window) > page_size, generation, offset, partial=partial)
 
     def _events(
         self,
@@ -296,9 +338,13 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
             return self._relevance_events(
                 corpus, session_id, request, compiled, position=position, cancel=cancel
             )
+        words = tokens(request.text)
+        check_cancel(cancel)  # a long query's tokens took a while
+        if is_long(words, request.mode):
+            return self._long_events(corpus, session_id, words, request, compiled, position, cancel)
         plan = match_plan(request.text, request.mode)
         with self._connection(cancel) as conn:
-            self._reconcile(conn, corpus, cancel)
+            partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             live = self._overlay.sessions.get(session_id)
             if live is not None:
                 header, generation = live.header, f"live:{live.generation}"
@@ -330,139 +376,9 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
                     )
                     for seq, kind, time, surface, _length, _mc, text in window[:page_size]
                 ]
-        return header, Window(hits[:page_size], len(window) > page_size, generation, offset)
-
-    # -- relevance -------------------------------------------------------------------
-
-    def _plan(
-        self, conn: psycopg.Connection[Any], text: str, include_persisted: bool
-    ) -> RelevancePlan | None:
-        overlay = self._overlay
-        return plan_relevance(
-            tokens(text),
-            relevance.corpus_stats(conn, overlay, include_persisted=include_persisted),
-            lambda words: relevance.document_counts(
-                conn, overlay, words, include_persisted=include_persisted
-            ),
+        return header, Window(
+            hits[:page_size], len(window) > page_size, generation, offset, partial=partial
         )
-
-    def _relevance_sessions(
-        self,
-        corpus: Corpus,
-        request: SearchRequest,
-        compiled: CompiledFilters,
-        *,
-        position: CursorPosition | None,
-        cancel: CancelToken | None,
-    ) -> Window[SessionSearchHit]:
-        page_size = request.page_size
-        persisted = corpus.persistence is not None
-        with self._connection(cancel) as conn:
-            self._reconcile(conn, corpus, cancel)
-            generation = f"{self._generation}:{self._overlay.generation}"
-            offset = page_offset(position, generation)
-            plan = self._plan(conn, request.text, persisted)
-            if plan is None:
-                return Window([], False, generation, offset)
-            live = self._overlay.best_relevant(plan, request.session_filters, request.event_filters)
-            ranked: list[tuple[tuple[Any, ...], object]] = [(h.session_key(), h) for h in live]
-            start = offset if not live else 0
-            if persisted:
-                params = {
-                    **compiled.params,
-                    **relevance.relevance_params(plan),
-                    "live": sorted(self._overlay.sessions),
-                    "lim": offset + page_size + 1 - start,
-                    "off": start,
-                }
-                sql = relevance.session_relevance_sql(plan, compiled)
-                rows = conn.execute(sql, params).fetchall()
-                ranked += [((-r[6], r[5], -r[3], r[0], -r[1]), r) for r in rows]
-            ranked.sort(key=lambda item: item[0])
-            window = ranked[offset - start :]
-            hits = [self._relevant_session_hit(plan, item) for _key, item in window[:page_size]]
-        return Window(hits, len(window) > page_size, generation, offset, plan.corrections)
-
-    def _relevance_events(
-        self,
-        corpus: Corpus,
-        session_id: str,
-        request: SearchRequest,
-        compiled: CompiledFilters,
-        *,
-        position: CursorPosition | None,
-        cancel: CancelToken | None,
-    ) -> tuple[SessionHeader, Window[EventSearchHit]]:
-        page_size = request.page_size
-        persisted = corpus.persistence is not None
-        with self._connection(cancel) as conn:
-            self._reconcile(conn, corpus, cancel)
-            live = self._overlay.sessions.get(session_id)
-            if live is not None:
-                header, generation = live.header, f"live:{live.generation}"
-            else:
-                header, generation = self._persisted_target(conn, corpus, session_id)
-            offset = page_offset(position, generation)
-            plan = self._plan(conn, request.text, persisted)
-            if plan is None:
-                return header, Window([], False, generation, offset)
-            if live is not None:
-                found = self._overlay.relevant(plan, live, request.event_filters)
-                window = found[offset : offset + page_size + 1]
-                hits = [
-                    _live_relevant_hit(
-                        hit, self._relevant_snippet(plan, hit.frequencies, hit.doc.text)
-                    )
-                    for hit in window[:page_size]
-                ]
-                return header, Window(
-                    hits, len(window) > page_size, generation, offset, plan.corrections
-                )
-            params = {
-                **compiled.params,
-                **relevance.relevance_params(plan),
-                "sid": session_id,
-                "lim": page_size + 1,
-                "off": offset,
-            }
-            rows = conn.execute(relevance.event_relevance_sql(plan, compiled), params).fetchall()
-            hits = [
-                EventSearchHit(
-                    session_id=session_id,
-                    seq=int(row[0]),
-                    type=str(row[1]),
-                    time=int(row[2]),
-                    surface=row[3],
-                    snippet=self._relevant_snippet(plan, row[8:], str(row[6])),
-                )
-                for row in rows[:page_size]
-            ]
-        return header, Window(hits, len(rows) > page_size, generation, offset, plan.corrections)
-
-    def _relevant_snippet(self, plan: RelevancePlan, frequencies: Sequence[Any], text: str) -> str:
-        """The snippet around the first occurrence of the most selective searched word the
-        document holds (as the SQLite backend cuts it)."""
-        term = next((t for t, tf in zip(plan.terms, frequencies, strict=True) if tf), plan.terms[0])
-        return self._snippet(MatchPlan(phrases=((term,),), simple=True), text)
-
-    def _relevant_session_hit(self, plan: RelevancePlan, item: object) -> SessionSearchHit:
-        if isinstance(item, RelevantHit):
-            session = item.session
-            record = SessionRecord(session.header, live=True, persisted=session.persisted)
-            snippet = self._relevant_snippet(plan, item.frequencies, item.doc.text)
-            return SessionSearchHit(record=record, best_match=_live_relevant_hit(item, snippet))
-        row: tuple[Any, ...] = item  # type: ignore[assignment]
-        sid, seq, kind, time, surface, _length, _score, header_json, text = row[:9]
-        record = SessionRecord(self._header(str(header_json)), live=False, persisted=True)
-        best = EventSearchHit(
-            session_id=str(sid),
-            seq=int(seq),
-            type=str(kind),
-            time=int(time),
-            surface=surface,
-            snippet=self._relevant_snippet(plan, row[10:], str(text)),
-        )
-        return SessionSearchHit(record=record, best_match=best)
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -508,18 +424,6 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]]):
 
 
 def _live_event_hit(hit: LiveHit, snippet: str) -> EventSearchHit:
-    doc = hit.doc
-    return EventSearchHit(
-        session_id=hit.session.header.id,
-        seq=doc.seq,
-        type=doc.type,
-        time=doc.time,
-        surface=hit.surface,
-        snippet=snippet,
-    )
-
-
-def _live_relevant_hit(hit: RelevantHit, snippet: str) -> EventSearchHit:
     doc = hit.doc
     return EventSearchHit(
         session_id=hit.session.header.id,

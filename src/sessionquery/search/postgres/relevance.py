@@ -27,7 +27,7 @@ from typing import Any
 
 import psycopg
 
-from sessionquery.search.postgres.overlay import LiveOverlay
+from sessionquery.search.postgres.overlay import LiveOverlay, LiveSession
 from sessionquery.search.postgres.tokens import lexeme, normal_form
 from sessionquery.search.predicates import CompiledFilters
 from sessionquery.search.relevance import PHRASE_FACTOR, TITLE_WEIGHT, CorpusStats, RelevancePlan
@@ -36,6 +36,7 @@ __all__ = [
     "corpus_stats",
     "document_counts",
     "event_relevance_sql",
+    "in_scope",
     "relevance_params",
     "session_relevance_sql",
 ]
@@ -91,6 +92,46 @@ def document_counts(
         for word in words:
             counts[word] += stored.get(lexeme(word), 0)
     return counts
+
+
+def _session_where(filters: CompiledFilters) -> str:
+    return "".join(f" AND {p.format_map(_COLUMNS)}" for p in filters.session_predicates)
+
+
+def in_scope(
+    conn: psycopg.Connection[Any],
+    overlay: LiveOverlay,
+    filters: CompiledFilters,
+    word: str,
+    *,
+    live: Sequence[LiveSession],
+    session_id: str | None = None,
+    include_persisted: bool,
+) -> bool:
+    """Whether a document of a session in the search's scope holds ``word``: one session
+    (``session_id``), or the stored sessions the filters keep and the ``live`` ones."""
+    if any(word in session.vocabulary for session in live):
+        return True
+    if not include_persisted or (session_id is not None and session_id in overlay.sessions):
+        return False
+    scope = (
+        " AND d.session_id = %(sid)s"
+        if session_id is not None
+        else (" AND NOT (d.session_id = ANY(%(live)s::text[]))")
+    )
+    row = conn.execute(
+        "SELECT 1 FROM sqi_docs AS d JOIN sqi_sessions AS s ON s.id = d.session_id "
+        "WHERE (d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL) AND strpos(d.norm, %(pattern)s) > 0"
+        f"{scope}{_session_where(filters) if session_id is None else ''} LIMIT 1",
+        {
+            **(filters.params if session_id is None else {}),
+            "tsq": f"'{lexeme(word)}'",
+            "pattern": normal_form([word]),
+            "sid": session_id,
+            "live": sorted(overlay.sessions),
+        },
+    ).fetchone()
+    return row is not None
 
 
 def relevance_params(plan: RelevancePlan) -> dict[str, object]:

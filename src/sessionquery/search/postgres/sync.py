@@ -45,7 +45,7 @@ from sessionquery.persistence.base import (
     SessionPersistence,
 )
 from sessionquery.persistence.documents import checking, read_check, title_documents
-from sessionquery.query.backend import Corpus
+from sessionquery.query.backend import Corpus, IdentifiedStore, RootedStore
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.search.postgres import schema
 from sessionquery.search.postgres.tokens import LEXEME_CHARS, lexeme, normal_form, tokens
@@ -81,12 +81,12 @@ def _try_lock(conn: psycopg.Connection[Any]) -> bool:
 
 def _source_of(persistence: SessionPersistence) -> str:
     """A stable name for the corpus a shared index mirrors (a switch rebuilds the index)."""
-    store_id = getattr(persistence, "store_id", None)
     kind = f"{type(persistence).__module__}.{type(persistence).__qualname__}"
-    if isinstance(store_id, str):
-        return f"{kind}:{store_id}"
-    root = getattr(persistence, "root", None)
-    return f"{kind}:{root}" if isinstance(root, str) else kind
+    if isinstance(persistence, IdentifiedStore) and isinstance(persistence.store_id, str):
+        return f"{kind}:{persistence.store_id}"
+    if isinstance(persistence, RootedStore) and isinstance(persistence.root, str):
+        return f"{kind}:{persistence.root}"
+    return kind
 
 
 def _lexemes(words: Sequence[str]) -> set[str]:

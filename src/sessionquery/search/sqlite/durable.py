@@ -33,7 +33,13 @@ from typing import Any, Final, Protocol
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence.base import DocumentLog, PersistedSession, SessionPersistence
 from sessionquery.persistence.documents import title_documents
-from sessionquery.query.backend import Corpus
+from sessionquery.query.backend import (
+    Corpus,
+    DocumentCorpus,
+    JournalCorpus,
+    RootedStore,
+    StatCorpus,
+)
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.corpus import documents_of
 from sessionquery.search.sqlite import db
@@ -126,7 +132,8 @@ class IndexState:
 
 def _identity(persistence: SessionPersistence) -> str:
     kind = type(persistence)
-    return f"{kind.__module__}.{kind.__qualname__}:{getattr(persistence, 'root', '')}"
+    root = persistence.root if isinstance(persistence, RootedStore) else ""
+    return f"{kind.__module__}.{kind.__qualname__}:{root}"
 
 
 def keyed_token(persistence: SessionPersistence, token: str | None) -> str | None:
@@ -183,6 +190,10 @@ def _fits_before_deadline(cancel: CancelToken | None, chars: int) -> None:
         )
 
 
+def _stored_size(item: tuple[PersistedSession, tuple[int, str] | None]) -> int:
+    return item[0].size_bytes or 0
+
+
 def _text_size(document_log: DocumentLog) -> int:
     return sum(len(document.text) for document in document_log.documents)
 
@@ -200,9 +211,8 @@ def _conflict(session_id: str) -> SessionQueryError:
 
 def _read(corpus: Corpus, entry: PersistedSession, cancel: CancelToken | None) -> DocumentLog:
     sid = entry.header.id
-    reader = getattr(corpus, "read_documents", None)
-    if reader is not None:
-        document_log: DocumentLog = reader(sid, cancel)
+    if isinstance(corpus, DocumentCorpus):
+        document_log = corpus.read_documents(sid, cancel)
     else:  # a corpus without the fast path: fold the exact read
         log = corpus.read_persisted(sid, cancel)
         document_log = DocumentLog(
@@ -279,17 +289,19 @@ class DurablePass:
         if base == self.token:
             return frozenset()
         prefix = _identity(self.persistence) + "\n"
-        if not base.startswith(prefix) or not hasattr(self.corpus, "stat_persisted"):
+        corpus = self.corpus
+        if not base.startswith(prefix) or not isinstance(corpus, StatCorpus):
             return None
-        changed_since = getattr(self.corpus, "changed_since", None)
-        return None if changed_since is None else changed_since(base[len(prefix) :])
+        if not isinstance(corpus, JournalCorpus):
+            return None
+        return corpus.changed_since(base[len(prefix) :])
 
     def plan_work(self) -> _Plan:
         with self.access.hold(self.cancel) as conn:
             base = self._base(conn)
         changed = self._changed(base)
         due = {sid for sid in self.state.deferred if sid not in self.live_ids}
-        if changed is None or ((changed or due) and not hasattr(self.corpus, "stat_persisted")):
+        if changed is None or ((changed or due) and not isinstance(self.corpus, StatCorpus)):
             self._plan_listing()
         else:
             self._plan_changed(changed | due)
@@ -324,11 +336,10 @@ class DurablePass:
         with self.access.hold(self.cancel) as conn:
             (count,) = db.one(conn, "SELECT count(*) FROM main.persisted_sessions")
         plan.total = int(count)
-        stat: Callable[[str, CancelToken | None], PersistedSession | None] | None
-        stat = getattr(self.corpus, "stat_persisted", None)
+        corpus = self.corpus
         for sid in sorted(ids):
-            assert stat is not None  # plan_work lists instead when it cannot look ids up
-            entry = stat(sid, self.cancel)
+            assert isinstance(corpus, StatCorpus)  # plan_work lists instead when it cannot
+            entry = corpus.stat_persisted(sid, self.cancel)
             with self.access.hold(self.cancel) as conn:
                 found = conn.execute(
                     "SELECT key, revision FROM main.persisted_sessions WHERE id = ?", (sid,)
@@ -359,6 +370,9 @@ class DurablePass:
         """
         plan = self.plan_work()
         stale = plan.stale
+        # Smallest logs first: one huge log that needs several searches' deadlines to read
+        # never holds the rest of the history back.
+        stale.sort(key=_stored_size)
         if stale:
             with self.access.hold(self.cancel) as conn:  # other processes see the build's size
                 conn.execute(

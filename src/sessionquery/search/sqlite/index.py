@@ -21,7 +21,11 @@ another process's: ``search_state`` records its progress), the search raises
 ``INDEX_BUILDING`` with ``context={"sessions_indexed": n, "sessions_total": m}`` instead of
 ``ABORTED``; every batch committed so far stays, and the next search continues the build.
 Otherwise a search past its deadline raises ``ABORTED``. A search never serves results from
-a half-reconciled corpus it knows about: it waits (within its deadline) or says why not.
+a half-reconciled corpus it knows about: it waits (within its deadline) or says why not,
+unless it asked for a partial answer (``allow_partial``): then it stops reconciling early
+enough to answer from what is committed, and says how much that is (``page.partial``).
+
+One page is read by :class:`.pages.Pages`, in the search's read snapshot.
 
 While a statement runs, an SQLite progress handler polls ``cancel``, so an expiring deadline
 interrupts the statement (``ABORTED``) instead of waiting for it.
@@ -32,38 +36,29 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import Final, Literal
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionHeader
-from sessionquery.query.backend import Corpus, SearchMatch
+from sessionquery.query.backend import Corpus
 from sessionquery.query.cancel import CancelToken, check_cancel
-from sessionquery.query.types import EventSearchHit, SessionRecord, SessionSearchHit
+from sessionquery.query.types import (
+    EventSearchHit,
+    PartialIndex,
+    SessionSearchHit,
+)
 from sessionquery.search.base import OpenAt, SearchBase, Window
 from sessionquery.search.cursor import CursorPosition, page_offset
-from sessionquery.search.relevance import TITLE_WEIGHT, RelevancePlan, plan_relevance
 from sessionquery.search.request import SearchRequest
-from sessionquery.search.snippet import (
-    MATCH_MARK,
-    snippet_around,
-    snippet_from_highlight,
-)
-from sessionquery.search.sqlite import db, relevance, schema, spans
+from sessionquery.search.sqlite import db, relevance, schema
+from sessionquery.search.sqlite.pages import Pages
 from sessionquery.search.sqlite.query import (
-    SEQ_BITS,
-    SEQ_MASK,
     SQLITE_FILTERS,
     CompiledFilters,
-    event_search_sql,
-    highlight_sql,
-    query_tokens,
-    quote_phrase,
-    session_search_sql,
-    text_sql,
-    words_expression,
 )
 from sessionquery.search.sqlite.reconcile import IndexState, reconcile
 from sessionquery.search.update import IndexUpdate, ProgressCallback
@@ -221,23 +216,55 @@ class SqliteSearch(SearchBase[db.Connection]):
             lock.release()
 
     @contextmanager
-    def _reconciled(self, corpus: Corpus, cancel: CancelToken | None) -> Iterator[None]:
+    def _reconciled(
+        self, corpus: Corpus, cancel: CancelToken | None, *, partial: bool = False
+    ) -> Iterator[PartialIndex | None]:
         """Take this instance's turn and reconcile; the turn is held inside the block.
 
-        A deadline that passes while a build is unfinished becomes ``INDEX_BUILDING``.
+        A deadline that passes while a build is unfinished becomes ``INDEX_BUILDING``; with
+        ``partial`` the reconciliation stops early enough to leave the search time to answer
+        from the committed part instead, and the block receives how far the build is.
         """
+        token = _reconcile_token(cancel) if partial else cancel
         try:
-            _acquire(self._turn, cancel)
+            _acquire(self._turn, token)
         except SessionQueryError as exc:
-            raise self._building_or(exc, cancel, corpus) from None
-        try:
-            try:
-                reconcile(self._access, self._state, corpus, cancel)
-            except SessionQueryError as exc:
+            progress = self._partial(exc, cancel, corpus) if partial else None
+            if progress is None:
                 raise self._building_or(exc, cancel, corpus) from None
-            yield
+            yield progress  # another thread is building: read what it committed
+            return
+        try:
+            progress = None
+            try:
+                reconcile(self._access, self._state, corpus, token)
+            except SessionQueryError as exc:
+                progress = self._partial(exc, cancel, corpus) if partial else None
+                if progress is None:
+                    raise self._building_or(exc, cancel, corpus) from None
+            yield progress
         finally:
             self._turn.release()
+
+    def _partial(
+        self, error: SessionQueryError, cancel: CancelToken | None, corpus: Corpus
+    ) -> PartialIndex | None:
+        """How far the unfinished build is, when ``error`` is the early stop of a partial
+        search's reconciliation (its own deadline has not passed); else ``None``."""
+        if error.code is not ErrorCode.ABORTED or cancel is None or cancel.expired:
+            return None
+        building = self._building_or(error, cancel, corpus)
+        if not isinstance(building, SessionQueryError) or building.code is not (
+            ErrorCode.INDEX_BUILDING
+        ):
+            return None
+        context = building.context or {}
+        done = context.get("sessions_indexed")
+        total = context.get("sessions_total")
+        return PartialIndex(
+            int(done) if isinstance(done, int) else 0,
+            int(total) if isinstance(total, int) else None,
+        )
 
     def _building_or(
         self, error: SessionQueryError, cancel: CancelToken | None, corpus: Corpus
@@ -275,6 +302,10 @@ class SqliteSearch(SearchBase[db.Connection]):
 
     # -- the backend's part of the operations (the rest is SearchBase's) ----------------
 
+    def _pages(self) -> Pages:
+        """The page reader over this instance's state, header cache and snippet length."""
+        return Pages(self._state, self._header, self._snippet_chars)
+
     def _update(
         self, corpus: Corpus, cancel: CancelToken | None, progress: ProgressCallback | None
     ) -> IndexUpdate:
@@ -295,35 +326,20 @@ class SqliteSearch(SearchBase[db.Connection]):
         position: CursorPosition | None,
         cancel: CancelToken | None,
     ) -> Window[SessionSearchHit]:
-        text, mode, page_size = request.text, request.mode, request.page_size
-        with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
+        with (
+            self._reconciled(corpus, cancel, partial=request.allow_partial) as partial,
+            self._hold(cancel) as conn,
+            _snapshot(conn),
+        ):
             (durable,) = db.one(conn, "SELECT global_generation FROM main.search_state")
             state = self._state
             generation = f"{state.epoch}:{durable}:{state.live_generation}"
             offset = page_offset(position, generation)
             persisted = corpus.persistence is not None
-            if mode == "relevance":
-                return self._relevance_sessions(
-                    conn,
-                    request,
-                    compiled,
-                    persisted=persisted,
-                    offset=offset,
-                    generation=generation,
-                    cancel=cancel,
-                )
-            matcher = self._matcher(conn, text, mode, cancel)
-            sql = session_search_sql(compiled, include_persisted=persisted)
-            params = {
-                **compiled.params,
-                "q": matcher.expression,
-                "overlap": db.overlapping(matcher.phrases),
-                "lim": page_size + 1,
-                "off": offset,
-            }
-            rows = conn.execute(sql, params).fetchall()
-            hits = [self._session_hit(conn, matcher, row) for row in rows[:page_size]]
-        return Window(hits, len(rows) > page_size, generation, offset)
+            window = self._pages().session_page(
+                conn, request, compiled, persisted, offset, generation, cancel
+            )
+        return replace(window, partial=partial)
 
     def _events(
         self,
@@ -335,258 +351,18 @@ class SqliteSearch(SearchBase[db.Connection]):
         position: CursorPosition | None,
         cancel: CancelToken | None,
     ) -> tuple[SessionHeader, Window[EventSearchHit]]:
-        text, mode, page_size = request.text, request.mode, request.page_size
-        with self._reconciled(corpus, cancel), self._hold(cancel) as conn, _snapshot(conn):
-            live, key, header, generation = self._target(conn, corpus, session_id)
+        with (
+            self._reconciled(corpus, cancel, partial=request.allow_partial) as partial,
+            self._hold(cancel) as conn,
+            _snapshot(conn),
+        ):
+            pages = self._pages()
+            live, key, header, generation = pages.target(conn, corpus, session_id)
             offset = page_offset(position, generation)
-            if mode == "relevance":
-                window = self._relevance_events(
-                    conn,
-                    request,
-                    compiled,
-                    live=live,
-                    key=key,
-                    session_id=session_id,
-                    offset=offset,
-                    generation=generation,
-                    cancel=cancel,
-                )
-                return header, window
-            matcher = self._matcher(conn, text, mode, cancel)
-            params = {
-                **compiled.params,
-                "q": matcher.expression,
-                "overlap": db.overlapping(matcher.phrases),
-                "lo": key << SEQ_BITS,
-                "hi": (key << SEQ_BITS) | SEQ_MASK,
-                "lim": page_size + 1,
-                "off": offset,
-            }
-            rows = conn.execute(event_search_sql(compiled, live=live), params).fetchall()
-            hits = [
-                self._event_hit(conn, matcher, live, session_id, row[:5])
-                for row in rows[:page_size]
-            ]
-        return header, Window(hits, len(rows) > page_size, generation, offset)
-
-    # -- relevance -------------------------------------------------------------------
-
-    @staticmethod
-    def _plan(conn: db.Connection, text: str) -> RelevancePlan | None:
-        return plan_relevance(
-            query_tokens(conn, text),
-            relevance.corpus_stats(conn),
-            lambda words: relevance.document_counts(conn, words),
-        )
-
-    def _relevance_sessions(
-        self,
-        conn: db.Connection,
-        request: SearchRequest,
-        compiled: CompiledFilters,
-        *,
-        persisted: bool,
-        offset: int,
-        generation: str,
-        cancel: CancelToken | None,
-    ) -> Window[SessionSearchHit]:
-        page_size = request.page_size
-        plan = self._plan(conn, request.text)
-        if plan is None:
-            return Window([], False, generation, offset)
-        relevance.collect_sessions(
-            conn,
-            plan,
-            compiled,
-            include_persisted=persisted,
-            page=page_size + 1 + offset,
-            title_weight=TITLE_WEIGHT,
-        )
-        sql = relevance.session_page_sql(include_persisted=persisted)
-        rows = conn.execute(sql, {"lim": page_size + 1, "off": offset}).fetchall()
-        hits = []
-        for src, title, rid, session_id, *event, _score in rows[:page_size]:
-            live = src == 1
-            sid = str(session_id)
-            best = self._relevance_hit(
-                conn, plan, cancel, live=live, title=bool(title), session_id=sid, row=(rid, *event)
+            window = pages.event_page(
+                conn, request, compiled, live, key, session_id, offset, generation, cancel
             )
-            assert isinstance(rid, int)
-            record = self._record(conn, live, sid, rid)
-            hits.append(SessionSearchHit(record=record, best_match=best))
-        return Window(hits, len(rows) > page_size, generation, offset, plan.corrections)
-
-    def _relevance_events(
-        self,
-        conn: db.Connection,
-        request: SearchRequest,
-        compiled: CompiledFilters,
-        *,
-        live: bool,
-        key: int,
-        session_id: str,
-        offset: int,
-        generation: str,
-        cancel: CancelToken | None,
-    ) -> Window[EventSearchHit]:
-        page_size = request.page_size
-        plan = self._plan(conn, request.text)
-        if plan is None:
-            return Window([], False, generation, offset)
-        with relevance.installed_plan(plan) as installed:
-            params = {
-                **compiled.params,
-                "q": relevance.or_expression(plan),
-                "plan": installed.plan_id,
-                "title_weight": TITLE_WEIGHT,
-                "lo": key << SEQ_BITS,
-                "hi": (key << SEQ_BITS) | SEQ_MASK,
-                "lim": page_size + 1,
-                "off": offset,
-            }
-            rows = conn.execute(relevance.event_relevance_sql(compiled, live=live), params)
-            found = rows.fetchall()
-        hits = [
-            self._relevance_hit(
-                conn,
-                plan,
-                cancel,
-                live=live,
-                title=bool(title),
-                session_id=session_id,
-                row=(rid, *event),
-            )
-            for title, rid, *event in found[:page_size]
-        ]
-        return Window(hits, len(found) > page_size, generation, offset, plan.corrections)
-
-    def _relevance_hit(
-        self,
-        conn: db.Connection,
-        plan: RelevancePlan,
-        cancel: CancelToken | None,
-        *,
-        live: bool,
-        title: bool,
-        session_id: str,
-        row: Sequence[object],
-    ) -> EventSearchHit:
-        """The hit for one ranked document, its snippet cut around the most selective
-        searched word it holds."""
-        rid = row[0]
-        assert isinstance(rid, int)
-        term = next(
-            (
-                word
-                for word in plan.terms
-                if conn.execute(
-                    relevance.holds_term_sql(live, title), {"q": _quoted(word), "rid": rid}
-                ).fetchone()
-            ),
-            plan.terms[0],
-        )
-        matcher = spans.Matcher(_quoted(term), ((term,),), cancel)
-        return self._event_hit(conn, matcher, live, session_id, row, title=title)
-
-    # -- helpers ---------------------------------------------------------------------
-
-    def _record(self, conn: db.Connection, live: bool, session_id: str, rid: int) -> SessionRecord:
-        if live:
-            state = self._state.live[session_id]
-            return SessionRecord(state.header, live=True, persisted=state.persisted)
-        (header_json,) = db.one(
-            conn,
-            "SELECT header_json FROM main.persisted_sessions WHERE key = ?",
-            (rid >> SEQ_BITS,),
-        )
-        return SessionRecord(self._header(str(header_json)), live=False, persisted=True)
-
-    def _target(
-        self, conn: db.Connection, corpus: Corpus, session_id: str
-    ) -> tuple[bool, int, SessionHeader, str]:
-        live = self._state.live.get(session_id)
-        if live is not None:
-            return True, live.key, live.header, f"live:{live.generation}"
-        if corpus.persistence is not None:
-            row = conn.execute(
-                "SELECT key, header_json, generation FROM main.persisted_sessions WHERE id = ?",
-                (session_id,),
-            ).fetchone()
-            if row is not None:
-                key, header_json, generation = row
-                header = self._header(str(header_json))
-                return False, int(key), header, f"persisted:{self._state.epoch}:{generation}"
-        raise SessionQueryError(ErrorCode.SESSION_NOT_FOUND, f"session {session_id!r} not found")
-
-    @staticmethod
-    def _matcher(
-        conn: db.Connection, text: str, match: SearchMatch, cancel: CancelToken | None
-    ) -> spans.Matcher:
-        """The MATCH expression of the normalised query in the given mode and its phrases;
-        registers the long-document span counter for this search."""
-        tokens = query_tokens(conn, text)
-        if match == "phrase":
-            return spans.Matcher(quote_phrase(text), (tuple(tokens),), cancel)
-        distinct = tuple(dict.fromkeys(tokens))
-        return spans.Matcher(
-            words_expression(distinct), tuple((token,) for token in distinct), cancel
-        )
-
-    def _snippet(
-        self,
-        conn: db.Connection,
-        matcher: spans.Matcher,
-        live: bool,
-        rid: int,
-        title: bool = False,
-    ) -> str:
-        stored = conn.execute(text_sql(live, title), {"rid": rid}).fetchone()
-        if stored is not None and int(stored[1]) > spans.SMALL_DOCUMENT:
-            # Long document: locate the first span without highlighting all of it.
-            text = str(stored[0])
-            first = spans.first_span_offset(conn, text, matcher.expression, matcher.cancel)
-            return snippet_around(text, first, self._snippet_chars)
-        row = conn.execute(
-            highlight_sql(live, title), {"q": matcher.expression, "mark": MATCH_MARK, "rid": rid}
-        ).fetchone()
-        return snippet_from_highlight(str(row[0]) if row else "", self._snippet_chars)
-
-    def _event_hit(
-        self,
-        conn: db.Connection,
-        matcher: spans.Matcher,
-        live: bool,
-        session_id: str,
-        row: Sequence[object],
-        *,
-        title: bool = False,
-    ) -> EventSearchHit:
-        rid, seq, kind, time, surface = row
-        assert isinstance(rid, int) and isinstance(seq, int) and isinstance(time, int)
-        return EventSearchHit(
-            session_id=session_id,
-            seq=seq,
-            type=str(kind),
-            time=time,
-            surface=surface,  # type: ignore[arg-type]  # stored from SurfaceClass values
-            snippet=self._snippet(conn, matcher, live, rid, title),
-        )
-
-    def _session_hit(
-        self, conn: db.Connection, matcher: spans.Matcher, row: Sequence[object]
-    ) -> SessionSearchHit:
-        src, rid, session_id, *event = row
-        assert isinstance(rid, int)
-        sid = str(session_id)
-        live = src == 1
-        record = self._record(conn, live, sid, rid)
-        best = self._event_hit(conn, matcher, live, sid, (rid, *event))
-        return SessionSearchHit(record=record, best_match=best)
-
-
-def _quoted(word: str) -> str:
-    """A single-token FTS5 phrase for ``word`` (a token of the index's own tokenizer)."""
-    return '"' + word.replace('"', '""') + '"'
+        return header, replace(window, partial=partial)
 
 
 class _Access:
@@ -602,6 +378,20 @@ class _Access:
 
     def writing(self, cancel: CancelToken | None) -> AbstractContextManager[None]:
         return self._search._writing(cancel)  # pyright: ignore[reportPrivateUsage]
+
+
+_PARTIAL_RESERVE_SECONDS: Final = 0.5
+"""At most this much of a partial search's time is kept for answering (less when the whole
+deadline is short: a third of what is left)."""
+
+
+def _reconcile_token(cancel: CancelToken | None) -> CancelToken | None:
+    """The token a partial search reconciles under: its own, minus the time it keeps to
+    answer from the committed part."""
+    if cancel is None or cancel.deadline is None:
+        return cancel
+    left = cancel.deadline - time.monotonic()
+    return cancel.sooner(min(_PARTIAL_RESERVE_SECONDS, max(left, 0.0) / 3))
 
 
 def _acquire(lock: threading.Lock, cancel: CancelToken | None) -> None:

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from sessionquery.persistence.base import PersistedSession
-from sessionquery.query.backend import Corpus, LiveSnapshot
+from sessionquery.query.backend import Corpus, LiveSnapshot, StatCorpus
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.corpus import busy, settle_attempts
 from sessionquery.search.sqlite.durable import (
@@ -94,10 +94,9 @@ class _Lookup:
         old = self.state.live.get(sid)
         if self.reuse and old is not None:  # nothing persisted changed since it was looked up
             return PersistedSession(old.header, "") if old.persisted else None
-        stat = getattr(self.corpus, "stat_persisted", None)
-        if stat is not None and self.listing is None:
-            entry: PersistedSession | None = stat(sid, self.cancel)
-            return entry
+        corpus = self.corpus
+        if isinstance(corpus, StatCorpus) and self.listing is None:
+            return corpus.stat_persisted(sid, self.cancel)
         if self.listing is None:
             self.listing = {p.header.id: p for p in self.corpus.list_persisted(self.cancel)}
         return self.listing.get(sid)

@@ -50,6 +50,8 @@ __all__ = [
     "document_counts",
     "event_relevance_sql",
     "holds_term_sql",
+    "in_scope",
+    "in_session",
     "install",
     "installed_plan",
     "or_expression",
@@ -233,7 +235,9 @@ def document_counts(conn: db.Connection, words: Sequence[str]) -> Mapping[str, i
     if not words:
         return counts
     wanted = json.dumps(list(words))
-    for vocabulary in _VOCABULARIES:
+    for (schema, fts), vocabulary in zip(_FTS_TABLES, _VOCABULARIES, strict=True):
+        if not _totals(conn, schema, fts)[0]:
+            continue  # an empty index (no live sessions, no titles) holds no word
         rows = conn.execute(
             f"SELECT term, doc FROM temp.{vocabulary} "
             "WHERE term IN (SELECT value FROM json_each(?))",
@@ -243,6 +247,51 @@ def document_counts(conn: db.Connection, words: Sequence[str]) -> Mapping[str, i
             assert isinstance(documents, int)
             counts[str(term)] = counts.get(str(term), 0) + documents
     return counts
+
+
+def in_scope(
+    conn: db.Connection,
+    filters: CompiledFilters,
+    word: str,
+    *,
+    include_persisted: bool,
+) -> bool:
+    """Whether a document (event or title, stored or live) of a session the session filters
+    keep holds ``word``."""
+    for live in [True, False] if include_persisted else [True]:
+        for title in (False, True):
+            branch = _Branch(live, title)
+            fts = branch.fts
+            key = f"{fts}.rowid >> {SEQ_BITS}"
+            where = f" AND {key} IN keep" if filters.session_predicates else ""
+            keeps = (
+                f"WITH keep(key) AS ({_keep(live, filters)}) " if filters.session_predicates else ""
+            )
+            if not live:
+                where += f" AND {key} NOT IN ({_SHADOWED})"
+            found = conn.execute(
+                f"{keeps}SELECT 1 FROM {branch.schema}.{fts} WHERE {fts} MATCH :q{where} LIMIT 1",
+                {**filters.params, "q": _quote([word])},
+            ).fetchone()
+            if found is not None:
+                return True
+    return False
+
+
+def in_session(conn: db.Connection, word: str, *, live: bool, key: int) -> bool:
+    """Whether a document (event or title) of the session with this key holds ``word``."""
+    low, high = key << SEQ_BITS, (key << SEQ_BITS) | SEQ_MASK
+    for title in (False, True):
+        branch = _Branch(live, title)
+        fts = branch.fts
+        found = conn.execute(
+            f"SELECT 1 FROM {branch.schema}.{fts} WHERE {fts} MATCH :q "
+            f"AND {fts}.rowid BETWEEN :lo AND :hi LIMIT 1",
+            {"q": _quote([word]), "lo": low, "hi": high},
+        ).fetchone()
+        if found is not None:
+            return True
+    return False
 
 
 # -- the ranked statements --------------------------------------------------------------------
@@ -294,10 +343,13 @@ _SHADOWED = (
 )
 
 
-def _insert_sql(branch: _Branch, filters: CompiledFilters, *, pruned: bool) -> str:
+def _insert_sql(
+    branch: _Branch, filters: CompiledFilters, *, pruned: bool, keys: bool = False
+) -> str:
     """Insert the matching documents of one branch (that pass the filters) with their scores
-    into ``temp.rel_cand``; binds ``:q :plan :weight`` and the filters'. With ``pruned``, a
-    document whose session cannot reach the page gets no row."""
+    into ``temp.rel_cand``; binds ``:q :plan :weight`` and the filters' (``keys``: also
+    ``:keys``, a JSON list of the only session keys to search). With ``pruned``, a document
+    whose session cannot reach the page gets no row."""
     fts = branch.fts
     columns = branch.columns()
     join = where = ""
@@ -312,6 +364,8 @@ def _insert_sql(branch: _Branch, filters: CompiledFilters, *, pruned: bool) -> s
     if not branch.live:
         keeps += f"shadowed(key) AS ({_SHADOWED}), "
         where = f" AND {key} NOT IN shadowed{where}"
+    if keys:
+        where = f" AND {key} IN (SELECT value FROM json_each(:keys)){where}"
     src = int(branch.live)
     score = f"{RANK}({fts}, :plan, {src}, :weight)" if pruned else f":weight * {RANK}({fts}, :plan)"
     return (
@@ -322,16 +376,27 @@ def _insert_sql(branch: _Branch, filters: CompiledFilters, *, pruned: bool) -> s
     )
 
 
-def _step_expression(plan: RelevancePlan, step: int) -> tuple[str, tuple[int, ...]]:
-    """The MATCH expression of MaxScore step ``step`` (documents holding term ``step`` and
-    none of the terms before it), and the phrase index of each term in it (for scoring)."""
+def _step_expression(
+    plan: RelevancePlan, first: int, last: int | None = None
+) -> tuple[str, tuple[int, ...]]:
+    """The MATCH expression of the documents holding one of terms ``first..last - 1`` (just
+    ``first`` by default) and none of the terms before ``first``, and the phrase index of
+    each term in it (for scoring)."""
     quoted = [_quote([term]) for term in plan.terms]
-    left = quoted[step]
-    if step:
-        left = f"({left} NOT ({' OR '.join(quoted[:step])}))"
-    before = 1 + step  # phrases of the left side: the step's term, then the earlier ones
+    chosen = quoted[first : first + 1 if last is None else last]
+    left = " OR ".join(chosen)
+    if len(chosen) > 1:
+        left = f"({left})"
+    if first:
+        left = f"({left} NOT ({' OR '.join(quoted[:first])}))"
+    before = len(chosen) + first  # phrases of the left side come first
     right = " OR ".join(_scored_phrases(plan))
     return f"{left} AND ({right})", tuple(range(before, before + len(quoted)))
+
+
+_LIFTED_SESSIONS: Final = 2000
+"""Sessions whose titles alone could lift them to the page, searched for the remaining terms
+one by one rather than with every document of those terms (beyond this, all documents)."""
 
 
 _FLOOR_SQL: Final = (
@@ -339,6 +404,22 @@ _FLOOR_SQL: Final = (
     "coalesce(max(CASE WHEN title = 1 THEN sc END), 0.0) AS score FROM temp.rel_cand "
     "GROUP BY src, key) ORDER BY score DESC LIMIT 1 OFFSET ?"
 )
+
+
+def _run_step(  # noqa: PLR0917
+    conn: db.Connection,
+    compiled: _Compiled,
+    plan: RelevancePlan,
+    insert: str,
+    params: dict[str, object],
+    first: int,
+    last: int | None = None,
+) -> None:
+    expression, indexes = _step_expression(plan, first, last)
+    compiled.phrases = tuple(zip(indexes, plan.weights, strict=True))
+    if plan.phrase:
+        compiled.phrase = indexes[-1] + 1
+    conn.execute(insert, {**params, "q": expression})
 
 
 def _floor(conn: db.Connection, page: int) -> float:
@@ -384,15 +465,26 @@ def collect_sessions(
         if not include_persisted:
             return
         insert = _insert_sql(_Branch(False, False), filters, pruned=True)
-        for step in range(len(plan.terms)):
-            expression, indexes = _step_expression(plan, step)
-            compiled.phrases = tuple(zip(indexes, plan.weights, strict=True))
-            if plan.phrase:
-                compiled.phrase = indexes[-1] + 1
-            conn.execute(insert, {**base, "q": expression, "weight": 1.0})
+        count = len(plan.terms)
+        for step in range(count):
+            _run_step(conn, compiled, plan, insert, {**base, "weight": 1.0}, step)
             compiled.floor = max(compiled.floor, _floor(conn, page))
-            if plan.bound_after(step) + top_bonus < compiled.floor:
+            rest = plan.bound_after(step)
+            if rest + top_bonus < compiled.floor:
                 break
+            if step + 1 < count and rest < compiled.floor:
+                # Only sessions with a strong title can still be lifted onto the page by the
+                # terms left: search those terms in those sessions only.
+                lifted = [
+                    key
+                    for (src, key), bonus in compiled.bonus.items()
+                    if src == 0 and rest + bonus >= compiled.floor
+                ]
+                if len(lifted) <= _LIFTED_SESSIONS:
+                    restricted = _insert_sql(_Branch(False, False), filters, pruned=True, keys=True)
+                    params = {**base, "weight": 1.0, "keys": json.dumps(lifted)}
+                    _run_step(conn, compiled, plan, restricted, params, step + 1, count)
+                    break
 
 
 def _page_best(live: bool, title: bool) -> str:
