@@ -1,8 +1,8 @@
 """Team history at size: many machines push into one PostgreSQL database; searches and
 listings with 20 concurrent clients, beside the SQLite backend over the same sessions.
 
-    python benchmarks/team.py                          # 10 machines x 2,000 sessions
-    python benchmarks/team.py --machines 4 --sessions 300 --output benchmarks/RESULTS.md
+    python benchmarks/team_bench.py                          # 10 machines x 2,000 sessions
+    python benchmarks/team_bench.py --machines 4 --sessions 300 --output benchmarks/RESULTS.md
 
 Each machine's history is the benchmark corpus generator's (``corpus.py``, its own seed), its
 sessions renamed ``m<NN>-<id>`` and its eight project folders made git checkouts of eight
@@ -48,6 +48,7 @@ from corpus import CorpusManifest, CorpusSpec, generate  # noqa: E402
 from sessionquery import JsonlPersistence, SessionQuery  # noqa: E402
 from sessionquery.model import SessionEvent, SessionHeader  # noqa: E402
 from sessionquery.persistence.base import PersistedSession  # noqa: E402
+from sessionquery.query.backend import SearchMatch  # noqa: E402
 
 SECTION = "## Team history"
 CLIENTS = 20
@@ -158,7 +159,7 @@ def _concurrent(
                     for i in range(len(queries)):
                         text, mode = queries[(i + k + r) % len(queries)]
                         started = time.perf_counter()
-                        query.search_sessions(text, match=mode)
+                        query.search_sessions(text, match=_mode(mode))
                         mine.append((mode, (time.perf_counter() - started) * 1000))
             with lock:
                 for mode, ms in mine:
@@ -176,12 +177,16 @@ def _concurrent(
     return samples
 
 
+def _mode(name: str) -> SearchMatch:
+    return "phrase" if name == "phrase" else "relevance"
+
+
 def _single(query: SessionQuery, text: str, mode: str) -> list[float]:
-    query.search_sessions(text, match=mode)
+    query.search_sessions(text, match=_mode(mode))
     out = []
     for _ in range(ROUNDS):
         started = time.perf_counter()
-        query.search_sessions(text, match=mode)
+        query.search_sessions(text, match=_mode(mode))
         out.append((time.perf_counter() - started) * 1000)
     return out
 
@@ -304,7 +309,7 @@ def run(machines: int, sessions: int) -> str:
                     "load": load,
                 }
         # SQLite over the same sessions.
-        local = MultiSource([(f"m{n:02d}", s) for n, s in enumerate(stores)])  # type: ignore[misc]
+        local = MultiSource([(f"m{n:02d}", s) for n, s in enumerate(stores)])
         index = base / "index.sqlite3"
         load_sqlite = _load()
         t0 = time.perf_counter()
@@ -325,7 +330,8 @@ def run(machines: int, sessions: int) -> str:
     lines += [
         SECTION,
         "",
-        f"Measured by `python benchmarks/team.py --machines {machines} --sessions {sessions}` "
+        "Measured by `python benchmarks/team_bench.py "
+        f"--machines {machines} --sessions {sessions}` "
         f"on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {machines} machines x "
         f"{sessions:,} sessions = {n_sessions:,} sessions, {events:,} events "
         f"({docs:,} index documents), {local_bytes / 1e6:.0f} MB of JSONL on the machines, "
