@@ -39,25 +39,15 @@ def redacted_sources(app: App) -> SessionPersistence:
     """This machine's sources as the push reads them: redacted (contract 4).
 
     Raises:
-        SessionQueryError: ``INVALID_CONFIG`` when redaction is not available (the text as
+        SessionQueryError: ``INVALID_CONFIG`` when the app does not redact (the text as
             stored is never pushed).
     """
     persistence = app.persistence()
-    if getattr(persistence, "redactor", None) is not None:
-        return persistence  # the composition root redacts already
-    try:
-        from sessionquery import redact  # type: ignore[attr-defined]
-    except ImportError:
+    if not app.redacting or getattr(persistence, "redactor", None) is None:
         raise SessionQueryError(
-            ErrorCode.INVALID_CONFIG,
-            "push needs redaction (sessionquery.redact), which this installation lacks; "
-            "nothing was pushed",
-        ) from None
-    known = getattr(app.config, "known_secrets", lambda: ())()
-    wrapped: SessionPersistence = redact.RedactingPersistence(
-        persistence, redact.default_redactor(known)
-    )
-    return wrapped
+            ErrorCode.INVALID_CONFIG, "push reads only redacted sessions; nothing was pushed"
+        )
+    return persistence
 
 
 def _local_app(inv: Invocation) -> App:
