@@ -45,6 +45,7 @@ class TeamWorkspaces:
         self._conn: psycopg.Connection[Any] | None = None
         self._sessions: dict[str, tuple[float, str | None, str | None, bool]] = {}
         self._local: dict[str, str | None] = {}
+        self._cwds: dict[str, tuple[float, tuple[str, ...]]] = {}
 
     def close(self) -> None:
         """Hang up; idempotent (a later call connects again)."""
@@ -111,12 +112,17 @@ class TeamWorkspaces:
         mine = self.caller_workspace(caller)
         found: list[str | None] = [caller.cwd]
         if mine is not None:
-            rows = self._query(
-                "SELECT DISTINCT s.cwd FROM sqi_sessions AS s JOIN sq_workspaces AS w "
-                "ON w.id = s.ws WHERE w.name = %s",
-                (mine,),
-            )
-            found.extend(str(cwd) for (cwd,) in rows if cwd is not None)
+            now = time.monotonic()
+            cached = self._cwds.get(mine)
+            if cached is None or now - cached[0] >= CACHE_SECONDS:
+                rows = self._query(
+                    "SELECT DISTINCT s.cwd FROM sqi_sessions AS s JOIN sq_workspaces AS w "
+                    "ON w.id = s.ws WHERE w.name = %s",
+                    (mine,),
+                )
+                cached = (now, tuple(str(cwd) for (cwd,) in rows if cwd is not None))
+                self._cwds[mine] = cached
+            found.extend(cached[1])
         return tuple(dict.fromkeys(found))
 
 
