@@ -617,12 +617,9 @@ class App:
         if self._archive is None and (create or not self._archive_looked):
             from sessionquery.archive.setup import open_archive
 
-            # The redacted form loses the last line of a unit that does not end in a newline
-            # (whole-file JSON transcripts, database sessions): it waits for the line to be
-            # completed, as a JSONL append would. Until the archive stores such units whole,
-            # it keeps the raw form; then pass ``self.redactor`` here (docs/archive.md,
-            # "Secrets"; status-redact.md).
-            redactor = None
+            # The archive stores what redaction would show (docs/archive.md, "Secrets"), unless
+            # the config asks for raw bytes (``archive_raw``).
+            redactor = self.redactor if self.redacting else None
             self._archive = open_archive(self.config, create=create, redactor=redactor)
             self._archive_looked = True
         return self._archive

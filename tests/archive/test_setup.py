@@ -72,8 +72,6 @@ def test_the_app_archives_what_its_redactor_would_show(tmp_path: Path) -> None:
     app = App(_config(tmp_path))
     archive = app.archive(create=True)
     assert archive is not None
-    # The archive keeps the raw form until it stores units without a final newline whole
-    # (App.archive; then: f"redacted:{app.redactor.fingerprint}").
-    expected = "raw"
+    expected = f"redacted:{app.redactor.fingerprint}"
     app.archive_now()
     assert {unit.form for unit in archive.units()} == {expected}
