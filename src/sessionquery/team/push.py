@@ -5,8 +5,10 @@ is redacted: :class:`~sessionquery.redact.RedactingPersistence`; the text as sto
 machine is never sent) and brings the team database up to date with it:
 
 * a session never pushed is inserted (its events, one row each, and its index documents);
-* a session that only grew (its pushed events are an unchanged prefix: :func:`~.rows.digests`)
-  gets its new events appended, one row per event, and only the index documents that changed;
+* a session that grew keeps every stored event up to the first one that differs (found over
+  the last :data:`TAIL_EVENTS` stored events, behind an unchanged prefix: :func:`~.rows.digests`;
+  an importer rewrites its closing events of the last turn when a line is appended) and gets
+  the rest written, one row per event, and only the index documents that changed;
 * a session that changed otherwise is replaced whole; an unchanged one (same revision as last
   pushed) is not even read. A session the database holds from another machine is left alone
   (each session belongs to the machine that pushed it first). Nothing is ever deleted.
@@ -48,6 +50,7 @@ from sessionquery.persistence.postgres._schema import (
 )
 from sessionquery.search.postgres import schema as index_schema
 from sessionquery.team import schema as team_schema
+from sessionquery.team import tables
 from sessionquery.team.rows import (
     Delta,
     Docs,
@@ -75,10 +78,6 @@ _REWRITTEN_TAIL: Final = 4
 JOURNAL_KEEP: Final = 100_000
 """Change-journal rows of this machine kept after a push; older ones are pruned."""
 
-_EVENT_COLUMNS: Final = "session_id, seq, event_json, ws, mid"
-_DOC_COLUMNS: Final = (
-    "session_id, seq, type, time, surface, length, text, norm, tsv, ntokens, title, ws, mid"
-)
 
 Progress = Callable[[int, int], None]
 Kind = Literal["new", "grown", "replaced", "same"]
@@ -189,7 +188,6 @@ class _Pusher:
         self._ws_ids: dict[str, int] = {}
         self._events: list[tuple[object, ...]] = []
         self._docs_out: list[tuple[object, ...]] = []
-        self._staged = False
         self._index_new: list[tuple[object, ...]] = []
         self._index_changed: list[tuple[object, ...]] = []
 
@@ -288,11 +286,13 @@ class _Pusher:
                     continue
                 changed.append(local.header.id)
                 setattr(self.totals, kind, getattr(self.totals, kind) + 1)
-            self._flush_index_sessions()
-            self._flush_rows()
-            self._statistics(deltas)
+            tables.write_index_sessions(self.conn, self._index_new, self._index_changed)
+            tables.insert_rows(self.conn, self._events, self._docs_out)
+            tables.write_statistics(self.conn, self.mid, deltas)
             if changed:
-                self._journal(changed)
+                tables.record_changes(self.conn, self.mid, self.store_id, changed)
+        for queue in (self._index_new, self._index_changed, self._events, self._docs_out):
+            queue.clear()
         for local in batch:
             sid = local.header.id
             if local.digest and (sid in self.state or sid in inserted):  # written or unchanged
@@ -486,130 +486,9 @@ class _Pusher:
         )
         (self._index_new if insert else self._index_changed).append(values)
 
-    def _flush_index_sessions(self) -> None:
-        with self.conn.cursor() as cur:
-            if self._index_new:
-                cur.executemany(
-                    "INSERT INTO sqi_sessions (created_at, cwd, parent_session, header_json, ws, "
-                    "id, mid, revision, generation) VALUES (%s, %s, %s, %s, %s, %s, %s, '', 0)",
-                    self._index_new,
-                )
-            if self._index_changed:
-                cur.executemany(
-                    "UPDATE sqi_sessions SET created_at = %s, cwd = %s, parent_session = %s, "
-                    "header_json = %s, ws = %s WHERE id = %s AND mid = %s",
-                    self._index_changed,
-                )
-        self._index_new.clear()
-        self._index_changed.clear()
-
     def _copy_docs(self, local: _Local, docs: Any) -> None:
         ws, mid = local.ws, self.mid
         self._docs_out.extend((*row, ws, mid) for row, _terms in docs)
-
-    def _flush_rows(self) -> None:
-        """Insert the batch's queued rows: ``COPY`` into this connection's temporary tables
-        (``COPY`` into a table under row-level security is not allowed), then one
-        ``INSERT … SELECT`` each, which the policies check row by row."""
-        conn = self.conn
-        if not self._staged:
-            conn.execute("CREATE TEMP TABLE sq_push_events (LIKE sq_events) ON COMMIT DELETE ROWS")
-            conn.execute("CREATE TEMP TABLE sq_push_docs (LIKE sqi_docs) ON COMMIT DELETE ROWS")
-            self._staged = True
-        for table, columns, rows in (
-            ("sq_push_events", _EVENT_COLUMNS, self._events),
-            ("sq_push_docs", _DOC_COLUMNS, self._docs_out),
-        ):
-            if not rows:
-                continue
-            with conn.cursor() as cur, cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-        if self._events:
-            conn.execute(
-                f"INSERT INTO sq_events ({_EVENT_COLUMNS}) SELECT {_EVENT_COLUMNS} "
-                "FROM sq_push_events"
-            )
-        if self._docs_out:
-            conn.execute(
-                f"INSERT INTO sqi_docs ({_DOC_COLUMNS}) SELECT {_DOC_COLUMNS} FROM sq_push_docs"
-            )
-        self._events.clear()
-        self._docs_out.clear()
-
-    def _statistics(self, deltas: dict[int | None, Delta]) -> None:
-        conn, mid = self.conn, self.mid
-        for ws, delta in sorted(deltas.items(), key=lambda item: (item[0] is None, item[0] or 0)):
-            key = -1 if ws is None else ws  # statistics of workspace-less sessions
-            if delta.documents or delta.tokens:
-                conn.execute(
-                    "INSERT INTO sqi_team_counts (ws, mid, documents, tokens) "
-                    "VALUES (%s, %s, %s, %s) ON CONFLICT (ws, mid) DO UPDATE SET "
-                    "documents = sqi_team_counts.documents + excluded.documents, "
-                    "tokens = sqi_team_counts.tokens + excluded.tokens",
-                    (key, mid, delta.documents, delta.tokens),
-                )
-            terms = sorted(term for term, n in delta.terms.items() if n)
-            if not terms:
-                continue
-            counts = [delta.terms[term] for term in terms]
-            conn.execute(
-                "INSERT INTO sqi_team_terms (term, ws, mid, docs) SELECT t, %s, %s, n "
-                "FROM unnest(%s::text[], %s::bigint[]) AS g(t, n) "
-                "ON CONFLICT (term, ws, mid) DO UPDATE SET docs = sqi_team_terms.docs + "
-                "excluded.docs",
-                (key, mid, terms, counts),
-            )
-            fewer = [term for term, n in zip(terms, counts, strict=True) if n < 0]
-            if fewer:
-                conn.execute(
-                    "DELETE FROM sqi_team_terms WHERE ws = %s AND mid = %s AND "
-                    "term = ANY(%s::text[]) AND docs <= 0",
-                    (key, mid, fewer),
-                )
-
-    def _journal(self, changed: list[str]) -> None:
-        """Record the batch's changes last: the two shared rows are locked only until commit."""
-        conn = self.conn
-        row = conn.execute(
-            "UPDATE sq_store SET change_counter = change_counter + %s RETURNING change_counter",
-            (len(changed),),
-        ).fetchone()
-        assert row is not None
-        last = int(row[0])
-        counters = list(range(last - len(changed) + 1, last + 1))
-        conn.execute(
-            "INSERT INTO sq_changes (change_id, session_id, ws, mid) "
-            "SELECT c, s, (SELECT ws FROM sq_sessions WHERE id = s), %s "
-            "FROM unnest(%s::bigint[], %s::text[]) AS u(c, s)",
-            (self.mid, counters, changed),
-        )
-        conn.execute(
-            "UPDATE sq_sessions AS t SET revision = u.c FROM unnest(%s::text[], %s::bigint[]) "
-            "AS u(s, c) WHERE t.id = u.s",
-            (changed, counters),
-        )
-        conn.execute(
-            "UPDATE sqi_sessions AS t SET revision = %s || ':' || u.c, generation = u.c "
-            "FROM unnest(%s::text[], %s::bigint[]) AS u(s, c) WHERE t.id = u.s",
-            (self.store_id, changed, counters),
-        )
-        conn.execute("UPDATE sqi_state SET generation = generation + 1")
-
-    def prune(self, keep: int) -> None:
-        with self.conn.transaction():
-            row = self.conn.execute("SELECT change_counter FROM sq_store").fetchone()
-            assert row is not None
-            through = int(row[0]) - keep
-            if through > 0:
-                self.conn.execute(
-                    "DELETE FROM sq_changes WHERE mid = %s AND change_id <= %s",
-                    (self.mid, through),
-                )
-                self.conn.execute(
-                    "UPDATE sq_store SET pruned_through = %s WHERE pruned_through < %s",
-                    (through, through),
-                )
 
 
 def _anchor_at(count: int) -> int:
@@ -698,7 +577,7 @@ def push_sessions(
             done += len(batch)
             if progress is not None:
                 progress(done, len(todo))
-        pusher.prune(JOURNAL_KEEP)
+        tables.prune_journal(conn, pusher.mid, JOURNAL_KEEP)
     except psycopg.Error as exc:
         raise _failed("the team database refused the push", exc) from exc
     finally:
