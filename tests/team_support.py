@@ -11,6 +11,7 @@ repository, so a search for ``appwork`` finds exactly the app sessions.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from dataclasses import dataclass
@@ -23,12 +24,22 @@ __all__ = [
     "Session",
     "env_for",
     "make_machines",
+    "role_name",
     "write_claude",
     "write_codex",
 ]
 
 APP = "github.com/acme/app"
 TOOLS = "github.com/acme/tools"
+
+
+_role_numbers = itertools.count(1)
+
+
+def role_name(short: str) -> str:
+    """A login role name unique in this test session's cluster (roles are cluster-wide, and
+    every test module that makes roles draws from this one counter)."""
+    return f"{short}_{os.getpid()}_{next(_role_numbers)}"
 
 
 @dataclass(frozen=True)

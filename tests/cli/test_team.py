@@ -4,7 +4,6 @@ one team database (a real server); a history full of secrets pushes none of them
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,9 +14,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from secret_history import KNOWN_ENV, forbidden, make_secret_history
-from team_support import APP, Machine, env_for, make_machines
-
-_count = iter(range(1, 10_000))
+from team_support import APP, Machine, env_for, make_machines, role_name
 
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -32,7 +29,7 @@ def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
 
 
 def _role(owner: str, short: str) -> str:
-    name = f"{short}_{os.getpid()}_{next(_count)}"
+    name = role_name(short)
     with psycopg.connect(owner, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
     params = conninfo_to_dict(owner)

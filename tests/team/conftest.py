@@ -3,8 +3,6 @@ login roles of its own (roles are cluster-wide, so each test's names are unique)
 
 from __future__ import annotations
 
-import itertools
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,9 +16,7 @@ from postgres_support import PostgresServer
 from sessionquery.persistence.postgres import PostgresPersistence
 from sessionquery.search.postgres import PostgresSearch
 from sessionquery.team import grant, init_team
-from team_support import Machine, make_machines
-
-_names = itertools.count(1)
+from team_support import Machine, make_machines, role_name
 
 
 @dataclass
@@ -39,7 +35,7 @@ class TeamDb:
 
     def role(self, short: str) -> str:
         """A new login role (its real, unique name)."""
-        name = f"{short}_{os.getpid()}_{next(_names)}"
+        name = role_name(short)
         with psycopg.connect(self.owner_dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
         self.roles[short] = name
