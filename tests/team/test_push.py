@@ -157,8 +157,9 @@ def test_a_machine_belongs_to_the_role_that_pushed_it_first(
 def test_a_read_only_role_cannot_push(team_db: TeamDb, machines: tuple[Machine, Machine]) -> None:
     team_db.role("rita")
     team_db.grant("rita", APP)
-    with raises_code(ErrorCode.PERSISTENCE_FAILED):
+    with raises_code(ErrorCode.INVALID_CONFIG) as refused:
         push_sessions(sources_of(machines[0]), team_db.dsn("rita"), machine="alpha")
+    assert "--push" in str(refused.value)
     assert team_db.rows("SELECT count(*) FROM sq_sessions") == [(0,)]
 
 

@@ -195,11 +195,18 @@ class _Pusher:
 
     def claim(self) -> None:
         conn = self.conn
-        conn.execute(
-            "INSERT INTO sq_machines (name, owner) VALUES (%s, current_user) "
-            "ON CONFLICT (name) DO NOTHING",
-            (self.machine,),
-        )
+        try:
+            conn.execute(
+                "INSERT INTO sq_machines (name, owner) VALUES (%s, current_user) "
+                "ON CONFLICT (name) DO NOTHING",
+                (self.machine,),
+            )
+        except psycopg.errors.InsufficientPrivilege:
+            raise SessionQueryError(
+                ErrorCode.INVALID_CONFIG,
+                "push: this role may not push to the team database (the owner lets it with "
+                "'sessionquery team grant ROLE WORKSPACE --push'); nothing was pushed",
+            ) from None
         row = conn.execute(
             "SELECT m.id, m.owner = current_user, current_user FROM sq_machines AS m "
             "WHERE m.name = %s",
@@ -551,7 +558,8 @@ def push_sessions(
     Raises:
         ValueError: an invalid machine name.
         SessionQueryError: ``INVALID_CONFIG`` (the database is not a team database and this
-            role may not make it one; the machine belongs to another role), ``BUSY`` (another
+            role may not make it one; the role may not push; the machine belongs to another
+            role), ``BUSY`` (another
             push of this machine is running), ``PERSISTENCE_FAILED`` (the server refused).
     """
     started = time.monotonic()
