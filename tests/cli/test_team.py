@@ -171,3 +171,32 @@ def test_push_watch_pushes_again_until_interrupted(
         process.communicate(timeout=120)
     assert "2 new" in first, first
     assert "2 unchanged" in second, second
+
+
+_IMPORTED_BY = r"""
+import contextlib, io, json, sys
+from sessionquery.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(json.loads(sys.argv[1]))
+    except SystemExit:
+        pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("command", [["--help"], ["push", "--help"], ["team", "--help"]])
+def test_help_of_push_and_team_imports_neither_the_team_package_nor_a_driver(
+    command: list[str], tmp_path: Path, machines: tuple[Machine, Machine]
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTED_BY, json.dumps(command)],
+        env=env_for(machines[0], tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    assert "sessionquery.cli._team" not in loaded
+    assert not {m for m in loaded if m.startswith(("sessionquery.team", "psycopg"))}
