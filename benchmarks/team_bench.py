@@ -16,7 +16,8 @@ workspace across all machines. Steps, with the load average beside each:
 3. search latency, ``relevance`` and ``phrase``, for a rare word, the most common word and a
    two-word phrase, with 20 client threads each on its own connection, for a role that sees
    everything (``*``) and a role granted two of the eight repositories; then one client;
-4. listing: ``list_sessions()`` (every visible session) and the newest 50 (one indexed query);
+4. listing: ``list_sessions()`` (every visible session) and the newest 50 (one query: a
+   top-50 sort of the visible rows, as ``sqi_sessions`` has no index on ``created_at``);
 5. the same searches and listing on the SQLite backend (``SqliteSearch`` over the machines'
    sessions in one JSONL store, after a full build), same machine, same moment;
 6. a push of a Claude Code history whose events have realistic sizes, through the importer
@@ -393,7 +394,9 @@ def run(machines: int, sessions: int) -> str:
             f"| `list_sessions()`, {label} ({listed:,} sessions) | {_fmt(list_ms)} | "
             + (f"{_fmt(sqlite_list_ms)} ({sqlite_listed:,}) |" if role == "bench_all" else "— |")
         )
-        lines.append(f"| newest 50 sessions (one query), {label} | {_fmt(r['newest'])} | — |")
+        lines.append(
+            f"| newest 50 sessions (one query, a top-50 sort), {label} | {_fmt(r['newest'])} | — |"
+        )
     del total
     return "\n".join(lines) + "\n"
 
