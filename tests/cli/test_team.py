@@ -1,5 +1,6 @@
-"""``sessionquery push`` and ``sessionquery team`` as subprocesses: two machine homes push to
-one team database (a real server); a history full of secrets pushes none of them."""
+"""``sessionquery push`` and ``sessionquery team``: two machine homes push to one team database
+(a real server); a history full of secrets pushes none of them. The commands run in process
+(``cli_support.run_in_process``); ``push --watch`` and the start-up imports in real ones."""
 
 from __future__ import annotations
 
@@ -13,19 +14,13 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from cli_support import run_in_process
 from secret_history import KNOWN_ENV, forbidden, make_secret_history
 from team_support import APP, Machine, env_for, make_machines, role_name
 
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "sessionquery.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    return run_in_process(args, env)  # in process; --watch and start-up imports need one
 
 
 def _role(owner: str, short: str) -> str:
