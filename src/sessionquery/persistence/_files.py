@@ -28,6 +28,7 @@ __all__ = [
     "fsync_dir",
     "open_regular",
     "read_from",
+    "read_range",
     "revision",
     "same_file",
     "write_all",
@@ -115,6 +116,19 @@ def read_from(fd: int, offset: int) -> bytes:
             break
         want = _CHUNK
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def read_range(fd: int, offset: int, length: int) -> bytes:
+    """``length`` bytes from ``offset`` (fewer only at the end of the file)."""
+    chunks: list[bytes] = []
+    while length > 0:
+        chunk = os.pread(fd, length, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        length -= len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)  # b"" when none
 
 
 def write_all(fd: int, data: bytes, offset: int) -> None:

@@ -21,6 +21,7 @@ from typing import Self
 
 from sessionquery.errors import PersistenceNotFound
 from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.model.skeleton import EventSkeleton
 from sessionquery.persistence.base import (
     ArchiveAware,
     DocumentLog,
@@ -29,6 +30,7 @@ from sessionquery.persistence.base import (
     ProblemSource,
     ReadHandle,
     SessionPersistence,
+    SkeletonHandle,
 )
 from sessionquery.persistence.documents import stored_documents
 from sessionquery.sources._catalog import Catalog
@@ -60,6 +62,12 @@ class _RenamedHandle:
 
     def read(self, offset: int = 0, length: int | None = None) -> list[SessionEvent]:
         return self._inner.read(offset, length)
+
+    def skeletons(self) -> list[EventSkeleton]:
+        inner = self._inner
+        if isinstance(inner, SkeletonHandle):
+            return inner.skeletons()
+        return [EventSkeleton.of(event) for event in inner.read()]
 
     def close(self) -> None:
         self._inner.close()

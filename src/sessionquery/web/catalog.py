@@ -9,9 +9,10 @@ persistence it reads) for a long-running server:
   is added, removed or changed, which the pages poll for live updates;
 * titles are remembered per (id, revision) and read within a time budget; the pages ask for
   the rest afterwards;
-* a session's events with their fold and call index (:class:`SessionView`) are kept for the
-  few sessions last opened, keyed by the identity of the service's cached events, so a
-  50,000-event session is folded once per revision.
+* a session is shown over its outline (``SessionQuery.read_outline``: skeletons and fold, kept
+  by the service per revision) and the events of the window shown
+  (``SessionQuery.read_window``), so opening a 50,000-event session reads its envelopes once
+  and the data of 150 events, never parsing the rest.
 
 Invariants: every read goes through the service (and so through the redaction and the cold
 read cache it was built with); nothing here writes; errors are the service's
@@ -30,10 +31,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sessionquery.app import SessionIds
-from sessionquery.model import fold_surface
+from sessionquery.model import SessionEvent
 from sessionquery.persistence.base import PersistedSession, ReadHandle, SessionPersistence
+from sessionquery.query.outline import LogOutline
 from sessionquery.query.service import SessionQuery
-from sessionquery.query.types import SessionLog, SessionRecord
+from sessionquery.query.types import SessionRecord
 from sessionquery.resume import resume_command
 from sessionquery.web.conversation import SessionView
 
@@ -143,7 +145,7 @@ class Catalog:
         self._listed_at = 0.0
         self._titles: dict[str, tuple[str | None, str | None]] = {}
         self._ids: tuple[str, SessionIds] | None = None
-        self._views: OrderedDict[str, tuple[SessionLog, SessionView]] = OrderedDict()
+        self._views: OrderedDict[str, tuple[LogOutline, SessionView]] = OrderedDict()
 
     # -- the listing ---------------------------------------------------------------------
 
@@ -299,29 +301,26 @@ class Catalog:
 
     # -- one session ---------------------------------------------------------------------
 
-    def view(self, session_id: str) -> tuple[SessionLog, SessionView]:
-        """One session's log and its view (folded once per revision).
+    def view(self, session_id: str) -> tuple[LogOutline, SessionView]:
+        """One session's outline and its view (outlined once per revision, by the service).
 
         Raises:
-            SessionQueryError: as :meth:`SessionQuery.read_session`.
+            SessionQueryError: as :meth:`SessionQuery.read_outline`.
         """
-        log = self.query.read_session(session_id)
-        events = log.events
+        outline = self.query.read_outline(session_id)
         with self._lock:
             kept = self._views.get(session_id)
-            if kept is not None and _same_events(kept[0].events, events):
+            if kept is not None and kept[0] is outline:
                 self._views.move_to_end(session_id)
                 return kept
-        view = SessionView(events, fold_surface(events))
+        query = self.query
+
+        def read(seqs: Sequence[int]) -> Sequence[SessionEvent]:
+            return query.read_window(session_id, seqs).events
+
+        view = SessionView(outline, read)
         with self._lock:
-            self._views[session_id] = (log, view)
+            self._views[session_id] = (outline, view)
             while len(self._views) > _VIEWS_KEPT:
                 self._views.popitem(last=False)
-        return log, view
-
-
-def _same_events(kept: Sequence[object], new: Sequence[object]) -> bool:
-    """The service hands out its cached event objects: same objects, same revision."""
-    if len(kept) != len(new):
-        return False
-    return not kept or (kept[0] is new[0] and kept[-1] is new[-1])
+        return outline, view
