@@ -34,9 +34,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
+
+if TYPE_CHECKING:
+    from sessionquery import SessionQuery
+    from sessionquery.persistence.base import PersistedSession
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -158,18 +163,90 @@ def measure(
         server.terminate()
         server.wait(timeout=30)
     figures["cold_read_floor_ms"] = _cold_read_ms(big, big_id)
+    figures["cold_reads"] = cold_reads(big, big_id, work)
     figures["load"] = os.getloadavg()
     return figures
 
 
 def _cold_read_ms(big: Path, big_id: str) -> float:
-    """The floor of a cold first screen: the service's own first ``read_session`` of the
-    session (read, parse, fold), in this process."""
+    """The floor of a cold first screen before outlines: the service's first
+    ``read_session`` of the session (read, parse, fold), in this process."""
     from sessionquery import JsonlPersistence, SessionQuery
 
     began = time.perf_counter()
     SessionQuery(persistence=JsonlPersistence(big)).read_session(big_id)
     return (time.perf_counter() - began) * 1000
+
+
+def _claude_big(work: Path) -> Path:
+    """A Claude Code projects folder holding one transcript of about 16 MB."""
+    import random
+
+    from history import _claude_transcript, _Text
+
+    root = work / "claude-big"
+    if not root.exists():
+        rng = random.Random(7)
+        spec = HistorySpec(transcripts=1, target_bytes=16_000_000)
+        session_id, folder, lines, _agents = _claude_transcript(
+            rng, _Text(rng), spec, budget=16_000_000, index=0, start=1_735_689_783_990
+        )
+        (root / folder).mkdir(parents=True)
+        (root / folder / f"{session_id}.jsonl").write_text("".join(lines))
+    return root
+
+
+def _timed_read(
+    open_query: Callable[[], SessionQuery], session_id: str, mode: str
+) -> dict[str, float]:
+    """One cold read by a fresh service: ``before`` = what the viewer did before outlines
+    (``read_session`` and its fold), ``after`` = ``read_outline`` + a 150-event window."""
+    from sessionquery.model import fold_surface
+
+    query = open_query()
+    began, cpu = time.perf_counter(), time.process_time()
+    if mode == "before":
+        fold_surface(query.read_session(session_id).events)
+    else:
+        outline = query.read_outline(session_id)
+        middle = outline.event_count // 2
+        query.read_window(session_id, range(middle, min(outline.event_count, middle + 150)))
+    return {
+        "wall_ms": (time.perf_counter() - began) * 1000,
+        "cpu_ms": (time.process_time() - cpu) * 1000,
+    }
+
+
+def cold_reads(big: Path, big_id: str, work: Path, reps: int = 3) -> dict[str, Any]:
+    """Before and after, side by side in one run (alternating, best of ``reps`` by CPU): the
+    big JSONL session, and a Claude Code transcript of similar size through the importer."""
+    from sessionquery import JsonlPersistence, SessionQuery
+    from sessionquery.sources import ClaudeCodeSource
+
+    claude = _claude_big(work)
+    listing = ClaudeCodeSource(claude).list()
+    claude_id = max(listing, key=lambda s: s.size_bytes or 0)
+    subjects: dict[str, tuple[Callable[[], SessionQuery], str, PersistedSession | None]] = {
+        "jsonl": (lambda: SessionQuery(persistence=JsonlPersistence(big)), big_id, None),
+        "claude": (
+            lambda: SessionQuery(persistence=ClaudeCodeSource(claude)),
+            claude_id.header.id,
+            claude_id,
+        ),
+    }
+    out: dict[str, Any] = {}
+    for name, (open_query, session_id, entry) in subjects.items():
+        runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+        for _ in range(reps):
+            for mode in ("before", "after"):
+                runs[mode].append(_timed_read(open_query, session_id, mode))
+        out[name] = {mode: min(r, key=lambda x: x["cpu_ms"]) for mode, r in runs.items()}
+        log = open_query().read_outline(session_id)
+        out[name]["events"] = log.event_count
+        out[name]["bytes"] = (
+            entry.size_bytes if entry is not None else (big / "s000001.jsonl").stat().st_size
+        )
+    return out
 
 
 def render(figures: dict[str, Any], big_events: int, transcripts: int) -> str:
@@ -225,6 +302,7 @@ def render(figures: dict[str, Any], big_events: int, transcripts: int) -> str:
         row("the next window of 150 events (scrolling)", figures["window"]["p50_ms"]),
         row("the very first session list after start (titles read)", figures["list_first_ms"]),
         "",
+        *_cold_rows(figures.get("cold_reads")),
         f"First screen: {figures['first_screen_bytes'] / 1024:.0f} KB of HTML (150 events).",
         "",
         "The page itself costs what the warm row shows: a window of 150 events is rendered, "
@@ -237,6 +315,37 @@ def render(figures: dict[str, Any], big_events: int, transcripts: int) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _cold_rows(cold: dict[str, Any] | None) -> list[str]:
+    """The before/after table of the cold reads (in-process, fresh service each time)."""
+    if not cold:
+        return []
+    names = {
+        "jsonl": "JSONL store",
+        "claude": "Claude Code transcript, through the importer",
+    }
+    lines = [
+        "Cold open of a huge session, in-process, a fresh service each time, best of 3 by CPU, "
+        "before and after alternating in this run: *before* is what the viewer did until "
+        "now (`read_session`, then its fold), *after* what it does now (`read_outline`, then "
+        "`read_window` of 150 events).",
+        "",
+        "| session | events | size | before: wall / CPU | after: wall / CPU | CPU ratio |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, label in names.items():
+        row = cold.get(key)
+        if not row:
+            continue
+        before, after = row["before"], row["after"]
+        lines.append(
+            f"| {label} | {row['events']:,} | {row['bytes'] / 1e6:.1f} MB "
+            f"| {before['wall_ms']:.0f} / {before['cpu_ms']:.0f} ms "
+            f"| {after['wall_ms']:.0f} / {after['cpu_ms']:.0f} ms "
+            f"| {before['cpu_ms'] / max(after['cpu_ms'], 1e-9):.1f}x |"
+        )
+    return [*lines, ""]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,7 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sessionquery.app import SessionIds
-from sessionquery.model import SessionEvent
+from sessionquery.model import SessionEvent, fold_title
+from sessionquery.model.title import TITLE_TYPE
 from sessionquery.persistence.base import PersistedSession, ReadHandle, SessionPersistence
 from sessionquery.query.outline import LogOutline
 from sessionquery.query.service import SessionQuery
@@ -298,6 +299,26 @@ class Catalog:
             (result,) = self.query.read_title_snapshots([session_id])
             out[session_id] = result.title.title if result.title else None
         return out
+
+    def own_title(self, session_id: str, view: SessionView) -> str | None:
+        """The title of a session being shown: remembered, else folded from the title events
+        of its outline (a window of a few events, not a read of the whole log), and then
+        remembered as :meth:`titles` remembers it.
+
+        Raises:
+            SessionQueryError: as :meth:`SessionQuery.read_window`.
+        """
+        row = self.row(session_id)
+        revision = row.revision if row is not None else None
+        known = self._titles.get(session_id)
+        if known is not None and known[0] == revision:
+            return known[1]
+        seqs = [s.seq for s in view.outline.skeletons if s.type == TITLE_TYPE]
+        snapshot = fold_title(view.events_at(seqs)) if seqs else None
+        title = snapshot.title if snapshot is not None else None
+        if row is not None:
+            self._titles[session_id] = (revision, title)
+        return title
 
     # -- one session ---------------------------------------------------------------------
 

@@ -252,6 +252,10 @@ class SessionView:
         order = self.order(view)
         return self.items_at([order[index] for index in range(start, min(end, len(order)))], view)
 
+    def events_at(self, seqs: Sequence[int]) -> Sequence[SessionEvent]:
+        """The whole events at ``seqs``, in that order (read together)."""
+        return self._read(seqs) if seqs else ()
+
     def items_at(self, seqs: Sequence[int], view: View = "log") -> list[Item]:
         """The items of the events at ``seqs`` (read together), in that order."""
         return [self._item_of(event, view) for event in self._read(seqs)] if seqs else []

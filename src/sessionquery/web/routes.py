@@ -264,8 +264,8 @@ class Routes:
         row = self.catalog.row(session_id)
         children = [r for r in self.catalog.rows() if r.record.header.parent_session == session_id]
         titles = self.catalog.titles([c.id for c in children[:8]], TITLE_BUDGET_S)
-        # The session's own log was just read, so its title costs no further read.
-        titles.update(self.catalog.titles([session_id], TITLE_API_BUDGET_S))
+        # The session's own outline was just read: its title events are a window of it.
+        titles[session_id] = self.catalog.own_title(session_id, view)
         return session_page(
             log,
             view,
