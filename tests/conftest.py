@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, settings
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 from sessionquery.query.cancel import CancelToken
+from sessionquery.redact import SECRET_NAME
 from sessionquery.sources.registry import environment_variables
 
 if TYPE_CHECKING:
@@ -67,6 +68,12 @@ def isolated_environment(
     kept = {"HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "SESSIONQUERY_HOME"}
     for name in environment_variables() - kept:
         monkeypatch.delenv(name, raising=False)  # CODEX_HOME, GEMINI_CLI_HOME, ...
+    # The command line masks the values of secret-looking variables (issue 26): a machine's
+    # own tokens must not change what a test sees.
+    monkeypatch.delenv("SESSIONQUERY_SECRETS", raising=False)
+    for name in list(os.environ):
+        if SECRET_NAME.fullmatch(name):
+            monkeypatch.delenv(name)
 
 
 # --- PostgreSQL backend ------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from sessionquery.errors import ErrorCode
 from sessionquery.examples import EXAMPLE_SESSION_IDS, build_examples
 from sessionquery.model import SessionHeader
 from sessionquery.persistence import JsonlPersistence, ProblemSource
+from sessionquery.redact import RedactingPersistence
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.sources import MultiSource
 
@@ -71,12 +72,37 @@ def test_two_sources_combine_and_one_source_is_opened_as_itself(tmp_path: Path) 
     build_examples(tmp_path / "a")
     build_examples(tmp_path / "b")
     config = _config(tmp_path)
-    one = App(config, SourceOptions(sources=(("root", tmp_path / "a"),))).persistence()
+    one = App(config, SourceOptions(sources=(("root", tmp_path / "a"),))).sources()
     assert isinstance(one, JsonlPersistence)
     both = SourceOptions(sources=(("root", tmp_path / "a"), ("root", tmp_path / "b")))
-    combined = App(config, both).persistence()
+    combined = App(config, both).sources()
     assert isinstance(combined, MultiSource)
     assert "store2:billing-rounding" in {entry.header.id for entry in combined.list()}
+
+
+def test_everything_read_through_the_app_is_redacted_once(tmp_path: Path) -> None:
+    build_examples(tmp_path / "a")
+    app = App(_config(tmp_path), SourceOptions(sources=(("root", tmp_path / "a"),)))
+    persistence = app.persistence()
+    assert isinstance(persistence, RedactingPersistence)
+    assert persistence.inner is app.sources() and persistence.redactor is app.redactor
+    with app.service() as query:
+        assert query.redactor is app.redactor
+        assert query.corpus.persistence is persistence
+    with app.service(snapshot=True) as query:
+        assert getattr(query.corpus.persistence, "redactor", None) is app.redactor
+        assert not isinstance(query.corpus.persistence, RedactingPersistence)
+
+
+def test_an_app_that_does_not_redact_refuses_a_search_index(tmp_path: Path) -> None:
+    build_examples(tmp_path / "a")
+    options = SourceOptions(sources=(("root", tmp_path / "a"),), index=tmp_path / "i.sqlite3")
+    app = App(_config(tmp_path), options, redact=False)
+    assert app.persistence() is app.sources()
+    with app.service() as query:
+        assert query.redactor is None
+    with app.open_index() as index, raises_code(ErrorCode.INVALID_CONFIG):
+        app.service(index)
 
 
 def test_the_app_opens_its_sources_once_and_serves_them(tmp_path: Path) -> None:

@@ -14,12 +14,19 @@ Invariants:
 * nothing is created on disk while selecting or opening sources; the index file appears when
   the index is first written;
 * every source passes through :func:`open_source` (the importer seam) and then
-  :func:`prepare_source` (the one place wrappers such as redaction apply), so no entry point
-  can open a source another way;
+  :func:`prepare_source` (the one place per-source wrappers such as the archive apply), so no
+  entry point can open a source another way;
 * with an archive under the data home (``sessionquery archive``), every importer source reads
   through it (:func:`prepare_source`): files gone from the folder are served from the archive,
   and a default folder that is gone altogether is still opened when the archive holds files
   of it. Without one, nothing touches the archive's folder;
+* everything read through an :class:`App` is redacted (contract 4): :meth:`App.persistence`
+  is one :class:`~sessionquery.redact.RedactingPersistence` over the whole opened corpus
+  (above the archive), and :meth:`App.service` gives the service the same redactor (live
+  sessions, snippets). Only an app built with ``redact=False`` (the command line's
+  ``--no-redact`` for a person at the terminal) reads as stored, and it refuses a search
+  index (an index only ever holds masked text). :meth:`App.sources` is the corpus as stored,
+  for finding secrets only;
 * :class:`App` opens the sources once and lists them at most once for ids and titles
   (:meth:`App.snapshot`); the search index pairs its own listing with the store's change
   token and never uses that snapshot;
@@ -45,6 +52,7 @@ if TYPE_CHECKING:
     from sessionquery.model import SessionHeader
     from sessionquery.persistence.base import Problem, SessionPersistence
     from sessionquery.query.service import SessionQuery
+    from sessionquery.redact import Redactor
     from sessionquery.search.postgres import PostgresSearch
     from sessionquery.search.sqlite import SqliteSearch
 
@@ -291,9 +299,10 @@ def prepare_source(
 ) -> SessionPersistence:
     """Every wrapper an opened source gets before anything reads it.
 
-    The one place where redaction (contract 4) and the archive (contract 5) wrap a source;
-    ``entry`` is ``None`` for the PostgreSQL store. With an ``archive``, an importer source
-    reads the files gone from its folder from the archive (below any redaction).
+    The one place where the archive (contract 5) wraps a source; ``entry`` is ``None`` for the
+    PostgreSQL store. With an ``archive``, an importer source reads the files gone from its
+    folder from the archive. Redaction is not per source: :meth:`App.persistence` wraps the
+    combined corpus once, above this (contract 4).
     """
     del config
     if archive is not None and entry is not None and _archivable(entry.kind):
@@ -530,15 +539,22 @@ class App:
     Args:
         config: where data lives (:meth:`Config.from_env` at an entry point).
         options: the sources and index the operator named.
+        redact: mask secrets in everything read (the default); ``False`` only for a person
+            reading one session at a terminal (``--no-redact``).
     """
 
-    def __init__(self, config: Config, options: SourceOptions | None = None) -> None:
+    def __init__(
+        self, config: Config, options: SourceOptions | None = None, *, redact: bool = True
+    ) -> None:
         self.config = config
         self.options = options if options is not None else SourceOptions()
+        self.redacting = redact
         self._selection: Selection | None = None
+        self._sources: SessionPersistence | None = None
         self._persistence: SessionPersistence | None = None
         self._snapshot: ListedOnce | None = None
         self._ids: SessionIds | None = None
+        self._redactor: Redactor | None = None
         self._archive: Archive | None = None
         self._archive_looked = False
 
@@ -556,13 +572,40 @@ class App:
     @property
     def opened(self) -> bool:
         """Whether the sources have been opened (their problems can be counted)."""
-        return self._persistence is not None
+        return self._sources is not None
+
+    @property
+    def redactor(self) -> Redactor:
+        """The redactor: the bundled rules and the known secrets of the environment and the
+        known-secrets file (:meth:`Config.known_secrets`), built once.
+
+        Raises:
+            SessionQueryError: ``INVALID_CONFIG`` when the known-secrets file cannot be read.
+        """
+        if self._redactor is None:
+            from sessionquery.redact import default_redactor
+
+            self._redactor = default_redactor(self.config.known_secrets())
+        return self._redactor
+
+    def sources(self) -> SessionPersistence:
+        """The selected sources as stored (through the archive when there is one), opened
+        once: only for finding secrets (``sessionquery secrets``); everything else reads
+        :meth:`persistence`."""
+        if self._sources is None:
+            self._sources = open_sources(self.selection, self.config, archive=self.archive())
+        return self._sources
 
     def persistence(self) -> SessionPersistence:
-        """The selected sources, opened once (see :func:`open_sources` for the errors),
-        through the archive when there is one."""
+        """The selected sources, opened once and read through the redactor (as stored only
+        with ``redact=False``); see :func:`open_sources` for the errors."""
         if self._persistence is None:
-            self._persistence = open_sources(self.selection, self.config, archive=self.archive())
+            sources = self.sources()
+            if self.redacting:
+                from sessionquery.redact import RedactingPersistence
+
+                sources = RedactingPersistence(sources, self.redactor)
+            self._persistence = sources
         return self._persistence
 
     # -- the archive
@@ -573,9 +616,9 @@ class App:
         if self._archive is None and (create or not self._archive_looked):
             from sessionquery.archive.setup import open_archive
 
-            # The redactor every read path applies, once the composition root has one: the
-            # archive then stores the redacted form (docs/archive.md, "Secrets").
-            redactor = getattr(self, "redactor", None)
+            # The archive stores what redaction would show (docs/archive.md, "Secrets"), unless
+            # the config asks for raw bytes (``archive_raw``).
+            redactor = self.redactor if self.redacting else None
             self._archive = open_archive(self.config, create=create, redactor=redactor)
             self._archive_looked = True
         return self._archive
@@ -605,7 +648,8 @@ class App:
         assert archive is not None
         report = archive.run(self.archive_units(), wait=wait, progress=progress)
         if self._persistence is not None and not report.skipped:
-            self._persistence, self._snapshot, self._ids = None, None, None
+            self._sources, self._persistence = None, None
+            self._snapshot, self._ids = None, None
         return report
 
     def archive_on_update(self) -> ArchiveReport | None:
@@ -643,8 +687,13 @@ class App:
 
         if snapshot and search is not None:
             raise ValueError("the search index never reads the snapshot")
+        if search is not None and not self.redacting:
+            raise SessionQueryError(
+                ErrorCode.INVALID_CONFIG, "a search index only ever reads redacted sessions"
+            )
         persistence = self.snapshot() if snapshot else self.persistence()
-        return SessionQuery(persistence=persistence, search=search)
+        redactor = self.redactor if self.redacting else None
+        return SessionQuery(persistence=persistence, search=search, redactor=redactor)
 
     @contextmanager
     def query(self, *, search: bool = False) -> Iterator[SessionQuery]:
@@ -665,4 +714,4 @@ class App:
 
     def problems(self) -> list[Problem]:
         """What the opened sources could not read (empty before they are opened)."""
-        return [] if self._persistence is None else problems_of(self._persistence)
+        return [] if self._sources is None else problems_of(self._sources)

@@ -41,6 +41,12 @@ each; ``root`` and ``store`` both name sessionquery stores)::
     archive_keep_days = 365   # retention; absent: keep forever
 
 ``~`` is expanded and relative paths are taken relative to the file's directory.
+
+Known secrets (masked wherever session data is shown or indexed, SPEC §14.3): the values of the
+environment variables whose names look secret (``*_KEY``, ``*_TOKEN``, ``*_SECRET``,
+``*PASSWORD*``; :func:`sessionquery.redact.known_values_from_env`) are read here, with the
+rest of the environment, and the optional known-secrets file is ``SESSIONQUERY_SECRETS`` when
+set and non-empty, else ``secrets.txt`` beside the config file (one value per line).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 import platformdirs
 
@@ -69,6 +76,7 @@ __all__ = [
     "CONFIG_ENV",
     "HOME_ENV",
     "NO_COLOR_ENV",
+    "SECRETS_ENV",
     "SOURCE_KINDS",
     "Config",
     "FileSettings",
@@ -92,6 +100,9 @@ CODEX_HOME_ENV = "CODEX_HOME"
 
 NO_COLOR_ENV = "NO_COLOR"
 """Set to any non-empty value to turn off coloured terminal output (https://no-color.org)."""
+
+SECRETS_ENV = "SESSIONQUERY_SECRETS"
+"""The environment variable that overrides the known-secrets file's path."""
 
 SOURCE_KINDS = ("root", *(kind.kind for kind in KINDS if kind.kind != "store"))
 """The kinds of session source, named as their config keys (``root`` is the store)."""
@@ -212,6 +223,9 @@ class Config:
         environment: what default source locations are computed from.
         default_sources: ``(kind, location)`` for every default location of every kind, in
             registry order (the store first); they need not exist.
+        secrets_file: where the optional known-secrets file is looked for.
+        known_values: secret values read from the environment, keyed by variable name (never
+            shown in ``repr``).
     """
 
     home: Path
@@ -227,6 +241,10 @@ class Config:
     no_color: bool = False
     environment: SourceEnvironment = field(default_factory=SourceEnvironment)
     default_sources: tuple[tuple[str, Path], ...] = ()
+    secrets_file: Path | None = None
+    known_values: Mapping[str, str] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False, compare=False
+    )
 
     @classmethod
     def for_home(
@@ -240,6 +258,8 @@ class Config:
         config_file: Path | None = None,
         environ: Mapping[str, str] | None = None,
         platform: str = sys.platform,
+        secrets_file: Path | None = None,
+        known_values: Mapping[str, str] | None = None,
     ) -> Config:
         """The configuration whose sessionquery data lives under ``home``.
 
@@ -255,6 +275,9 @@ class Config:
             config_file: the config file's path (default ``<home>/config.toml``).
             environ: the environment variables the source kinds honour (none by default).
             platform: the system whose conventions locate desktop applications' data.
+            secrets_file: the known-secrets file (default ``secrets.txt`` beside the config
+                file).
+            known_values: secret values to mask, keyed by where they came from.
         """
         home = _absolute(home)
         user = _absolute(user_home if user_home is not None else Path.home())
@@ -273,6 +296,7 @@ class Config:
         if codex_sessions is not None:
             defaults = [(k, _absolute(codex_sessions) if k == "codex" else p) for k, p in defaults]
         located = dict(defaults)
+        config_path = _absolute(config_file or home / "config.toml")
         return cls(
             home=home,
             store_root=home / "sessions",
@@ -283,10 +307,12 @@ class Config:
             archive_dir=home / "archive",
             claude_projects=located["claude"],
             codex_sessions=located["codex"],
-            config_file=_absolute(config_file or home / "config.toml"),
+            config_file=config_path,
             no_color=no_color,
             environment=environment,
             default_sources=tuple(defaults),
+            secrets_file=_absolute(secrets_file or config_path.parent / "secrets.txt"),
+            known_values=MappingProxyType(dict(known_values or {})),
         )
 
     @classmethod
@@ -308,14 +334,32 @@ class Config:
         config_file = env.get(CONFIG_ENV, "") or str(
             Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.toml"
         )
+        from sessionquery.redact import known_values_from_env
+
+        secrets = env.get(SECRETS_ENV, "")
         user_home = env.get("HOME", "") if environ is not None else ""
         return cls.for_home(
             home,
             no_color=bool(env.get(NO_COLOR_ENV, "")),
             user_home=Path(user_home) if user_home else None,
             config_file=Path(config_file),
+            secrets_file=Path(secrets) if secrets else None,
+            known_values=known_values_from_env(env),
             environ=env,
         )
+
+    def known_secrets(self) -> dict[str, str]:
+        """The known values to mask: the environment's, then the known-secrets file's.
+
+        Raises:
+            SessionQueryError: ``INVALID_CONFIG`` when the file exists but cannot be read.
+        """
+        from sessionquery.redact import read_known_values
+
+        values = dict(self.known_values)
+        if self.secrets_file is not None:
+            values.update(read_known_values(self.secrets_file))
+        return values
 
     def settings(self) -> FileSettings:
         """The config file's settings (empty when there is no file).

@@ -156,3 +156,22 @@ def test_a_line_longer_than_a_segment_stays_whole_under_a_transforming_form() ->
     segments = store.apply(plan(_reader(data), len(data), (), form, known=store.known))
     assert store.read(segments) == data
     assert all(data[s.src_offset + s.src_size - 1] == ord("\n") for s in segments)
+
+
+def test_a_redacted_unit_without_a_final_newline_keeps_its_last_line() -> None:
+    from sessionquery.archive._segments import Form, plan
+
+    form = Form("upper", bytes.upper)
+    source = b'{"a": 1}\n{"b": 2}'
+    first = plan(lambda o, n: source[o : o + n], len(source), (), form, appended=False)
+    assert first.size == len(source)  # the last line is stored, without its line break
+    grown = source + b', "c": 3}\n{"d": 4}\n'
+    second = plan(lambda o, n: grown[o : o + n], len(grown), first.segments, form, appended=False)
+    assert second.size == len(grown)
+    ends = [seg.src_offset + seg.src_size for seg in second.segments]
+    assert ends[-1] == len(grown)
+    # every segment ends at a line break: the completed line was stored again whole, never
+    # transformed (redacted) in two pieces
+    assert all(grown[end - 1 : end] == b"\n" for end in ends)
+    starts = [seg.src_offset for seg in second.segments]
+    assert starts == [0, *ends[:-1]]

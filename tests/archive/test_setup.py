@@ -70,9 +70,8 @@ def test_the_form_is_redacted_with_a_redactor_unless_raw_bytes_are_asked_for(
 
 def test_the_app_archives_what_its_redactor_would_show(tmp_path: Path) -> None:
     app = App(_config(tmp_path))
-    redactor = getattr(app, "redactor", None)
     archive = app.archive(create=True)
     assert archive is not None
-    expected = "raw" if redactor is None else f"redacted:{redactor.fingerprint}"
+    expected = f"redacted:{app.redactor.fingerprint}"
     app.archive_now()
     assert {unit.form for unit in archive.units()} == {expected}

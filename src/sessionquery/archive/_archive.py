@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sessionquery.archive._db import ArchiveDb, Unit
-from sessionquery.archive._segments import RAW, Form, Plan, head_of, plan
+from sessionquery.archive._segments import RAW, Form, Plan, head_of, is_appended, plan
 from sessionquery.archive._units import ArchivedUnits
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.sources._common import Problem
@@ -327,7 +327,7 @@ class Archive:
         with _reading(source.store, found.key) as (read, size, stamp, mtime_ns):
             if cutoff is not None and mtime_ns // 1_000_000 < cutoff:
                 return None
-            chosen = self._plan(read, size, unit)
+            chosen = self._plan(read, size, unit, is_appended(found.key))
             head = head_of(read) if size else None
         row = Unit(
             id=0 if unit is None else unit.id,
@@ -347,11 +347,13 @@ class Archive:
         self._db.put_unit(row, chosen.segments, chosen.blobs)
         return chosen.written
 
-    def _plan(self, read: Callable[[int, int], bytes], size: int, unit: Unit | None) -> Plan:
+    def _plan(
+        self, read: Callable[[int, int], bytes], size: int, unit: Unit | None, appended: bool
+    ) -> Plan:
         own = (
             self._db.segments(unit.id) if unit is not None and unit.form == self._form.name else []
         )
-        best = plan(read, size, own, self._form, known=self._db.has_blobs)
+        best = plan(read, size, own, self._form, known=self._db.has_blobs, appended=appended)
         if best.kept or not size:
             return best
         # Nothing of its own to extend: maybe a copy or rename of a stored unit.
@@ -359,7 +361,12 @@ class Archive:
             if unit is not None and candidate.id == unit.id:
                 continue
             other = plan(
-                read, size, self._db.segments(candidate.id), self._form, known=self._db.has_blobs
+                read,
+                size,
+                self._db.segments(candidate.id),
+                self._form,
+                known=self._db.has_blobs,
+                appended=appended,
             )
             if other.kept and other.written < best.written:
                 best = other

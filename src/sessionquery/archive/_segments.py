@@ -12,9 +12,14 @@ trusted from a stamp), and stores only what follows the last kept one. So:
   unit's segments as far as they match, so the shared bytes are stored once.
 
 Segments hold at most :data:`SEGMENT_MAX` source bytes and end at a line break when there is
-one. With a transforming form (redaction), only whole lines are stored; a partial last line
-waits for the next run. The source is read a segment at a time: a plan holds a few raw
-segments and the compressed new blobs, whatever the file's size.
+one. With a transforming form (redaction), a segment holds whole lines. In a unit written by
+appending lines (a JSONL or text transcript) a partial last line is being written: it waits
+for the next run, so a secret it holds is never stored cut and unrecognised. In a unit that
+is rewritten whole (a JSON document, a database session) the last line is stored even without
+its line break; such a segment is kept only while the source has not grown past it, so a
+line completed later is stored again whole and never redacted in two pieces. The source
+is read a segment at a time: a plan holds a few raw segments and the compressed new blobs,
+whatever the file's size.
 """
 
 from __future__ import annotations
@@ -25,7 +30,26 @@ from dataclasses import dataclass
 
 from sessionquery.archive._db import NewBlob, Segment
 
-__all__ = ["HEAD_MAX", "SEGMENT_MAX", "Form", "Plan", "Reader", "head_of", "plan"]
+__all__ = [
+    "HEAD_MAX",
+    "SEGMENT_MAX",
+    "Form",
+    "Plan",
+    "Reader",
+    "head_of",
+    "is_appended",
+    "plan",
+]
+
+APPENDED_SUFFIXES = (".jsonl", ".txt")
+"""Units with these names are written by appending lines (transcripts); others (JSON
+documents, database sessions) are rewritten whole."""
+
+
+def is_appended(key: str) -> bool:
+    """Whether the unit named ``key`` grows by appended lines."""
+    return key.lower().endswith(APPENDED_SUFFIXES)
+
 
 SEGMENT_MAX = 4 << 20
 """Largest number of source bytes in one segment (4 MiB)."""
@@ -77,9 +101,12 @@ def head_of(read: Reader) -> str:
     return hashlib.sha256(start if cut < 0 else start[: cut + 1]).hexdigest()
 
 
-def _verified(read: Reader, size: int, stored: Sequence[Segment]) -> tuple[int, list[bytes]]:
+def _verified(
+    read: Reader, size: int, stored: Sequence[Segment], *, whole_lines: bool
+) -> tuple[int, list[bytes]]:
     """How many leading segments still match the source, and the source bytes of the kept
-    trailing run of small segments (merge material)."""
+    trailing run of small segments (merge material). With ``whole_lines``, a segment that
+    ends inside a line matches only while the source ends there too."""
     kept = 0
     tail: list[bytes] = []
     for segment in stored:
@@ -89,16 +116,20 @@ def _verified(read: Reader, size: int, stored: Sequence[Segment]) -> tuple[int, 
         data = read(segment.src_offset, segment.src_size)
         if len(data) != segment.src_size or hashlib.sha256(data).hexdigest() != segment.src_key:
             break
+        if whole_lines and end < size and not data.endswith(b"\n"):
+            break  # its last line has grown since: store it again whole
         kept += 1
         # A segment over half the maximum never merges with a later one: not merge material.
         tail = [] if segment.src_size > SEGMENT_MAX // 2 else [*tail, data]
     return kept, tail
 
 
-def _pieces(read: Reader, start: int, end: int, *, whole_lines: bool) -> Iterator[bytes]:
+def _pieces(
+    read: Reader, start: int, end: int, *, whole_lines: bool, appended: bool
+) -> Iterator[bytes]:
     """The source's bytes ``start .. end`` read one segment at a time, cut at line breaks; a
     line longer than a segment is cut only when the form does not need whole lines, and with
-    whole lines a partial last line is left for the next run."""
+    whole lines the partial last line of an ``appended`` unit is left for the next run."""
     position = start
     while position < end:
         data = read(position, min(SEGMENT_MAX, end - position))
@@ -115,7 +146,7 @@ def _pieces(read: Reader, start: int, end: int, *, whole_lines: bool) -> Iterato
                 cut = len(data) - 1 if found >= 0 else -1
             if cut >= 0:
                 data = data[: cut + 1]
-        elif whole_lines:
+        elif whole_lines and appended:
             data = data[: data.rfind(b"\n") + 1]
             if not data:
                 return
@@ -137,6 +168,7 @@ def plan(
     form: Form = RAW,
     *,
     known: Callable[[Sequence[str]], set[str]] = lambda _keys: set(),
+    appended: bool = True,
 ) -> Plan:
     """The segments that make the unit hold the source's first ``size`` bytes.
 
@@ -146,8 +178,11 @@ def plan(
         stored: the unit's current segments (or a copy candidate's), in order.
         form: how source bytes are stored.
         known: which blob keys are already stored (those are not written again).
+        appended: the unit grows by appended lines (a transcript), rather than being
+            rewritten whole (see the module docstring for what that changes).
     """
-    kept, tail_sources = _verified(read, size, stored)
+    whole_lines = form.transform is not None
+    kept, tail_sources = _verified(read, size, stored, whole_lines=whole_lines)
     segments = list(stored[:kept])
     consumed = segments[-1].src_offset + segments[-1].src_size if segments else 0
     base = len(segments) - len(tail_sources)
@@ -174,7 +209,7 @@ def plan(
             offset += sum(map(len, parts))
         del groups[:ready]
 
-    pieces = _pieces(read, consumed, size, whole_lines=form.transform is not None)
+    pieces = _pieces(read, consumed, size, whole_lines=whole_lines, appended=appended)
     for piece in pieces:
         groups.append(([piece], None))
         while len(groups) >= 2:

@@ -23,6 +23,7 @@ from sessionquery.cli import _terminal as term
 from sessionquery.cli import _titlecache as titlecache
 from sessionquery.cli._archive import cmd_archive, turn_on_hint
 from sessionquery.cli._parser import Command, UsageError
+from sessionquery.cli._secrets import cmd_secrets
 from sessionquery.cli._serve import cmd_serve
 from sessionquery.cli._services import EXIT_OK, Invocation, Progress, emit, style_for
 from sessionquery.cli._sources import cmd_sources
@@ -94,7 +95,7 @@ def _listing_titles(inv: Invocation, ids: list[str]) -> TitleView:
             missing += 1
             shown[session_id] = _NOT_READ_TEXT
         else:
-            shown[session_id] = title if isinstance(title, str) else None
+            shown[session_id] = inv.redactor.redact(title) if isinstance(title, str) else None
     note = None
     if missing:
         note = (
@@ -496,6 +497,11 @@ COMMANDS: tuple[Command, ...] = (
     Command("search-events", "Search the events of one session.", _cmd_search_events),
     Command("index", "Bring the search index up to date (with progress).", _cmd_index),
     Command("sources", "Show which sources are used, why, and what they hold.", cmd_sources),
+    Command(
+        "secrets",
+        "List where secrets occur (session, seq, rule, a masked preview); exit 3 if any.",
+        cmd_secrets,
+    ),
     Command(
         "archive",
         "Keep the agents' transcripts when they purge them (--status, --prune-older-than).",

@@ -211,6 +211,14 @@ def _add_event_filters(parser: argparse.ArgumentParser, *, prefix: str = "") -> 
     )
 
 
+def _add_no_redact(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="show secrets as stored instead of [REDACTED:<rule>] (text output only)",
+    )
+
+
 def _add_limit(parser: argparse.ArgumentParser, default: int | None) -> None:
     shown = "all" if default is None else str(default)
     parser.add_argument(
@@ -242,7 +250,7 @@ def build_parser(commands: Sequence[Command]) -> Parser:
         child = sub.add_parser(command.name, help=command.help, description=command.help)
         SETUP[command.name](child)
         _add_sources(child, "")
-        child.set_defaults(run=command.run, json=False)
+        child.set_defaults(run=command.run, json=False, no_redact=False)
     return parser
 
 
@@ -298,6 +306,7 @@ def _setup_show(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the conversation: turns, one line per tool call, cut tool results",
     )
+    _add_no_redact(p)
 
 
 def _setup_export(p: argparse.ArgumentParser) -> None:
@@ -309,6 +318,7 @@ def _setup_export(p: argparse.ArgumentParser) -> None:
         help="markdown (default), a self-contained html page, or json",
     )
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (default: stdout)")
+    _add_no_redact(p)
 
 
 def _setup_sources(p: argparse.ArgumentParser) -> None:
@@ -324,6 +334,7 @@ def _setup_read(p: argparse.ArgumentParser) -> None:
     _setup_seq(p)
     p.add_argument("--before", type=_non_negative, default=0, metavar="N", help="N events before")
     p.add_argument("--after", type=_non_negative, default=0, metavar="N", help="N events after")
+    _add_no_redact(p)
     _add_json(p)
 
 
@@ -445,6 +456,7 @@ SETUP: dict[str, Callable[[argparse.ArgumentParser], None]] = {
     "search-events": _setup_search_events,
     "index": _setup_index,
     "sources": _setup_sources,
+    "secrets": _setup_sources,
     "archive": _setup_archive,
     "mcp": _setup_mcp,
     "serve": _setup_serve,

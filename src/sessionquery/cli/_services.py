@@ -7,7 +7,12 @@ Invariants:
 * the sources' problems are summarised on stderr once, after the command, whether it
   succeeded or not; a failure while counting them is never shown instead of the command's
   own result or error;
-* ``--json`` output is exactly one document on stdout; progress goes to stderr.
+* ``--json`` output is exactly one document on stdout; progress goes to stderr;
+* everything a command reads is redacted (the App reads its sources through the redactor,
+  with the known values of the environment and the known-secrets file), so the index, the
+  tools and every output see only masked data; only ``--no-redact`` (``show``, ``read`` and
+  ``export`` to Markdown or HTML, for a person at the terminal, never with ``--json``) reads
+  the sources as stored.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from sessionquery.config import Config
 if TYPE_CHECKING:
     from sessionquery.persistence.base import SessionPersistence
     from sessionquery.query.service import SessionQuery
+    from sessionquery.redact import Redactor
 
 __all__ = ["EXIT_OK", "Invocation", "Progress", "emit", "style_for"]
 
@@ -42,7 +48,7 @@ class Invocation:
 
         self.args = args
         self.config = config
-        self.app = App(config, source_options(args))
+        self.app = App(config, source_options(args), redact=_redacting(args))
         self.summarise_problems = True
 
     @property
@@ -56,8 +62,17 @@ class Invocation:
         return self.app.selection
 
     def persistence(self) -> SessionPersistence:
-        """The selected sources, opened once per command."""
+        """The selected sources, opened once per command (redacted: :meth:`App.persistence`)."""
         return self.app.persistence()
+
+    def sources(self) -> SessionPersistence:
+        """The selected sources as stored: only for finding secrets (:meth:`App.sources`)."""
+        return self.app.sources()
+
+    @property
+    def redactor(self) -> Redactor:
+        """The command's redactor (:attr:`App.redactor`)."""
+        return self.app.redactor
 
     def snapshot(self) -> SessionPersistence:
         """The sources listed once (:meth:`App.snapshot`)."""
@@ -109,6 +124,22 @@ class Invocation:
                 f"warning: {count} {noun} reading the session sources "
                 "(run 'sessionquery sources' to see them)\n"
             )
+
+
+def _redacting(args: argparse.Namespace) -> bool:
+    """Whether the command's reads are redacted: always, but ``--no-redact``.
+
+    Raises:
+        UsageError: ``--no-redact`` with ``--json`` or ``--format json`` (machine output is
+            always redacted).
+    """
+    if not args.no_redact:
+        return True
+    if args.json or getattr(args, "format", None) == "json":  # only export has --format
+        from sessionquery.cli._parser import UsageError
+
+        raise UsageError("--no-redact is for text read by a person; JSON is always redacted")
+    return False
 
 
 # -- output ---------------------------------------------------------------------------------

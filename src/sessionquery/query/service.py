@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import validate_session_id
@@ -45,6 +45,7 @@ from sessionquery.query.tracing import event_not_found, require_event, trace_eve
 from sessionquery.query.types import (
     EventDocument,
     EventRecord,
+    EventSearchHit,
     EventSearchPage,
     EventTrace,
     EventWindow,
@@ -55,6 +56,9 @@ from sessionquery.query.types import (
     SurfaceSnapshot,
     TitleResult,
 )
+
+if TYPE_CHECKING:
+    from sessionquery.redact import Redactor
 
 __all__ = ["SessionQuery"]
 
@@ -105,6 +109,15 @@ class SessionQuery:
         persisted_read_concurrency: worker threads for cold reads in
             :meth:`read_title_snapshots`.
         prepared_session_cache_size: persisted logs kept parsed and folded (LRU).
+        redactor: a :class:`sessionquery.redact.Redactor`: every event, text, title and
+            search document is then read redacted (``persistence`` is read through
+            :class:`~sessionquery.redact.RedactingPersistence`, live sessions through
+            :class:`~sessionquery.redact.RedactingLiveStore`, so a search backend indexes
+            only masked text), and search snippets are redacted again on the way out (known
+            values added after a session was indexed). A persistence already read through
+            this very redactor (its ``redactor`` attribute) is not wrapped again. ``None``
+            (the default) reads everything as stored: right for a program's own sessions, not
+            for imported histories (pass :func:`sessionquery.redact.default_redactor`).
 
     Raises:
         SessionQueryError: ``INVALID_CONFIG`` for an option out of range or an argument that
@@ -120,6 +133,7 @@ class SessionQuery:
         read_window_max: int = 50,
         persisted_read_concurrency: int = 4,
         prepared_session_cache_size: int = 5,
+        redactor: Redactor | None = None,
     ) -> None:
         self._read_window_max = _config_int(read_window_max, "read_window_max", 0)
         self._concurrency = _config_int(persisted_read_concurrency, "persisted_read_concurrency", 1)
@@ -130,6 +144,10 @@ class SessionQuery:
             _require_methods(persistence, "persistence", ("list", "stat", "open_read"))
         if search is not None:
             _require_methods(search, "search", ("search_sessions", "search_events", "close"))
+        if redactor is not None:
+            _require_methods(redactor, "redactor", ("redact", "redact_json", "find"))
+            store, persistence = _redacting(store, persistence, redactor)
+        self._redactor = redactor
         self._search = search
         self._search_closed = False
         self._cache: PreparedCache[PreparedLog] = PreparedCache(cache_size)
@@ -144,6 +162,11 @@ class SessionQuery:
     def corpus(self) -> Corpus:
         """The live-first corpus view handed to search backends (read-only)."""
         return self._corpus
+
+    @property
+    def redactor(self) -> Redactor | None:
+        """The redactor every read goes through, or ``None``."""
+        return self._redactor
 
     @property
     def read_window_max(self) -> int:
@@ -433,6 +456,11 @@ class SessionQuery:
             match=match,
             **_partial(allow_partial),
         )
+        if self._redactor is not None:
+            items = [
+                replace(hit, best_match=self._redacted_hit(hit.best_match)) for hit in page.items
+            ]
+            page = replace(page, items=items)
         return self._archived_marked(page)
 
     def _archived_marked(self, page: SessionSearchPage) -> SessionSearchPage:
@@ -471,7 +499,7 @@ class SessionQuery:
         """
         backend = self._backend()
         match = validate_match(match)
-        return backend.search_events(
+        page = backend.search_events(
             self._corpus,
             session_id,
             query,
@@ -482,8 +510,16 @@ class SessionQuery:
             match=match,
             **_partial(allow_partial),
         )
+        if self._redactor is None:
+            return page
+        return replace(page, items=[self._redacted_hit(hit) for hit in page.items])
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _redacted_hit(self, hit: EventSearchHit) -> EventSearchHit:
+        assert self._redactor is not None
+        snippet = self._redactor.redact(hit.snippet)
+        return hit if snippet is hit.snippet else replace(hit, snippet=snippet)
 
     def _backend(self) -> SearchBackend:
         if self._search is None:
@@ -498,3 +534,18 @@ class SessionQuery:
                 ErrorCode.INVALID_WINDOW,
                 f"{name} must be an integer between 0 and {self._read_window_max}, not {value!r}",
             )
+
+
+def _redacting(
+    store: LiveStore | None, persistence: SessionPersistence | None, redactor: Redactor
+) -> tuple[LiveStore | None, SessionPersistence | None]:
+    """``store`` and ``persistence`` seen through ``redactor``. A persistence that is already
+    read through this very redactor (a ``RedactingPersistence``, or a wrapper delegating to one,
+    whose ``redactor`` attribute is this object) is not wrapped twice."""
+    from sessionquery.redact import RedactingLiveStore, RedactingPersistence
+
+    if persistence is not None and getattr(persistence, "redactor", None) is not redactor:
+        persistence = RedactingPersistence(persistence, redactor)
+    if store is not None:
+        store = RedactingLiveStore(store, redactor)
+    return store, persistence
