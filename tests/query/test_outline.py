@@ -15,6 +15,7 @@ from sessionquery.model import SessionEvent, SessionHeader, fold_surface, thaw
 from sessionquery.model import messages as m
 from sessionquery.model.skeleton import EventSkeleton
 from sessionquery.persistence.base import ReadHandle, SessionPersistence, SkeletonHandle
+from sessionquery.redact import RedactingPersistence, Redactor
 from sessionquery.sources import MultiSource
 from strategies import LogBuilder, valid_logs
 
@@ -263,3 +264,28 @@ def test_an_invalid_rewrite_fails_the_outline_as_the_fold_does(tmp_path: Path) -
     with raises_code(ErrorCode.CORRUPT_SESSION) as outlined:
         SessionQuery(persistence=JsonlPersistence(tmp_path)).read_outline("s")
     assert str(outlined.value) == str(whole.value)
+
+
+def test_outlines_and_windows_through_redaction_are_redacted_as_the_whole_read(
+    tmp_path: Path,
+) -> None:
+    secret = "hunter2-correct-horse-battery"
+    log = LogBuilder()
+    log.turn_start()
+    log.user(f"my password is {secret}")
+    log.step_start()
+    call = log.new_call_id()
+    log.assistant("ok", calls=[(call, f"tool-{secret}", "{}")])
+    log.tool_call(call, f"tool-{secret}", "{}")
+    log.tool_result(call, f"echo {secret}")
+    _store(tmp_path, list(log.events))
+    redactor = Redactor(known_values={"PASSWORD": secret})
+    persistence = RedactingPersistence(JsonlPersistence(tmp_path), redactor)
+    query = SessionQuery(persistence=persistence)
+    _equal_to_whole_read(query, SessionQuery(persistence=persistence), "s")
+    outline = query.read_outline("s")
+    window = query.read_window("s", range(outline.event_count))
+    assert secret not in repr(window.events) and secret not in repr(outline)
+    handle = persistence.open_read("s")
+    assert isinstance(handle, SkeletonHandle)
+    handle.close()

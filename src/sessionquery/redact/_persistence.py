@@ -22,6 +22,9 @@ Invariants:
   :attr:`~sessionquery.redact.Redactor.fingerprint`, so anything derived under another
   ruleset sees every session as changed, and a change token of another ruleset is never
   answered by the change journal;
+* the read handle passes skeletons through (``SkeletonHandle``: outlines and windows of a
+  huge log read through it stay windowed), with call ids and names redacted as the events'
+  are;
 * the optional capabilities are always offered, falling back to what the protocol allows:
   documents are folded from the redacted events when the wrapped store has no fast path, the
   change token is ``None`` and ``changed_since`` cannot tell when it keeps none,
@@ -38,6 +41,7 @@ from types import TracebackType
 from typing import Self
 
 from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.model.skeleton import EventSkeleton
 from sessionquery.persistence.base import (
     ArchiveAware,
     ChangeJournal,
@@ -49,6 +53,7 @@ from sessionquery.persistence.base import (
     ProblemSource,
     ReadHandle,
     SessionPersistence,
+    SkeletonHandle,
     TextDocument,
 )
 from sessionquery.persistence.documents import stored_documents
@@ -152,6 +157,37 @@ class _RedactingHandle:
             if changed:
                 events[index] = _retitled(event, redacted, self._redactor)
         return events
+
+    def skeletons(self) -> list[EventSkeleton]:
+        """The inner handle's skeletons with their call ids and names redacted exactly as the
+        events' data is (types, seqs, times and surface operations are identifiers and pass
+        through); skeletons of the redacted events when the inner handle gives none."""
+        inner = self._inner
+        if not isinstance(inner, SkeletonHandle):
+            return [EventSkeleton.of(event) for event in self.read()]
+        return [
+            skeleton._replace(calls=self._redacted_calls(skeleton)) if skeleton.calls else skeleton
+            for skeleton in inner.skeletons()
+        ]
+
+    def _redacted_calls(self, skeleton: EventSkeleton) -> tuple[tuple[str, str], ...]:
+        """The calls of ``skeleton`` as :meth:`read` gives them: each id and name redacted
+        under the key it is stored under (``callId`` of a ``tool/call``, ``id`` of an
+        assistant's ``tool-call`` block), so a key rule masks it as it masks the event's."""
+        key = "callId" if skeleton.type == "tool/call" else "id"
+        redact_json = self._redactor.redact_json
+        calls = []
+        for call_id, name in skeleton.calls:
+            masked = redact_json({key: call_id, "name": name})
+            new_id = masked.get(key) if isinstance(masked, dict) else None
+            new_name = masked.get("name") if isinstance(masked, dict) else None
+            calls.append(
+                (
+                    new_id if isinstance(new_id, str) else call_id,
+                    new_name if isinstance(new_name, str) else name,
+                )
+            )
+        return tuple(calls)
 
     def close(self) -> None:
         self._inner.close()
