@@ -10,10 +10,8 @@ import pytest
 from conftest import raises_code
 from sessionquery.app import (
     SOURCE_ORDER,
-    AmbiguousId,
     App,
     ListedOnce,
-    SessionIds,
     SourceOptions,
     open_index,
     problems_of,
@@ -136,28 +134,6 @@ def test_the_sqlite_index_is_opened_at_the_selected_path(tmp_path: Path) -> None
     selection = select_sources(_config(tmp_path), SourceOptions(index=tmp_path / "x.sqlite3"))
     with open_index(selection) as index:
         assert isinstance(index, SqliteSearch)
-
-
-def test_a_full_id_wins_over_longer_ids_it_starts() -> None:
-    ids = SessionIds([_header("abcd"), _header("abcdef")])
-    assert ids.resolve("abcd") == "abcd"
-    assert ids.resolve("abcde") == "abcdef"
-
-
-def test_a_start_of_several_ids_is_ambiguous_and_lists_them() -> None:
-    ids = SessionIds([_header(f"run-{n}") for n in range(12)])
-    with pytest.raises(AmbiguousId) as caught:
-        ids.resolve("run-")
-    assert caught.value.code is ErrorCode.INVALID_CONFIG
-    assert len(caught.value.candidates) == 12
-    assert "and 2 more" in caught.value.message
-
-
-@pytest.mark.parametrize("text", ["", "zzz", "run-1x"])
-def test_text_that_starts_no_id_is_session_not_found(text: str) -> None:
-    ids = SessionIds([_header("run-1"), _header("run-2")])
-    with raises_code(ErrorCode.SESSION_NOT_FOUND):
-        ids.resolve(text)
 
 
 def test_problems_of_asks_the_declared_protocol(tmp_path: Path) -> None:

@@ -175,6 +175,20 @@ def test_failed_comparator_is_reported_as_not_measured_never_zero() -> None:
     assert "0.00 ms" not in text
 
 
+def test_the_startup_benchmark_compares_two_versions_side_by_side(tmp_path: Path) -> None:
+    from startup import main as startup_main
+
+    figures = tmp_path / "figures.json"
+    assert startup_main(["--baseline", "HEAD", "--reps", "1", "--json", str(figures)]) == 0
+    import json
+
+    measured = json.loads(figures.read_text())
+    assert set(measured) == {"before", "after"}
+    for version in measured.values():
+        assert version["help"] > 0 and version["list"] >= version["work"] > 0
+        assert version["help_imports"] > 0
+
+
 def test_the_viewer_benchmark_measures_a_small_history(tmp_path: Path) -> None:
     output = tmp_path / "RESULTS.md"
     done = subprocess.run(

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
 import pytest
 
-from sessionquery.config import Config, read_settings
+from conftest import raises_code
+from sessionquery.config import MAX_CONFIG_BYTES, Config, read_settings
 from sessionquery.errors import ErrorCode, SessionQueryError
 
 
@@ -144,6 +148,75 @@ def test_resolving_never_reads_a_broken_config_file(tmp_path: Path) -> None:
     config = Config.from_env({"SESSIONQUERY_CONFIG": str(path)})
     with pytest.raises(SessionQueryError):
         config.settings()
+
+
+# -- hostile config paths and values (issue 31.5, 31.6) --------------------------------------------
+
+
+def _within(work: Callable[[], object], seconds: float = 30.0) -> BaseException | None:
+    """Run ``work`` in a thread; the error it raised, or ``None`` (a hang fails the test)."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            work()
+            outcome.append(None)
+        except BaseException as error:  # the test inspects it
+            outcome.append(error)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert outcome, f"did not finish within {seconds} s"
+    return outcome[0]
+
+
+def _settings_within(path: Path) -> BaseException | None:
+    return _within(lambda: read_settings(path))
+
+
+def test_a_fifo_as_the_config_file_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)
+    error = _settings_within(fifo)
+    assert isinstance(error, SessionQueryError) and error.code is ErrorCode.INVALID_CONFIG
+    assert "not a regular file" in error.message
+
+
+def test_dev_zero_as_the_config_file_is_refused_without_reading_it() -> None:
+    error = _settings_within(Path("/dev/zero"))
+    assert isinstance(error, SessionQueryError) and error.code is ErrorCode.INVALID_CONFIG
+
+
+def test_a_config_file_over_a_mebibyte_is_refused(tmp_path: Path) -> None:
+    big = tmp_path / "config.toml"
+    big.write_text("# " + "x" * MAX_CONFIG_BYTES + "\n", encoding="utf-8")
+    with raises_code(ErrorCode.INVALID_CONFIG):
+        read_settings(big)
+
+
+@pytest.mark.parametrize(
+    "value", ["[" * 100_000 + "]" * 100_000, "{a = " * 100_000 + "1" + "}" * 100_000]
+)
+def test_a_value_nested_100000_levels_is_invalid_config(tmp_path: Path, value: str) -> None:
+    deep = tmp_path / "config.toml"
+    deep.write_text(f"root = {value}\n", encoding="utf-8")
+    with raises_code(ErrorCode.INVALID_CONFIG):
+        read_settings(deep)
+
+
+def test_every_command_answers_a_fifo_config_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sessionquery.cli import main
+
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("SESSIONQUERY_CONFIG", str(fifo))
+    statuses: list[int] = []
+    assert _within(lambda: statuses.append(main(["list"]))) is None
+    assert statuses == [1]
+    assert capsys.readouterr().err.startswith("SESSION_QUERY_INVALID_CONFIG: config file ")
 
 
 def test_every_kind_has_a_config_key_and_store_is_root(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ Rules (also stated in README.md, "Development"):
   expected output (stdout and stderr together); an ``sh`` command, or a ``console`` command
   shown without output, must exit 0.
 * The set-up of every document: a fresh ``HOME`` and ``SESSIONQUERY_HOME`` (shown in the docs
-  as ``/tmp/sq-demo``) whose default store holds the bundled sample sessions, and a one-line
+  as ``/tmp/sq-demo``) holding the sample sessions where ``sessionquery quickstart`` puts them
+  (``<home>/quickstart/sessions``, a default source), and a one-line
   Claude Code and Codex history in ``~/.claude/projects`` and ``~/.codex/sessions``; every
   ``/tmp/`` path in a block is sandboxed into a fresh directory and mapped back in the output,
   and the sandbox's home directory is shown as ``/home/me``.
@@ -223,7 +224,8 @@ class Sandbox:
             directory.mkdir(parents=True, exist_ok=True)
         from sessionquery.examples import build_examples
 
-        build_examples(self.sessionquery_home / "sessions")
+        # Where `sessionquery quickstart` puts its sample: a default source while it exists.
+        build_examples(self.sessionquery_home / "quickstart" / "sessions")
         claude = self.home / ".claude" / "projects" / "-home-me-app"
         _write_lines(claude / "c-1.jsonl", _CLAUDE)
         _write_lines(claude / "agent-a1.jsonl", _CLAUDE_AGENT)

@@ -307,10 +307,6 @@ _PARTIAL = re.compile(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs search_sessions(allow_partial=True) and page.partial (contract 1, search)",
-)
 def test_mcp_on_a_fresh_index_answers_from_the_indexed_part_marked_partial(
     tmp_path: Path,
 ) -> None:

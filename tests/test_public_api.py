@@ -40,9 +40,24 @@ def test_every_exported_name_exists_and_belongs_to_the_package() -> None:
 
 
 def test_no_public_name_is_exported_without_being_listed() -> None:
+    for name in sessionquery.__all__:  # names are imported on first use
+        getattr(sessionquery, name)
     public = {
         name
         for name, value in vars(sessionquery).items()
         if not name.startswith("_") and not isinstance(value, type(sessionquery))
     }
     assert public == set(sessionquery.__all__)
+
+
+def test_importing_the_package_imports_no_backend() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, sessionquery; "
+        "print(sorted(m for m in sys.modules if m.startswith('sessionquery.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+    assert sessionquery.SqliteSearch.__module__ == "sessionquery.search.sqlite.index"

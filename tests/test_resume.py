@@ -32,3 +32,8 @@ def test_hostile_ids_and_workspaces_stay_single_arguments() -> None:
     words = shlex.split(command)
     assert words == ["cd", "/tmp/a b'$(c)", "&&", "claude", "--resume", "x; rm -rf ~ #"]
     assert resume_command("codex", "id") == "codex resume id"
+
+
+def test_a_claude_subagents_transcript_has_no_resume_but_a_codex_fork_does() -> None:
+    assert resume_command("claude", "c/agent-a1", "/w", child=True) is None
+    assert resume_command("codex", "fork-1", "/w", child=True) == "cd /w && codex resume fork-1"

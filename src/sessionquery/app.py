@@ -8,7 +8,8 @@ resolver (:class:`SessionIds`) and the one problems helper (:func:`problems_of`)
 Invariants:
 
 * sources come from the options when any source option is given, else from the config file
-  when it names sources, else from every default location that exists; a source that was
+  when it names sources, else from every default location that exists (the store, the sample
+  ``quickstart`` built, Claude Code, Codex, in that order); a source that was
   named (option or config file) and does not exist is ``INVALID_CONFIG`` with advice for its
   kind, so a typo never looks like an empty history;
 * nothing is created on disk while selecting or opening sources; the index file appears when
@@ -37,7 +38,8 @@ Invariants:
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,11 +47,11 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from sessionquery.config import Config
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.shortids import SHORT_ID_MIN, AmbiguousId, SessionIds
 from sessionquery.sources.registry import KINDS, SourceKind, source_kind
 
 if TYPE_CHECKING:
     from sessionquery.archive import Archive, ArchiveReport, SourceUnits
-    from sessionquery.model import SessionHeader
     from sessionquery.persistence.base import Problem, SessionPersistence
     from sessionquery.query.service import SessionQuery
     from sessionquery.redact import Redactor
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
     SearchIndex = SqliteSearch | PostgresSearch
 
 __all__ = [
+    "SAMPLE_LABEL",
     "SHORT_ID_MIN",
     "SOURCE_ORDER",
     "AmbiguousId",
@@ -67,6 +70,7 @@ __all__ = [
     "Origin",
     "Selection",
     "SessionIds",
+    "SessionOrigin",
     "SourceEntry",
     "SourceOptions",
     "kind_of",
@@ -76,6 +80,7 @@ __all__ = [
     "prepare_source",
     "problems_of",
     "select_sources",
+    "shown_dsn",
 ]
 
 Origin = Literal["default", "config", "option"]
@@ -84,6 +89,9 @@ Origin = Literal["default", "config", "option"]
 SOURCE_ORDER = tuple("root" if kind.kind == "store" else kind.kind for kind in KINDS)
 """The kinds of source, in the order they are combined (and labelled): ``root`` (the
 sessionquery store) and every other kind of :mod:`sessionquery.sources.registry`."""
+
+SAMPLE_LABEL = "sample"
+"""The label of the sample store ``quickstart`` builds, a default source while it exists."""
 
 _STORE_ADVICE = (
     "a store is created when sessions are recorded into it, or try "
@@ -158,6 +166,11 @@ class SourceEntry:
     def name(self) -> str:
         """The display name of its kind (``Claude Code``; ``store`` for a store)."""
         return "store" if self.kind == "root" else kind_of(self.kind).name
+
+    @property
+    def title(self) -> str:
+        """How a person calls it (``store``, ``sample``, ``Claude Code``, ``Codex``)."""
+        return SAMPLE_LABEL if self.label == SAMPLE_LABEL else self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,8 +249,12 @@ def select_sources(config: Config, options: SourceOptions = SourceOptions()) -> 
     defaults = _entries(
         [("root" if kind == "store" else kind, path) for kind, path in located], "default"
     )
+    sample = SourceEntry("root", config.sample_store, "default", SAMPLE_LABEL)
     present = tuple(entry for entry in defaults if entry.exists)
-    found = {entry.kind for entry in present}
+    if sample.exists:  # after the store, before the agents' histories; never "absent"
+        stores = sum(1 for entry in present if entry.kind == "root")
+        present = (*present[:stores], sample, *present[stores:])
+    found = {entry.kind for entry in present if entry is not sample}
     absent: list[SourceEntry] = []
     for entry in defaults:  # a kind's alternative locations: the first one that is absent
         if not entry.exists and entry.kind not in found:
@@ -311,6 +328,17 @@ def prepare_source(
         if isinstance(persistence, Catalog):
             persistence.use_units(archive.units_of(entry.kind, persistence.unit_store))
     return persistence
+
+
+_URL_PASSWORD = re.compile(r"(?P<lead>postgres(?:ql)?://[^:/@?#\s]*):[^@/?#\s]*@")
+_PARAM_PASSWORD = re.compile(r"(?P<lead>\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&]+)")
+
+
+def shown_dsn(dsn: str) -> str:
+    """A PostgreSQL connection string as it may be shown to the operator: without a password
+    (in the URL's user part or as a ``password=`` parameter)."""
+    masked = _URL_PASSWORD.sub(lambda m: f"{m.group('lead')}:***@", dsn)
+    return _PARAM_PASSWORD.sub(lambda m: f"{m.group('lead')}***", masked)
 
 
 def _archivable(kind: str) -> bool:
@@ -433,97 +461,21 @@ class ListedOnce:
         return getattr(self._inner, name)
 
 
-# -- session ids ------------------------------------------------------------------------------
-
-SHORT_ID_MIN = 4
-"""The fewest characters of an id its short id shows (the whole id if shorter)."""
-
-_CANDIDATES_SHOWN = 10
+# -- where a session comes from ------------------------------------------
 
 
-class AmbiguousId(SessionQueryError):
-    """Text that starts several session ids (code ``INVALID_CONFIG``).
-
-    The command line reports it as a usage error; ``sessionquery mcp --session`` as the
-    server's configuration problem.
+@dataclass(frozen=True, slots=True)
+class SessionOrigin:
+    """Which source a session comes from.
 
     Attributes:
-        text: what was typed.
-        candidates: every id it starts, sorted.
+        entry: the source (``None`` for the PostgreSQL store).
+        own_id: the session's id inside that source (the agent's own id; it differs from the
+            combined id when that carries a ``<label>:`` prefix).
     """
 
-    def __init__(self, text: str, candidates: Sequence[str]) -> None:
-        shown = ", ".join(candidates[:_CANDIDATES_SHOWN])
-        extra = len(candidates) - _CANDIDATES_SHOWN
-        more = f" and {extra} more" if extra > 0 else ""
-        super().__init__(
-            ErrorCode.INVALID_CONFIG,
-            f"{text!r} is the start of {len(candidates)} session ids: {shown}{more}",
-        )
-        self.text = text
-        self.candidates = tuple(candidates)
-
-
-def _common(a: str, b: str) -> int:
-    length = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        length += 1
-    return length
-
-
-def _unique_prefixes(ids: Sequence[str], minimum: int) -> dict[str, str]:
-    ordered = sorted(set(ids))
-    out: dict[str, str] = {}
-    for position, value in enumerate(ordered):
-        need = minimum
-        for other in (position - 1, position + 1):
-            if 0 <= other < len(ordered):
-                need = max(need, _common(value, ordered[other]) + 1)
-        out[value] = value[:need]
-    return out
-
-
-class SessionIds:
-    """The session ids of one listing: a short id for each, and what typed text names.
-
-    A session is shown by the shortest start of its id, at least :data:`SHORT_ID_MIN`
-    characters, that no other id shares. :meth:`resolve` accepts a full id, or the start of
-    exactly one id.
-    """
-
-    def __init__(self, headers: Iterable[SessionHeader]) -> None:
-        self._ids = sorted({header.id for header in headers})
-        self._known = frozenset(self._ids)
-        self._short = _unique_prefixes(self._ids, SHORT_ID_MIN)
-
-    @classmethod
-    def of(cls, records: Iterable[Any]) -> SessionIds:
-        """From anything carrying a ``header`` (session records, persisted sessions)."""
-        return cls(record.header for record in records)
-
-    def short(self, session_id: str) -> str:
-        """The short id of ``session_id`` (the id itself when it is not in the listing)."""
-        return self._short.get(session_id, session_id)
-
-    def resolve(self, text: str) -> str:
-        """The full id that ``text`` names.
-
-        Raises:
-            SessionQueryError: ``SESSION_NOT_FOUND`` when it names no session.
-            AmbiguousId: when it starts several ids.
-        """
-        if text in self._known:
-            return text
-        matches = [value for value in self._ids if value.startswith(text)] if text else []
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            raise AmbiguousId(text, matches)
-        raise SessionQueryError(
-            ErrorCode.SESSION_NOT_FOUND, f"no session id is or starts with {text!r}"
-        )
+    entry: SourceEntry | None
+    own_id: str
 
 
 # -- the application --------------------------------------------------------------------------
@@ -590,8 +542,8 @@ class App:
 
     def sources(self) -> SessionPersistence:
         """The selected sources as stored (through the archive when there is one), opened
-        once: only for finding secrets (``sessionquery secrets``); everything else reads
-        :meth:`persistence`."""
+        once: only for finding secrets (``sessionquery secrets``) and where a session comes
+        from (:meth:`origin`); everything that returns text reads :meth:`persistence`."""
         if self._sources is None:
             self._sources = open_sources(self.selection, self.config, archive=self.archive())
         return self._sources
@@ -613,6 +565,8 @@ class App:
     def archive(self, *, create: bool = False) -> Archive | None:
         """The archive under the data home (opened once), or ``None`` when there is none and
         ``create`` is false."""
+        if self._archive is None and not create and not self.config.archive_dir.exists():
+            self._archive_looked = True  # no archive folder: nothing to import or open
         if self._archive is None and (create or not self._archive_looked):
             from sessionquery.archive.setup import open_archive
 
@@ -675,13 +629,22 @@ class App:
         """A new handle on the selected search index (the caller closes it)."""
         return open_index(self.selection)
 
-    def service(self, search: SearchIndex | None = None, *, snapshot: bool = False) -> SessionQuery:
+    def service(
+        self,
+        search: SearchIndex | None = None,
+        *,
+        snapshot: bool = False,
+        through: Callable[[SessionPersistence], SessionPersistence] | None = None,
+    ) -> SessionQuery:
         """A query service over the sources, searching with ``search`` (closed with it).
 
         Args:
             search: the index to search with, or ``None`` for a service without search.
             snapshot: read the one listing of :meth:`snapshot` (for a short command without
                 search; never with ``search``, never in a long-running server).
+            through: a wrapper the service reads the sources through (an observer such as
+                the command line's title recorder; it must delegate everything it does not
+                observe).
         """
         from sessionquery.query.service import SessionQuery
 
@@ -692,6 +655,8 @@ class App:
                 ErrorCode.INVALID_CONFIG, "a search index only ever reads redacted sessions"
             )
         persistence = self.snapshot() if snapshot else self.persistence()
+        if through is not None:
+            persistence = through(persistence)
         redactor = self.redactor if self.redacting else None
         return SessionQuery(persistence=persistence, search=search, redactor=redactor)
 
@@ -711,6 +676,34 @@ class App:
     def resolve(self, text: str) -> str:
         """The full id ``text`` names (see :meth:`SessionIds.resolve`)."""
         return self.session_ids().resolve(text)
+
+    def origin(self, session_id: str) -> SessionOrigin | None:
+        """Which selected source holds ``session_id`` (``None`` when none does)."""
+        from sessionquery.sources.multi import MultiSource
+
+        persistence = self.sources()  # ids and origins are the same redacted or not
+        by_label = {entry.label: entry for entry in self.selection.sources}
+        if isinstance(persistence, MultiSource):
+            found = persistence.origin_of(session_id)
+            return None if found is None else SessionOrigin(by_label.get(found[0]), found[1])
+        if persistence.stat(session_id) is None:
+            return None
+        only = self.selection.sources[0] if self.selection.sources else None
+        return SessionOrigin(only, session_id)
+
+    def resume(self, session_id: str, cwd: str | None, parent: str | None) -> str | None:
+        """:func:`sessionquery.resume.resume_command` for a session of these sources (``None``
+        when it has none).
+
+        ``parent`` is the session's parent id (a Claude Code session with a parent is a
+        subagent's transcript, which is not resumable on its own).
+        """
+        origin = self.origin(session_id)
+        if origin is None or origin.entry is None:
+            return None
+        from sessionquery.resume import resume_command
+
+        return resume_command(origin.entry.kind, origin.own_id, cwd, child=parent is not None)
 
     def problems(self) -> list[Problem]:
         """What the opened sources could not read (empty before they are opened)."""

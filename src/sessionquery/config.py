@@ -18,9 +18,12 @@ per-user data directory (``platformdirs.user_data_dir("sessionquery")``, e.g.
 * ``index.sqlite3`` is the default search index,
 * ``importer-cache.sqlite3`` is the importers' derived metadata cache,
 * ``titles.sqlite3`` is the command line's derived cache of session titles,
+* ``problems-shown`` remembers which problems the command line last warned about (so the
+  warning is repeated only when they change),
 * ``archive/`` is the archive of imported sessions (``sessionquery archive``; not derived:
   it holds copies of transcripts whose source may be gone),
-* ``quickstart/`` holds the sample store and index that ``sessionquery quickstart`` builds.
+* ``quickstart/`` holds the sample store and index that ``sessionquery quickstart`` builds;
+  while the sample store exists it is one of the default sources (labelled ``sample``).
 
 The default location of every kind of source (Claude Code's ``$CLAUDE_CONFIG_DIR/projects``,
 else ``~/.claude/projects``; Codex's ``$CODEX_HOME/sessions``, else ``~/.codex/sessions``; and
@@ -52,14 +55,12 @@ set and non-empty, else ``secrets.txt`` beside the config file (one value per li
 from __future__ import annotations
 
 import os
+import stat
 import sys
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-
-import platformdirs
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.sources.registry import (
@@ -75,6 +76,7 @@ __all__ = [
     "CODEX_HOME_ENV",
     "CONFIG_ENV",
     "HOME_ENV",
+    "MAX_CONFIG_BYTES",
     "NO_COLOR_ENV",
     "SECRETS_ENV",
     "SOURCE_KINDS",
@@ -158,19 +160,51 @@ def _paths(path: Path, key: str, value: object) -> tuple[Path, ...]:
     return tuple(_absolute(path.parent / Path(item).expanduser()) for item in items)
 
 
+MAX_CONFIG_BYTES = 1 << 20
+"""The largest config file read (1 MiB); a config file is a few lines."""
+
+
+def _read_config_text(path: Path) -> str:
+    """The file's text, read only when it is a regular file of at most
+    :data:`MAX_CONFIG_BYTES`: a FIFO, a device or ``/dev/zero`` is refused at once instead of
+    blocking or filling memory (opened without blocking, then checked on the open file).
+
+    Raises:
+        FileNotFoundError: there is no file.
+        SessionQueryError: ``INVALID_CONFIG`` for anything but a small regular file.
+        OSError, UnicodeDecodeError: it cannot be read as UTF-8.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _invalid(path, "is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as stream:
+            data = stream.read(MAX_CONFIG_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise _invalid(path, f"is larger than {MAX_CONFIG_BYTES // 1024} KiB")
+    return data.decode("utf-8")
+
+
 def read_settings(path: Path) -> FileSettings:
     """Read a config file (TOML); a missing file names nothing.
 
     Raises:
-        SessionQueryError: ``INVALID_CONFIG`` for a file that cannot be read or parsed, an
-            unknown key, or a value of the wrong type.
+        SessionQueryError: ``INVALID_CONFIG`` for a file that cannot be read or parsed (or is
+            not a regular file, or is over 1 MiB, or nests a value too deeply), an unknown key,
+            or a value of the wrong type.
     """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        import tomllib  # only when there is a file to read
+
+        data = tomllib.loads(_read_config_text(path))
     except FileNotFoundError:
         return FileSettings(path=path)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+    except (OSError, UnicodeDecodeError, ValueError) as error:  # TOMLDecodeError is one
         raise _invalid(path, str(error)) from None
+    except RecursionError:
+        raise _invalid(path, "a value is nested too deeply") from None
     unknown = sorted(set(data) - _KEYS)
     if unknown:
         raise _invalid(path, f"unknown key(s) {', '.join(unknown)}; expected {sorted(_KEYS)}")
@@ -215,6 +249,7 @@ class Config:
         quickstart_dir: where ``quickstart`` builds its sample data, ``<home>/quickstart``.
         importer_cache: the importers' metadata cache, ``<home>/importer-cache.sqlite3``.
         title_cache: the command line's cache of session titles, ``<home>/titles.sqlite3``.
+        problems_shown: what the command line last warned about, ``<home>/problems-shown``.
         archive_dir: the archive of imported sessions, ``<home>/archive``.
         claude_projects: the default Claude Code transcripts directory.
         codex_sessions: the default Codex transcripts directory.
@@ -234,6 +269,7 @@ class Config:
     quickstart_dir: Path
     importer_cache: Path
     title_cache: Path
+    problems_shown: Path
     archive_dir: Path
     claude_projects: Path
     codex_sessions: Path
@@ -245,6 +281,17 @@ class Config:
     known_values: Mapping[str, str] = field(
         default_factory=lambda: MappingProxyType({}), repr=False, compare=False
     )
+
+    @property
+    def sample_store(self) -> Path:
+        """The sample store ``quickstart`` builds, ``<home>/quickstart/sessions``: a default
+        source while it exists."""
+        return self.quickstart_dir / "sessions"
+
+    @property
+    def sample_index(self) -> Path:
+        """The index of the sample store, ``<home>/quickstart/index.sqlite3``."""
+        return self.quickstart_dir / "index.sqlite3"
 
     @classmethod
     def for_home(
@@ -304,6 +351,7 @@ class Config:
             quickstart_dir=home / "quickstart",
             importer_cache=home / "importer-cache.sqlite3",
             title_cache=home / "titles.sqlite3",
+            problems_shown=home / "problems-shown",
             archive_dir=home / "archive",
             claude_projects=located["claude"],
             codex_sessions=located["codex"],
@@ -325,6 +373,8 @@ class Config:
         Returns:
             The configuration rooted at ``SESSIONQUERY_HOME`` or the per-user data directory.
         """
+        import platformdirs  # only here: the per-user directories are needed by no other path
+
         env = os.environ if environ is None else environ
         raw_home = env.get(HOME_ENV, "")
         if raw_home:

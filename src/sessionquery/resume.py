@@ -22,7 +22,13 @@ RESUME_KINDS = frozenset(_TEMPLATES)
 """The source kinds that have a resume command."""
 
 
-def resume_command(kind: str, session_id: str, cwd: str | None = None) -> str | None:
+_NOT_ON_THEIR_OWN = frozenset({"claude"})
+"""Kinds whose child sessions (subagents' transcripts) cannot be resumed by themselves."""
+
+
+def resume_command(
+    kind: str, session_id: str, cwd: str | None = None, *, child: bool = False
+) -> str | None:
     """``cd <cwd> && <agent> <resume> <id>`` for a session recorded by ``kind``, or ``None``.
 
     Args:
@@ -31,9 +37,12 @@ def resume_command(kind: str, session_id: str, cwd: str | None = None) -> str | 
         session_id: the id in the agent's own terms (without a source prefix).
         cwd: the session's workspace; Claude Code finds a session through the directory it
             is resumed in, so the command starts there when it is known.
+        child: the session has a parent; a Claude Code subagent's transcript is not
+            resumable on its own (``None``), a Codex fork is.
     """
-    template = _TEMPLATES.get(kind.rstrip("0123456789"))
-    if template is None:
+    kind = kind.rstrip("0123456789")
+    template = _TEMPLATES.get(kind)
+    if template is None or (child and kind in _NOT_ON_THEIR_OWN):
         return None
     command = " ".join([*template, shlex.quote(session_id)])
     if cwd:

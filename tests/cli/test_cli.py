@@ -365,8 +365,6 @@ def test_foreign_index_database_exits_1_and_is_left_untouched(
         (["show", "no-such-session"], "SESSION_QUERY_SESSION_NOT_FOUND"),
         (["trace", "no-such-session"], "SESSION_QUERY_SESSION_NOT_FOUND"),
         (["read", "billing-rounding", "9999"], "SESSION_QUERY_EVENT_NOT_FOUND"),
-        (["read", "billing-rounding", "1", "--after", "51"], "SESSION_QUERY_INVALID_WINDOW"),
-        (["search", "   "], "SESSION_QUERY_INVALID_QUERY"),
         (["search-events", "no-such-session", "x"], "SESSION_QUERY_SESSION_NOT_FOUND"),
     ],
 )
@@ -644,10 +642,10 @@ def test_every_id_argument_accepts_a_unique_prefix(sample: Sample) -> None:
 
 
 def test_an_ambiguous_prefix_is_a_usage_error_listing_the_candidates(sample: Sample) -> None:
-    result = run(["show", "billing", *sample.flags], sample.env)
+    result = run(["show", "billing-rounding-", *sample.flags], sample.env)
     assert result.returncode == 2
     line = _one_error_line(result, "SESSION_QUERY_USAGE")
-    for candidate in ("billing-rounding", "billing-rounding-bankers", "billing-rounding-scan"):
+    for candidate in ("billing-rounding-bankers", "billing-rounding-scan"):
         assert candidate in line
 
 
@@ -657,33 +655,19 @@ def test_an_exact_id_wins_over_longer_ids_it_is_a_prefix_of(sample: Sample) -> N
     assert document["session"]["id"] == "billing-rounding"
 
 
-def test_list_shows_shortest_unique_prefixes_and_titles_by_default(sample: Sample) -> None:
+def test_list_shows_short_ids_and_titles_by_default(sample: Sample) -> None:
     lines = run(["list", *sample.flags], sample.env).stdout.splitlines()
     assert lines[0].split() == ["ID", "CREATED", "(UTC)", "WORKSPACE", "TITLE"]
-    rows = {line.split()[0]: line for line in lines[1:] if line.strip() and "/" in line}
+    rows = {line.split()[0]: line for line in lines[1:] if line.strip() and "/home" in line}
     assert set(rows) == {
-        "dashboard-w",
-        "dashboard-d",
-        "billing-rounding-s",
-        "billing-rounding-b",
+        "dashboard-websocket",
+        "dashboard-dark",
+        "billing-rounding/2",
+        "billing-rounding/1",
         "billing-rounding",
     }
-    assert "Debug websocket reconnect loop" in rows["dashboard-w"]
-
-
-def test_unique_prefixes_are_unique_and_minimal() -> None:
-    ids = ["abc", "abcd", "abd", "x", "xylophone"]
-    prefixes = term.unique_prefixes(ids, minimum=1)
-    assert prefixes == {"abc": "abc", "abcd": "abcd", "abd": "abd", "x": "x", "xylophone": "xy"}
-
-
-@settings(max_examples=50)
-@given(st.lists(st.text(alphabet="ab-1", min_size=1, max_size=6), min_size=1, max_size=12))
-def test_a_unique_prefix_names_exactly_its_own_id_or_is_the_id(ids: list[str]) -> None:
-    for value, prefix in term.unique_prefixes(ids).items():
-        assert value.startswith(prefix)
-        others = [other for other in set(ids) if other.startswith(prefix)]
-        assert others == [value] or prefix == value
+    assert "Debug websocket reconnect loop" in rows["dashboard-websocket"]
+    assert "[subagent]" in rows["billing-rounding/2"]
 
 
 # -- safe, narrow output ------------------------------------------------------------------
@@ -853,12 +837,17 @@ def test_bad_transcripts_give_results_and_one_problem_line_never_a_traceback(
     (projects / "-deep" / "deep.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n")
     (projects / "-bad\x1bname").mkdir()
     (projects / "-bad\x1bname" / "x\x07.jsonl").write_text('{"type": "user"}\n{oops\n')
-    for args in (["list", "--json"], ["search", "flaky", "--json"], ["read", "c0ffee", "1"]):
+    for number, args in enumerate(
+        (["list", "--json"], ["search", "flaky", "--json"], ["read", "c0ffee", "1"])
+    ):
         result = run(args, agent_home)
         assert result.returncode == 0, (args, result.stderr)
         assert "Traceback" not in result.stderr
-        (line,) = result.stderr.splitlines()
-        assert line.startswith("warning: ") and "sessionquery sources" in line, line
+        if number == 0:  # the warning is shown once, until the problems change
+            (line,) = result.stderr.splitlines()
+            assert line.startswith("warning: ") and "sessionquery sources" in line, line
+        else:
+            assert result.stderr == ""
     listed = run_json(["list"], agent_home)
     assert isinstance(listed, dict)
     assert {CLAUDE_ID, CODEX_ID} <= {s["id"] for s in listed["sessions"]}
@@ -922,8 +911,9 @@ def test_titles_beyond_the_first_are_read_only_within_the_budget(tmp_path: Path)
             query, persistence.list(), ids, None, budget_s=5, always=2, clock=lambda: next(ticks)
         )
     read = [i for i in ids if found[i] is not titlecache.NOT_READ]
-    assert read == ids[:2]  # the first batch always, then the budget was spent
-    assert all(found[i] is titlecache.NOT_READ for i in ids[2:])
+    assert len(ids) == 5
+    assert read == ids[:4]  # the first batch (of four) always, then the budget was spent
+    assert found[ids[4]] is titlecache.NOT_READ
 
 
 def test_a_foreign_database_at_the_title_cache_path_is_ignored_and_left_untouched(
@@ -1010,5 +1000,53 @@ def test_a_first_search_on_a_terminal_draws_the_indexing_bar(agent_home: dict[st
             os.close(follower)
         os.close(leader)
     assert result.returncode == 0
-    assert CLAUDE_ID in result.stdout
+    assert CLAUDE_ID[:8] in result.stdout  # its short id
     assert b"Indexing [" in drawn and b"] 2/2 sessions" in drawn
+
+
+# -- start-up: import only what a command needs -----------------------------------------------
+
+_IMPORTED_BY = r"""
+import contextlib, io, json, sys
+from sessionquery.cli import main
+command = json.loads(sys.argv[1])
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(command)
+    except SystemExit:
+        pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _imported_by(args: list[str], env: dict[str, str]) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTED_BY, json.dumps(args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=True,
+    )
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_help_imports_no_command_no_service_and_no_backend(tmp_path: Path) -> None:
+    loaded = _imported_by(["--help"], _env(tmp_path))
+    for name in ("sessionquery.cli._commands", "sessionquery.query", "sessionquery.model"):
+        assert name not in loaded
+    assert not {name for name in loaded if name.startswith(("apsw", "mcp", "psycopg"))}
+
+
+def test_list_imports_no_search_index_no_tools_and_no_mcp(sample: Sample) -> None:
+    loaded = _imported_by(["list", "--limit", "5", *sample.flags], sample.env)
+    assert "sessionquery.cli._commands" in loaded  # it did run
+    unwanted = ("apsw", "mcp", "psycopg", "sessionquery.search", "sessionquery.tools", "anyio")
+    assert not {name for name in loaded if name.startswith(unwanted)}
+
+
+def test_the_parsers_surface_classes_are_the_models() -> None:
+    from sessionquery.cli._parser import SURFACES
+    from sessionquery.model import SURFACE_CLASSES
+
+    assert tuple(SURFACES) == tuple(SURFACE_CLASSES)

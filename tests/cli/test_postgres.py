@@ -74,3 +74,36 @@ def test_a_config_file_postgres_value_must_be_a_string(
     monkeypatch.setenv("SESSIONQUERY_CONFIG", str(config))
     assert main(["list"]) != 0
     assert capsys.readouterr().err.startswith("SESSION_QUERY_INVALID_CONFIG:")
+
+
+def test_sources_shows_the_postgres_database_with_its_sessions_and_as_the_index(
+    postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record(postgres_dsn)
+    assert main(["sources", "--postgres", postgres_dsn, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    (row,) = document["sources"]
+    assert (row["kind"], row["from"], row["exists"], row["sessions"]) == (
+        "postgres",
+        "option",
+        True,
+        1,
+    )
+    assert document["index"]["path"] is None and document["index"]["from"] == "option"
+    assert main(["sources", "--postgres", postgres_dsn]) == 0
+    text = capsys.readouterr().out
+    assert "PostgreSQL  option  1" in text
+    assert "Index: the PostgreSQL database" in text and "index.sqlite3" not in text
+
+
+def test_sources_shows_an_unreachable_postgres_database_with_its_reason(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    dsn = "postgresql://someone:hunter2@/x?host=/nonexistent-socket-dir&connect_timeout=1"
+    assert main(["sources", "--postgres", dsn, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    (row,) = document["sources"]
+    assert row["exists"] is False and row["sessions"] is None and row["error"]
+    assert main(["sources", "--postgres", dsn]) == 0
+    text = capsys.readouterr().out
+    assert "(unreachable)" in text and "hunter2" not in text

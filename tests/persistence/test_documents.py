@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 
 from sessionquery.errors import ErrorCode, PersistenceCorrupt, SessionQueryError
-from sessionquery.model import SessionEvent, SessionHeader, interrupted_turn_closers
+from sessionquery.model import SessionEvent, SessionHeader, fold_title, interrupted_turn_closers
 from sessionquery.model.messages import user_message
 from sessionquery.persistence import JsonlPersistence
 from sessionquery.persistence.documents import (
@@ -39,6 +39,7 @@ def test_documents_from_json_records_equal_those_of_the_folded_exact_read(
     assert list(fast.documents) == documents_of("s", full)
     assert fast.event_count == len(full)
     assert (fast.header, fast.revision) == (HEADER, "r1")
+    assert fast.title_read and fast.title == fold_title(full)
 
 
 def test_a_real_store_reads_documents_with_closers_and_ignores_a_torn_tail(
@@ -129,3 +130,16 @@ def test_a_read_check_calls_the_installed_check_every_so_many_lines_or_bytes() -
         tick(CHECK_EVERY_BYTES)
         assert calls == [1, 1]
     assert read_check()(10**9) is None  # outside the block again
+
+
+def test_the_documents_carry_the_title_the_last_string_title_event_gives() -> None:
+    events = [
+        SessionEvent("user/message", 0, 5, user_message("hi", id="u"), surface_op="append"),
+        SessionEvent("session/title", 1, 6, {"title": "first", "messageSeqs": [0]}),
+        SessionEvent("session/title", 2, 7, {"title": 42}),  # not a title: the first stays
+    ]
+    fast = jsonl_documents(HEADER, "r1", _lines(events), "s.jsonl")
+    assert fast.title_read and fast.title is not None and fast.title.title == "first"
+    assert fast.title == fold_title(events)
+    untitled = jsonl_documents(HEADER, "r1", _lines(events[:1]), "s.jsonl")
+    assert untitled.title_read and untitled.title is None

@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 from locations import BENCHMARKS, CORPUS
 from sessionquery.errors import PersistenceNotFound
 from sessionquery.model import (
+    TitleSnapshot,
     extract_event_text,
     fold_surface,
+    fold_title,
     interrupted_turn_closers,
 )
 from sessionquery.persistence.base import DocumentSource, TextDocument
@@ -25,6 +27,11 @@ from sessionquery.sources._catalog import Catalog
 sys.path.insert(0, str(BENCHMARKS))
 
 from history import HistorySpec, generate_history
+
+
+def _expected_title(source: Catalog, session_id: str) -> TitleSnapshot | None:
+    with source.open_read(session_id) as handle:
+        return fold_title(handle.read())
 
 
 def _expected(source: Catalog, session_id: str) -> tuple[int, list[TextDocument]]:
@@ -50,6 +57,7 @@ def _check_every_session(source: Catalog) -> int:
         assert log.revision == entry.revision
         assert log.event_count == count, entry.header.id
         assert list(log.documents) == documents, entry.header.id
+        assert log.title_read and log.title == _expected_title(source, entry.header.id)
         checked += 1
     return checked
 

@@ -203,3 +203,24 @@ def test_deadline_token_follows_its_parent_and_takes_the_earlier_deadline() -> N
     parent.cancel()
     assert token.expired
     assert not DeadlineToken(60_000).expired
+
+
+def test_a_sooner_token_of_a_deadline_token_still_follows_the_callers_cancellation() -> None:
+    caller = CancelToken()
+    token = DeadlineToken(60_000, caller)
+    sooner = token.sooner(30)
+    assert token.deadline is not None and sooner.deadline == token.deadline - 30
+    assert not sooner.expired and not sooner.cancelled
+    caller.cancel()  # e.g. the MCP client cancelled the request
+    assert sooner.expired and sooner.cancelled and token.cancelled
+    with pytest.raises(SessionQueryError) as info:
+        sooner.check()
+    assert info.value.code is ErrorCode.ABORTED
+
+
+def test_a_sooner_token_shares_its_own_cancellation() -> None:
+    token = DeadlineToken(60_000)
+    sooner = token.sooner(1)
+    token.cancel()
+    assert sooner.cancelled and sooner.expired
+    assert DeadlineToken(60_000).sooner(10**9).expired  # its deadline is long past

@@ -7,6 +7,8 @@ cursor); end-to-end behaviour on real files is in ``tools/test_toolkit.py``.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +33,7 @@ from sessionquery.query.types import (
     EventTrace,
     EventWindow,
     LineageTrace,
+    PartialIndex,
     SessionRecord,
     SessionSearchHit,
     SessionSearchPage,
@@ -38,7 +41,7 @@ from sessionquery.query.types import (
 )
 from sessionquery.tools import SessionQueryTools
 from sessionquery.tools.access import ToolCaller
-from sessionquery.tools.boundary import ServiceBoundary
+from sessionquery.tools.boundary import DeadlineToken, ServiceBoundary
 from sessionquery.tools.operations import COLLECTION_ATTEMPTS, PAGE_LIMIT, Operations
 from sessionquery.tools.specs import parse_event_search, parse_session_search, parse_trace
 
@@ -132,6 +135,7 @@ class FakeQuery:
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> SessionSearchPage:
         self.calls.append(("search_sessions", (tuple(session_filters), cursor, limit)))
         return self.session_pages[cursor]
@@ -146,6 +150,7 @@ class FakeQuery:
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> EventSearchPage:
         self.calls.append(("search_events", (session_id, tuple(filters), cursor)))
         return self.event_pages[cursor]
@@ -471,3 +476,72 @@ def test_retryable_search_failures_tell_the_model_to_try_again(
     result = tools.call("session_search", {"query": "q"}, CALLER)
     assert (result.is_error, result.code) == (True, error.code.value)
     assert result.text == f"{error.code.value}: {message}"
+
+
+def test_a_correction_is_shown_only_for_a_word_the_answers_snippets_hold() -> None:
+    fake = FakeQuery(_records())
+    hit = SessionSearchHit(
+        fake.records["a"], EventSearchHit("a", 1, "user/message", 0, "current", "Fix the test")
+    )
+    corrections = {"teh": "the", "secrt": "secret"}  # "secret": no snippet of this answer
+    fake.session_pages = {None: SessionSearchPage([hit], corrections=corrections)}
+    text = _ops(fake).session_search(parse_session_search({"query": "teh secrt"}))
+    first = text.split("\n", 1)[0]
+    assert first == "Showing results for \u201cthe\u201d instead of \u201cteh\u201d."
+    assert "secret" not in text and "secrt" not in text
+
+
+@pytest.mark.parametrize(
+    ("progress", "line"),
+    [
+        (PartialIndex(3, 7), "(3 of 7 sessions indexed)"),
+        (PartialIndex(0, None), "(0 sessions indexed so far)"),
+    ],
+)
+def test_an_answer_from_an_unfinished_build_is_headed_by_how_much_is_indexed(
+    progress: PartialIndex, line: str
+) -> None:
+    fake = FakeQuery(_records())
+    hits = [_hit(fake.records["a"])] if progress.sessions_indexed else []
+    fake.session_pages = {None: SessionSearchPage(hits, partial=progress)}
+    text = _ops(fake).session_search(parse_session_search({"query": "q"}))
+    first = text.split("\n", 1)[0]
+    assert first.startswith(f"The history index is still being built {line}: ")
+    assert ("Session search results (1):" in text) == bool(hits)
+
+
+class _Building(FakeQuery):
+    """The first search waits out the token it gets (as a search queued behind a build that
+    is not a first one would), the second answers."""
+
+    def __init__(self, records: Sequence[SessionRecord]) -> None:
+        super().__init__(records)
+        self.deadlines: list[float | None] = []
+
+    def search_sessions(self, query: str, **kwargs: Any) -> SessionSearchPage:
+        cancel: CancelToken = kwargs["cancel"]
+        self.deadlines.append(cancel.deadline)
+        assert kwargs["allow_partial"] is True
+        if len(self.deadlines) == 1:
+            assert cancel.deadline is not None
+            # As the backend waits for a build's lock: until the token's deadline.
+            threading.Event().wait(max(0.0, cancel.deadline - time.monotonic()))
+            cancel.check()
+        return SessionSearchPage([_hit(self.records["a"])])
+
+
+def test_a_search_waits_only_briefly_for_a_build_then_gets_the_rest_of_its_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sessionquery.tools import operations
+
+    monkeypatch.setattr(operations, "BUILD_PATIENCE_MS", 50)
+    fake = _Building(_records())
+    outer = DeadlineToken(60_000)
+    ops = Operations(fake, CALLER, ServiceBoundary(None, outer), 100)
+    text = ops.session_search(parse_session_search({"query": "q"}))
+    assert text.startswith("Session search results (1):")
+    first, second = fake.deadlines
+    assert first is not None and outer.deadline is not None
+    assert first < outer.deadline - 50  # the patient attempt ends long before the deadline
+    assert second == outer.deadline  # the retry has the whole deadline

@@ -24,15 +24,18 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sessionquery.app import AmbiguousId
-from sessionquery.cli._commands import COMMANDS, serve_bad_command_line
-from sessionquery.cli._parser import UsageError, build_parser, command_of
-from sessionquery.cli._services import Invocation
+from sessionquery.cli._parser import COMMANDS, UsageError, build_parser, command_of
 from sessionquery.cli._terminal import safe
 from sessionquery.config import Config
 from sessionquery.errors import ErrorCode, PersistenceError, SessionQueryError
+
+if TYPE_CHECKING:
+    from sessionquery.cli._parser import Command
+    from sessionquery.cli._services import Invocation
 
 __all__ = ["COMMANDS", "INTERNAL_ERROR_CODE", "USAGE_ERROR_CODE", "main"]
 
@@ -68,11 +71,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(COMMANDS)
     try:
         args = parser.parse_args(arguments)
+        from sessionquery.cli._services import Invocation  # after --help, which needs none of it
+
         invocation = Invocation(args, Config.from_env())
-        run: Callable[[Invocation], int] = args.run
-        return run(invocation)
+        command: Command = args.handler
+        return command.load()(invocation)
     except UsageError as error:
         if command_of(parser, arguments, error) == "mcp" and not sys.stdin.isatty():
+            from sessionquery.cli._mcp import serve_bad_command_line
+
             return serve_bad_command_line(str(error))
         return _fail(USAGE_ERROR_CODE, str(error), EXIT_USAGE)
     except AmbiguousId as error:  # an id argument that names no one session: usage

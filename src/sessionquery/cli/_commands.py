@@ -1,33 +1,29 @@
 """The subcommands of ``sessionquery``: each parses nothing, calls the library, renders.
 
-:data:`COMMANDS` lists them in ``--help`` order. Search commands page through the index
-within the process (continuation cursors are bound to one index instance, so ``--limit`` is
-a total and ``more`` says whether hits were left out).
+:data:`sessionquery.cli._parser.COMMANDS` names them (this module is imported only when one
+runs). Search commands page through the index within the process (continuation cursors are
+bound to one index instance, so ``--limit`` is a total and ``more`` says whether hits were
+left out).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
+import difflib
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from sessionquery.app import App, SourceOptions
-from sessionquery.cli import _conversation as conversation
+from sessionquery.cli import _hits as hits
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli import _titlecache as titlecache
-from sessionquery.cli._archive import cmd_archive, turn_on_hint
-from sessionquery.cli._parser import Command, UsageError
-from sessionquery.cli._secrets import cmd_secrets
-from sessionquery.cli._serve import cmd_serve
-from sessionquery.cli._services import EXIT_OK, Invocation, Progress, emit, style_for
-from sessionquery.cli._sources import cmd_sources
+from sessionquery.cli._parser import UsageError
+from sessionquery.cli._services import EXIT_OK, Invocation, Progress, emit
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.model import KNOWN_EVENT_TYPES, SessionEvent
 from sessionquery.query.backend import SearchMatch
 from sessionquery.query.filters import (
     CreatedBetween,
@@ -49,22 +45,37 @@ from sessionquery.query.types import (
 )
 
 if TYPE_CHECKING:
+    from sessionquery.cli import _conversation as conversation
     from sessionquery.search.postgres import PostgresSearch
     from sessionquery.search.sqlite import SqliteSearch
 
-__all__ = ["COMMANDS"]
+__all__ = [
+    "cmd_events",
+    "cmd_export",
+    "cmd_index",
+    "cmd_list",
+    "cmd_read",
+    "cmd_search",
+    "cmd_search_events",
+    "cmd_show",
+    "cmd_trace",
+    "cmd_trace_event",
+    "collect_session_hits",
+    "titles_of",
+    "update_index",
+]
 
 _SEARCH_PAGE_MAX = 100
 """The largest page the search index serves; the CLI pages internally beyond it."""
 
 
-def _titles(query: SessionQuery, ids: list[str]) -> dict[str, str | None]:
+def titles_of(query: SessionQuery, ids: list[str]) -> dict[str, str | None]:
     return {
         r.session_id: (r.title.title if r.title else None) for r in query.read_title_snapshots(ids)
     }
 
 
-_NOT_READ_TEXT = "…"
+_NOT_READ_TEXT = "[title not read yet]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +94,7 @@ def _listing_titles(inv: Invocation, ids: list[str]) -> TitleView:
     """
     # Titles are read over the command's one listing (each title read would list again).
     budget = float("inf") if inv.json else titlecache.BUDGET_S
+    inv.save_titles()  # what the index read for this command is remembered already
     snapshot = inv.snapshot()
     with SessionQuery(persistence=snapshot) as titles_query:
         found = titlecache.read_titles(
@@ -99,13 +111,14 @@ def _listing_titles(inv: Invocation, ids: list[str]) -> TitleView:
     note = None
     if missing:
         note = (
-            f"{missing} title(s) not read yet ({_NOT_READ_TEXT}): titles are remembered as "
-            "they are read, so the next run shows more; --no-titles skips them"
+            f"{missing} title(s) not read yet within the command's second: titles are "
+            "remembered as they are read, so the next run shows more ('sessionquery index' "
+            "reads them all); --no-titles skips them"
         )
     return TitleView(shown, note)
 
 
-def _cmd_list(inv: Invocation) -> int:
+def cmd_list(inv: Invocation) -> int:
     args = inv.args
     with inv.query() as query:
         everything = query.list_sessions()
@@ -117,45 +130,74 @@ def _cmd_list(inv: Invocation) -> int:
             records = records[: args.limit]
         view = None if args.no_titles else _listing_titles(inv, [r.id for r in records])
     titles = None if view is None else view.titles
-    prefixes = term.unique_prefixes([record.id for record in everything])
-    document = render.records_json(records, titles)
+    ids = inv.app.session_ids()
+    short = {record.id: ids.short(record.id) for record in everything}
+    document = render.records_json(records, titles, short)
     document["total"] = total
 
     def text(style: render.Style) -> list[str]:
-        lines = render.records_text(records, titles, style, prefixes=prefixes, total=total)
+        lines = render.records_text(records, titles, style, short_ids=short, total=total)
         return lines if view is None or view.note is None else [*lines, style.dim(view.note)]
 
     return emit(inv, document, text)
 
 
-def _cmd_show(inv: Invocation) -> int:
+def cmd_show(inv: Invocation) -> int:
     args = inv.args
     with inv.query() as query:
         session_id = inv.resolve(args.session_id)
         if args.conversation:
             return _show_conversation(inv, query, session_id)
+        log = query.read_session(session_id)
         (result,) = query.read_title_snapshots([session_id])
         archived = any(r.archived for r in query.filter_sessions([IdIn((session_id,))]))
     if result.error is not None:
         raise result.error
-    header = result.header
-    assert header is not None  # a result without error carries its header
-    title = result.title
-    document = render.show_json(header, title, archived=archived)
-    return emit(inv, document, lambda s: render.show_text(header, title, s, archived=archived))
+    header = log.session
+    details = render.ShowDetails(
+        header=header,
+        title=result.title,
+        short_id=inv.app.session_ids().short(session_id),
+        events=log.events,
+        source=_source_of(inv, session_id, log.events),
+        resume=inv.app.resume(session_id, header.cwd, header.parent_session),
+        archived=archived,
+    )
+    return emit(inv, render.show_json(details), lambda s: render.show_text(details, s))
+
+
+def _source_of(
+    inv: Invocation, session_id: str, events: Sequence[SessionEvent]
+) -> render.SourceView | None:
+    """Where the session is stored: its source and, for an imported one, its file."""
+    origin = inv.app.origin(session_id)
+    if origin is None or origin.entry is None:
+        return None
+    entry = origin.entry
+    file = None
+    for event in events:
+        pointer = event.data.get("origin") if isinstance(event.data, Mapping) else None
+        if isinstance(pointer, Mapping) and isinstance(pointer.get("file"), str):
+            file = str(entry.path / pointer["file"])
+            break
+    return render.SourceView(entry.kind, entry.label, entry.title, str(entry.path), file)
 
 
 def _conversation_parts(
     query: SessionQuery, session_id: str
 ) -> tuple[Any, Any, list[SessionRecord], list[conversation.Entry]]:
+    from sessionquery.cli import _conversation as conversation  # for these commands only
+
     log = query.read_session(session_id)
     (result,) = query.read_title_snapshots([session_id])
     children = query.filter_sessions([ParentIn((session_id,))])
-    child_titles = {k: v for k, v in _titles(query, [c.id for c in children]).items() if v}
+    child_titles = {k: v for k, v in titles_of(query, [c.id for c in children]).items() if v}
     return log, result.title, children, conversation.entries(log, children, child_titles)
 
 
 def _show_conversation(inv: Invocation, query: SessionQuery, session_id: str) -> int:
+    from sessionquery.cli import _conversation as conversation  # for these commands only
+
     log, title, children, items = _conversation_parts(query, session_id)
     document = conversation.export_json(log, title, children)
     return emit(
@@ -163,7 +205,9 @@ def _show_conversation(inv: Invocation, query: SessionQuery, session_id: str) ->
     )
 
 
-def _cmd_export(inv: Invocation) -> int:
+def cmd_export(inv: Invocation) -> int:
+    from sessionquery.cli import _conversation as conversation  # for these commands only
+
     args = inv.args
     with inv.query() as query:
         session_id = inv.resolve(args.session_id)
@@ -190,15 +234,17 @@ def _cmd_export(inv: Invocation) -> int:
     return EXIT_OK
 
 
-def _cmd_events(inv: Invocation) -> int:
+def cmd_events(inv: Invocation) -> int:
     with inv.query() as query:
         session_id = inv.resolve(inv.args.session_id)
         events = query.list_events(session_id)
-    document = render.events_json(session_id, events)
-    return emit(inv, document, lambda s: render.events_text(events, s))
+        log = query.read_session(session_id)
+    previews = {event.seq: render.preview(event) for event in log.events}
+    document = render.events_json(session_id, events, previews)
+    return emit(inv, document, lambda s: render.events_text(events, s, previews))
 
 
-def _cmd_read(inv: Invocation) -> int:
+def cmd_read(inv: Invocation) -> int:
     args = inv.args
     with inv.query() as query:
         session_id = inv.resolve(args.session_id)
@@ -207,27 +253,42 @@ def _cmd_read(inv: Invocation) -> int:
     return emit(inv, document, lambda s: render.event_window_text(window, s))
 
 
-def _cmd_trace(inv: Invocation) -> int:
+def cmd_trace(inv: Invocation) -> int:
     with inv.query() as query:
         trace = query.trace_session(inv.resolve(inv.args.session_id))
     document = render.lineage_json(trace)
     return emit(inv, document, lambda s: render.lineage_text(trace, s))
 
 
-def _cmd_trace_event(inv: Invocation) -> int:
+def cmd_trace_event(inv: Invocation) -> int:
     with inv.query() as query:
         trace = query.trace_event(inv.resolve(inv.args.session_id), inv.args.seq)
     document = render.event_trace_json(trace)
     return emit(inv, document, lambda s: render.event_trace_text(trace, s))
 
 
-def _event_filters(args: argparse.Namespace) -> list[EventFilter]:
+def _event_filters(inv: Invocation) -> list[EventFilter]:
+    args = inv.args
     filters: list[EventFilter] = []
     if args.types:
+        for unknown in sorted(set(args.types) - KNOWN_EVENT_TYPES):
+            inv.warn(_unknown_type(unknown))
         filters.append(TypeIn(tuple(args.types)))
     if args.surfaces:
         filters.append(SurfaceIn(tuple(args.surfaces)))
     return filters
+
+
+def _unknown_type(name: str) -> str:
+    """A warning for a ``--type`` no importer or recorder writes (the vocabulary is open, so it
+    still filters: it matches only events recorded with exactly that type)."""
+    close = difflib.get_close_matches(name, sorted(KNOWN_EVENT_TYPES), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    known = ", ".join(sorted(KNOWN_EVENT_TYPES))
+    return (
+        f"--type {name!r} is not an event type with a meaning ({hint}known: {known}); it "
+        "matches only events recorded with exactly that type"
+    )
 
 
 def _session_filters(inv: Invocation) -> list[SessionFilter]:
@@ -246,14 +307,14 @@ def _session_filters(inv: Invocation) -> list[SessionFilter]:
     return filters
 
 
-def _search_sessions(
+def collect_session_hits(
     query: SessionQuery,
     text: str,
     limit: int,
     session_filters: Sequence[SessionFilter] = (),
     event_filters: Sequence[EventFilter] = (),
     *,
-    mode: SearchMatch = "words",
+    mode: SearchMatch = "relevance",
 ) -> SessionSearchPage:
     """Up to ``limit`` session hits, following continuation cursors within this process.
 
@@ -262,6 +323,7 @@ def _search_sessions(
     """
     items: list[Any] = []
     cursor: str | None = None
+    corrections: dict[str, str] = {}
     while True:
         page = query.search_sessions(
             text,
@@ -272,9 +334,11 @@ def _search_sessions(
             match=mode,
         )
         items.extend(page.items)
+        corrections.update(page.corrections)
         cursor = page.next_cursor
         if cursor is None or len(items) >= limit:
-            return SessionSearchPage(items=items, next_cursor=None if cursor is None else "more")
+            more = None if cursor is None else "more"
+            return SessionSearchPage(items=items, next_cursor=more, corrections=corrections)
 
 
 def _search_events(
@@ -288,6 +352,7 @@ def _search_events(
 ) -> EventSearchPage:
     items: list[EventSearchHit] = []
     cursor: str | None = None
+    corrections: dict[str, str] = {}
     while True:
         page = query.search_events(
             session_id,
@@ -298,53 +363,79 @@ def _search_events(
             match=mode,
         )
         items.extend(page.items)
+        corrections.update(page.corrections)
         cursor = page.next_cursor
         if cursor is None or len(items) >= limit:
             more = None if cursor is None else "more"
-            return EventSearchPage(session=page.session, items=items, next_cursor=more)
+            return EventSearchPage(
+                session=page.session, items=items, next_cursor=more, corrections=corrections
+            )
+
+
+def _query_text(words: Sequence[str]) -> str:
+    """The query the words make (``search flaky test`` is "flaky test"), checked as the
+    index checks it, so a query it would refuse is a usage error (exit 2).
+
+    Raises:
+        UsageError: for an empty (whitespace-only) query, NUL, or more than 1 MiB.
+    """
+    from sessionquery.search.request import normalize_query
+
+    text = " ".join(words)
+    try:
+        normalize_query(text)
+    except SessionQueryError as error:
+        raise UsageError(f"QUERY: {error.message}") from None
+    return text
 
 
 def _mode(args: argparse.Namespace) -> SearchMatch:
-    return "phrase" if args.phrase else "words"
+    """``relevance`` unless ``--phrase`` or ``--all-words`` chose another mode."""
+    mode: SearchMatch = args.match
+    return mode
 
 
-def _cmd_search(inv: Invocation) -> int:
+def cmd_search(inv: Invocation) -> int:
     args, mode = inv.args, _mode(inv.args)
-    args.query = " ".join(args.query)  # `search flaky test` is the query "flaky test"
+    args.query = _query_text(args.query)
     with inv.query(search=True) as query:
-        page = _search_sessions(
+        page = collect_session_hits(
             query,
             args.query,
             args.limit,
             _session_filters(inv),
-            _event_filters(args),
+            _event_filters(inv),
             mode=mode,
         )
         titles = _listing_titles(inv, [hit.record.id for hit in page.items]).titles
-    document = render.session_hits_json(args.query, page, titles)
+    ids = inv.app.session_ids()
+    short = {hit.record.id: ids.short(hit.record.id) for hit in page.items}
+    document = hits.session_hits_json(args.query, page, titles, short)
     document["match"] = mode
+    document["corrections"] = dict(page.corrections)
     return emit(
         inv,
         document,
-        lambda s: render.session_hits_text(args.query, page, titles, s, match=mode),
+        lambda s: hits.session_hits_text(args.query, page, titles, s, match=mode, short_ids=short),
     )
 
 
-def _cmd_search_events(inv: Invocation) -> int:
+def cmd_search_events(inv: Invocation) -> int:
     args, mode = inv.args, _mode(inv.args)
-    args.query = " ".join(args.query)
-    filters = _event_filters(args)
+    args.query = _query_text(args.query)
+    filters = _event_filters(inv)
     if args.seq_from is not None or args.seq_to is not None:
         filters.append(SeqBetween(args.seq_from, args.seq_to))
     with inv.query(search=True) as query:
         session_id = inv.resolve(args.session_id)
         page = _search_events(query, session_id, args.query, args.limit, filters, mode=mode)
-    document = render.event_hits_json(args.query, page)
+    document = hits.event_hits_json(args.query, page)
     document["match"] = mode
-    return emit(inv, document, lambda s: render.event_hits_text(args.query, page, s, match=mode))
+    document["corrections"] = dict(page.corrections)
+    return emit(inv, document, lambda s: hits.event_hits_text(args.query, page, s, match=mode))
 
 
-def _update_index(
+def update_index(
     search: SqliteSearch | PostgresSearch,
     query: SessionQuery,
     stream: TextIO,
@@ -368,13 +459,19 @@ def _update_index(
     }
 
 
-def _cmd_index(inv: Invocation) -> int:
+def cmd_index(inv: Invocation) -> int:
     index, postgres = inv.selection.index, inv.selection.postgres
     inv.app.archive_on_update()
     inv.persistence()  # a missing source is reported before the index is created
-    with inv.app.open_index() as search, inv.app.service(search) as query:
+    with (
+        inv.app.open_index() as search,
+        inv.app.service(search, through=inv.recording_titles) as query,
+    ):
         place = "the PostgreSQL database" if postgres else str(index)
-        summary = {"index": place, **_update_index(search, query, sys.stderr)}
+        try:
+            summary = {"index": place, **update_index(search, query, sys.stderr)}
+        finally:
+            inv.save_titles()  # kept also when the build is interrupted
 
     def text(style: render.Style) -> list[str]:
         where = style.bold(term.safe(place))
@@ -387,132 +484,3 @@ def _cmd_index(inv: Invocation) -> int:
         ]
 
     return emit(inv, summary, text)
-
-
-EXIT_USAGE_SERVED = 2
-"""The exit status of ``mcp`` served with a bad command line (the usage-error status)."""
-
-
-def serve_bad_command_line(message: str) -> int:
-    """``sessionquery mcp`` with options it cannot run with: an MCP client that started it
-    sees only a closed connection when the process exits, so serve instead, answering every
-    tool call with the reason (and logging it on stderr)."""
-    from sessionquery.mcp import run_stdio
-
-    problem = SessionQueryError(
-        ErrorCode.INVALID_CONFIG, f"the server's command line is wrong: {message}"
-    )
-    run_stdio(None, cwd=None, session_id=None, problem=problem)
-    return EXIT_USAGE_SERVED
-
-
-def _cmd_mcp(inv: Invocation) -> int:
-    from sessionquery.mcp import run_stdio
-
-    args = inv.args
-    inv.summarise_problems = False  # the server logs its own state on stderr
-    cwd = args.cwd if args.cwd is not None else (None if args.session else os.getcwd())
-    run_stdio(inv.app, cwd=cwd, session_id=args.session)
-    return EXIT_OK
-
-
-_QUICKSTART_QUERY = "float round"
-
-
-def _cmd_quickstart(inv: Invocation) -> int:
-    from sessionquery.examples import ensure_example_store
-
-    config, options = inv.config, inv.app.options
-    roots = [path for kind, path in options.sources if kind == "root"]
-    if len(roots) != len(options.sources) or len(roots) > 1 or options.postgres:
-        raise UsageError("quickstart takes at most one --root and no other source option")
-    root = roots[0] if roots else config.quickstart_dir / "sessions"
-    index = options.index or config.quickstart_dir / "index.sqlite3"
-    ids = ensure_example_store(root)
-    sample = App(config, SourceOptions(sources=(("root", root),), index=index))
-    out, style = sys.stdout, style_for(config)
-
-    def say(explanation: str, lines: Sequence[str]) -> None:
-        shown = [render.terminal_line(line, style) for line in ["", explanation, "", *lines]]
-        out.write("\n".join(shown) + "\n")
-
-    out.write(f"Created a sample store with {len(ids)} example sessions at {root}\n")
-    with sample.open_index() as search, sample.service(search) as query:
-        _update_index(search, query, sys.stderr, plain=False)
-        out.write(f"Indexed them into {index}\n")
-        page = _search_sessions(query, _QUICKSTART_QUERY, 5, mode="phrase")
-        titles = _titles(query, [hit.record.id for hit in page.items])
-        say(
-            f"1. Search: which sessions mention {_QUICKSTART_QUERY!r}? "
-            "(sessionquery search, best-matching event per session)",
-            render.session_hits_text(_QUICKSTART_QUERY, page, titles, style),
-        )
-        top = page.items[0]
-        trace = query.trace_session(top.record.id)
-        say(
-            f"2. Lineage: {top.record.id} with the sessions forked from it and its "
-            "subagents (sessionquery trace)",
-            render.lineage_text(trace, style),
-        )
-        hit = top.best_match
-        window = query.read_event(top.record.id, hit.seq, before=1, after=1)
-        say(
-            f"3. Exact read: the best-matching event (seq {hit.seq}) of {top.record.id}, in "
-            "full, with one neighbour on each side (sessionquery read)",
-            render.event_window_text(window, style),
-        )
-    flags = f"--root {_quote(root)} --index {_quote(index)}"
-    out.write(
-        "\nTry it yourself:\n"
-        f"  sessionquery list {flags}\n"
-        f"  sessionquery search websocket {flags}\n"
-        f"  sessionquery trace-event {top.record.id} {hit.seq} {flags}\n"
-        f"\n{turn_on_hint(inv)}.\n"
-    )
-    return EXIT_OK
-
-
-def _quote(path: Path) -> str:
-
-    return shlex.quote(str(path))
-
-
-COMMANDS: tuple[Command, ...] = (
-    Command("list", "List sessions, newest first, with titles and short ids.", _cmd_list),
-    Command(
-        "show",
-        "Show one session's header and title, or (--conversation) the whole conversation.",
-        _cmd_show,
-    ),
-    Command("export", "Write a whole session as Markdown, HTML or JSON.", _cmd_export),
-    Command("events", "List every event of a session (seq, time, surface, type).", _cmd_events),
-    Command("read", "Read one event in full, with optional neighbours.", _cmd_read),
-    Command("trace", "Show a session's lineage: ancestors, forks and subagents.", _cmd_trace),
-    Command(
-        "trace-event",
-        "Show an event's replacements, cited sources and derived events.",
-        _cmd_trace_event,
-    ),
-    Command("search", "Search all sessions; best-matching event per session.", _cmd_search),
-    Command("search-events", "Search the events of one session.", _cmd_search_events),
-    Command("index", "Bring the search index up to date (with progress).", _cmd_index),
-    Command("sources", "Show which sources are used, why, and what they hold.", cmd_sources),
-    Command(
-        "secrets",
-        "List where secrets occur (session, seq, rule, a masked preview); exit 3 if any.",
-        cmd_secrets,
-    ),
-    Command(
-        "archive",
-        "Keep the agents' transcripts when they purge them (--status, --prune-older-than).",
-        cmd_archive,
-    ),
-    Command("mcp", "Serve the five session tools over stdio (MCP).", _cmd_mcp),
-    Command("serve", "Browse every session in a local, read-only web viewer.", cmd_serve),
-    Command(
-        "quickstart",
-        "Create a sample store from bundled example sessions and try it.",
-        _cmd_quickstart,
-    ),
-)
-"""Every subcommand, in the order ``--help`` lists them."""

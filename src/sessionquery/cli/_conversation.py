@@ -267,8 +267,19 @@ _MD_HEADINGS = {"user": "User", "assistant": "Assistant", "system": "System"}
 
 
 def _markdown_line(text: str) -> str:
-    # Inline data is escaped so it cannot open links, emphasis or HTML.
-    return re.sub(r"([\\`*_{}\[\]<>()#+!|])", r"\\\1", " ".join(text.split()))
+    # Inline data is escaped so it cannot open links, emphasis or HTML; controls are visible.
+    flat = " ".join(term.printable(text).split())
+    return re.sub(r"([\\`*_{}\[\]<>()#+!|])", r"\\\1", flat)
+
+
+def _code_span(text: str) -> str:
+    """``text`` as one inline code span: delimited by a backtick run longer than any inside it
+    (backslashes do not escape inside code spans), controls shown as visible escapes."""
+    flat = " ".join(term.printable(text).split())
+    longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
+    ticks = "`" * (longest + 1)
+    padded = f" {flat} " if flat.startswith("`") or flat.endswith("`") else flat
+    return f"{ticks}{padded}{ticks}"
 
 
 def _printable(items: Sequence[Entry]) -> list[Entry]:
@@ -296,7 +307,7 @@ def export_markdown(
     lines = [
         f"# {_markdown_line(title.title) if title else 'Untitled session'}",
         "",
-        f"- Session: `{header.id}`",
+        f"- Session: {_code_span(header.id)}",
         f"- Created: {time_text(header.created_at)} UTC",
         f"- Workspace: {_markdown_line(header.cwd or '-')}",
     ]
@@ -308,7 +319,7 @@ def export_markdown(
         elif item.kind == "reasoning":
             lines += [f"*Reasoning ({at}):*", "", *(f"> {line}" for line in item.text.splitlines())]
         elif item.kind == "tool-call":
-            lines += [f"**Tool call** `{_markdown_line(item.name)}` ({at})", ""]
+            lines += [f"**Tool call** {_code_span(item.name)} ({at})", ""]
             lines += _fence(item.text, "json")
         elif item.kind == "tool-result":
             lines += [f"**Tool result{' (error)' if item.detail else ''}** ({at})", ""]
@@ -316,7 +327,7 @@ def export_markdown(
         elif item.kind == "compaction":
             lines += [f"## Compaction ({at}; {item.detail})", "", item.text]
         elif item.kind == "subagent":
-            lines.append(f"> **Subagent** `{item.name}` ({_markdown_line(item.detail)})")
+            lines.append(f"> **Subagent** {_code_span(item.name)} ({_markdown_line(item.detail)})")
         elif item.kind == "turn-end":
             lines.append(f"*Turn ended: {_markdown_line(item.detail + ' ' + item.text)}*")
         elif item.kind == "boundary":

@@ -11,31 +11,44 @@ rather than overwritten; :func:`source_options` reads them, once, into the typed
 from __future__ import annotations
 
 import argparse
+import difflib
+import importlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from sessionquery.app import SOURCE_ORDER, SourceOptions
-from sessionquery.model import SURFACE_CLASSES
-from sessionquery.model.timestamp import Instant, TimestampError, parse_iso_timestamp
+from sessionquery.cli._values import (
+    non_negative,
+    port,
+    positive,
+    since,
+    until,
+    window,
+    workspace,
+)
 from sessionquery.sources.registry import KINDS, source_kind
 
 if TYPE_CHECKING:
     from sessionquery.cli._services import Invocation
 
 __all__ = [
-    "SETUP",
+    "COMMANDS",
     "Command",
     "Parser",
     "UsageError",
     "build_parser",
     "command_of",
+    "is_quiet",
     "source_options",
     "version_text",
 ]
 
-SURFACES = SURFACE_CLASSES
+SURFACES = ("current", "shadowed", "log-only")
+"""The surface classes (``sessionquery.model.SURFACE_CLASSES``, spelled here so that building
+the parser imports no model; a test keeps them equal)."""
 
 
 class UsageError(Exception):
@@ -50,13 +63,39 @@ class UsageError(Exception):
         self.command = command
 
 
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from (?P<choices>.*)\)$")
+_UNRECOGNIZED = re.compile(r"^unrecognized arguments: (?P<first>\S+)")
+
+
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one ``CODE: message`` line and exit status 2."""
+    """An argument parser whose errors are one ``CODE: message`` line and exit status 2,
+    with a "did you mean" for a mistyped command, choice or option."""
 
     def error(self, message: str) -> NoReturn:
+        hint = self._suggestion(message)
         # A subcommand's parser is called "sessionquery <command>".
         _, _, command = self.prog.partition(" ")
-        raise UsageError(f"{message} (see '{self.prog} --help')", command or None)
+        raise UsageError(f"{message}{hint} (see '{self.prog} --help')", command or None)
+
+    def _suggestion(self, message: str) -> str:
+        choice = _INVALID_CHOICE.search(message)
+        if choice is not None:
+            known = re.findall(r"'([^']*)'", choice.group("choices"))
+            return _did_you_mean(choice.group("value"), known)
+        unrecognized = _UNRECOGNIZED.search(message)
+        if unrecognized is not None:
+            first = unrecognized.group("first").split("=", 1)[0]
+            if first.startswith("-"):
+                return _did_you_mean(first, sorted(self._every_option()))
+        return ""
+
+    def _every_option(self) -> set[str]:
+        found = set(self._option_string_actions)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    found |= set(child._option_string_actions)
+        return found
 
 
 def command_of(
@@ -75,45 +114,9 @@ def command_of(
     return command if isinstance(command, str) else None
 
 
-# -- argument types -------------------------------------------------------------------------
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, not {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, not {text!r}")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = _non_negative(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("expected a positive integer, not 0")
-    return value
-
-
-def _instant(text: str) -> Instant:
-    """An ISO 8601 date or date-time (UTC when it has no offset), exactly."""
-    try:
-        return parse_iso_timestamp(text, naive_utc=True, allow_date=True)
-    except TimestampError:
-        raise argparse.ArgumentTypeError(
-            f"expected an ISO 8601 date or time such as 2025-03-07 or 2025-03-07T09:30Z, "
-            f"not {text!r}"
-        ) from None
-
-
-def _since(text: str) -> int:
-    """The first epoch millisecond at or after the instant (inclusive lower bound)."""
-    return _instant(text).ceil_ms
-
-
-def _until(text: str) -> int:
-    """The last epoch millisecond at or before the instant (inclusive upper bound)."""
-    return _instant(text).floor_ms
+def _did_you_mean(value: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(value, known, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 # -- the parser -----------------------------------------------------------------------------
@@ -188,6 +191,23 @@ def _add_sources(parser: argparse.ArgumentParser, prefix: str) -> None:
     )
 
 
+def _add_quiet(parser: argparse.ArgumentParser, prefix: str) -> None:
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        dest=f"{prefix}quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no warnings on stderr (errors are still printed)",
+    )
+
+
+def is_quiet(args: argparse.Namespace) -> bool:
+    """Whether ``--quiet`` was given, before or after the subcommand."""
+    given = vars(args)
+    return bool(given.get("quiet") or given.get("pre_quiet"))
+
+
 def _add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON document instead of text"
@@ -223,7 +243,7 @@ def _add_limit(parser: argparse.ArgumentParser, default: int | None) -> None:
     shown = "all" if default is None else str(default)
     parser.add_argument(
         "--limit",
-        type=_positive,
+        type=positive,
         default=default,
         metavar="N",
         help=f"show at most N results (default: {shown})",
@@ -232,9 +252,27 @@ def _add_limit(parser: argparse.ArgumentParser, default: int | None) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Command:
+    """One subcommand: its name, help line, options and the function that runs it.
+
+    Attributes:
+        name: the subcommand's name.
+        help: its one-line help.
+        setup: adds its own options to its parser.
+        target: ``"module:function"`` of the function that runs it with the
+            :class:`~sessionquery.cli._services.Invocation` (imported only when it runs, so
+            ``--help`` and every other command pay nothing for it).
+    """
+
     name: str
     help: str
-    run: Callable[[Invocation], int]
+    setup: Callable[[argparse.ArgumentParser], None]
+    target: str
+
+    def load(self) -> Callable[[Invocation], int]:
+        """The function that runs the command."""
+        module, _, function = self.target.partition(":")
+        run: Callable[[Invocation], int] = getattr(importlib.import_module(module), function)
+        return run
 
 
 def build_parser(commands: Sequence[Command]) -> Parser:
@@ -243,14 +281,16 @@ def build_parser(commands: Sequence[Command]) -> Parser:
         description="Search, trace and read past AI agent sessions.",
         epilog="Run 'sessionquery quickstart' to try it on bundled example sessions.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version_text()}")
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     _add_sources(parser, "pre_")
+    _add_quiet(parser, "pre_")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in commands:
         child = sub.add_parser(command.name, help=command.help, description=command.help)
-        SETUP[command.name](child)
+        command.setup(child)
         _add_sources(child, "")
-        child.set_defaults(run=command.run, json=False, no_redact=False)
+        _add_quiet(child, "")
+        child.set_defaults(handler=command, json=False, no_redact=False)
     return parser
 
 
@@ -282,11 +322,21 @@ def source_options(args: argparse.Namespace) -> SourceOptions:
     return SourceOptions(sources=sources, postgres=postgres, index=index)
 
 
-_ID_HELP = "the session id, or any unique start of it"
+_ID_HELP = "the session: its id, the short id 'list' shows, or any unique start of the id"
+
+
+def _add_cwd(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cwd",
+        action="append",
+        type=workspace,
+        metavar="DIR",
+        help="only sessions of workspace DIR (made absolute: '.' is this directory; repeatable)",
+    )
 
 
 def _setup_list(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cwd", action="append", metavar="DIR", help="only sessions of workspace DIR")
+    _add_cwd(p)
     p.add_argument("--no-titles", action="store_true", help="skip reading titles (faster)")
     p.add_argument("--titles", action="store_true", help=argparse.SUPPRESS)  # now the default
     p.add_argument("--all", action="store_true", help="show every session (no --limit)")
@@ -313,9 +363,9 @@ def _setup_export(p: argparse.ArgumentParser) -> None:
     p.add_argument("session_id", metavar="ID", help=_ID_HELP)
     p.add_argument(
         "--format",
-        choices=("markdown", "html", "json"),
+        choices=("markdown", "md", "html", "json"),
         default="markdown",
-        help="markdown (default), a self-contained html page, or json",
+        help="markdown (default; also md), a self-contained html page, or json",
     )
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (default: stdout)")
     _add_no_redact(p)
@@ -327,13 +377,13 @@ def _setup_sources(p: argparse.ArgumentParser) -> None:
 
 def _setup_seq(p: argparse.ArgumentParser) -> None:
     p.add_argument("session_id", metavar="ID", help=_ID_HELP)
-    p.add_argument("seq", metavar="SEQ", type=_non_negative, help="the event's seq number")
+    p.add_argument("seq", metavar="SEQ", type=non_negative, help="the event's seq number")
 
 
 def _setup_read(p: argparse.ArgumentParser) -> None:
     _setup_seq(p)
-    p.add_argument("--before", type=_non_negative, default=0, metavar="N", help="N events before")
-    p.add_argument("--after", type=_non_negative, default=0, metavar="N", help="N events after")
+    p.add_argument("--before", type=window, default=0, metavar="N", help="N events before (≤ 50)")
+    p.add_argument("--after", type=window, default=0, metavar="N", help="N events after (≤ 50)")
     _add_no_redact(p)
     _add_json(p)
 
@@ -343,37 +393,51 @@ def _setup_trace_event(p: argparse.ArgumentParser) -> None:
     _add_json(p)
 
 
-_QUERY_HELP = "words to find: all of them, in any order (with --phrase: the exact phrase)"
+_QUERY_HELP = (
+    "what to find, in plain words (no quotes needed): the events with the most of them, "
+    "rarest words counting most"
+)
 
 
-def _add_phrase(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+def _add_match(p: argparse.ArgumentParser) -> None:
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
         "--phrase",
-        action="store_true",
-        help="match QUERY as one literal phrase instead of all its words in any order",
+        dest="match",
+        action="store_const",
+        const="phrase",
+        help="only events holding QUERY as one literal phrase (words adjacent, in order)",
     )
+    mode.add_argument(
+        "--all-words",
+        dest="match",
+        action="store_const",
+        const="words",
+        help="only events holding every word of QUERY, in any order",
+    )
+    p.set_defaults(match="relevance")
 
 
 def _setup_search(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", metavar="QUERY", nargs="+", help=_QUERY_HELP)
-    _add_phrase(p)
-    p.add_argument("--cwd", action="append", metavar="DIR", help="only sessions of workspace DIR")
+    _add_match(p)
+    _add_cwd(p)
     p.add_argument("--session", action="append", metavar="ID", help="only this session")
     p.add_argument("--parent", action="append", metavar="ID", help="only children of session ID")
     p.add_argument("--roots", action="store_true", help="only sessions without a parent")
-    p.add_argument("--since", type=_since, metavar="TIME", help="sessions created at/after TIME")
-    p.add_argument("--until", type=_until, metavar="TIME", help="sessions created at/before TIME")
+    p.add_argument("--since", type=since, metavar="TIME", help="sessions created at/after TIME")
+    p.add_argument("--until", type=until, metavar="TIME", help="sessions created at/before TIME")
     _add_event_filters(p)
     _add_limit(p, 20)
     _add_json(p)
 
 
 def _setup_search_events(p: argparse.ArgumentParser) -> None:
-    p.add_argument("session_id", metavar="ID", help="the session to search (or a unique start)")
+    p.add_argument("session_id", metavar="ID", help=_ID_HELP)
     p.add_argument("query", metavar="QUERY", nargs="+", help=_QUERY_HELP)
-    _add_phrase(p)
-    p.add_argument("--seq-from", type=_non_negative, metavar="SEQ", help="events at/after SEQ")
-    p.add_argument("--seq-to", type=_non_negative, metavar="SEQ", help="events at/before SEQ")
+    _add_match(p)
+    p.add_argument("--seq-from", type=non_negative, metavar="SEQ", help="events at/after SEQ")
+    p.add_argument("--seq-to", type=non_negative, metavar="SEQ", help="events at/before SEQ")
     _add_event_filters(p)
     _add_limit(p, 20)
     _add_json(p)
@@ -384,6 +448,15 @@ def _setup_index(p: argparse.ArgumentParser) -> None:
 
 
 def _setup_mcp(p: argparse.ArgumentParser) -> None:
+    from sessionquery.cli._launcher import CLIENTS
+
+    p.add_argument(
+        "--print-config",
+        choices=CLIENTS,
+        metavar="CLIENT",
+        help="print how to register this server with CLIENT (claude, codex or cursor), with "
+        "the absolute command that starts it, and exit",
+    )
     who = p.add_mutually_exclusive_group()
     who.add_argument(
         "--cwd",
@@ -406,23 +479,18 @@ def _setup_archive(p: argparse.ArgumentParser) -> None:
     )
     what.add_argument(
         "--prune-older-than",
-        type=_positive,
+        type=positive,
         metavar="DAYS",
         help="remove the copies of sessions whose source last changed over DAYS days ago",
     )
     _add_json(p)
 
 
-def _port(text: str) -> int:
-    value = _non_negative(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number up to 65535, not {text!r}")
-    return value
+SERVE_PORT = 8765
+"""The viewer's port unless ``--port`` says otherwise (a fixed port keeps links stable)."""
 
 
 def _setup_serve(p: argparse.ArgumentParser) -> None:
-    from sessionquery.cli._serve import DEFAULT_PORT
-
     p.add_argument(
         "--host",
         default="127.0.0.1",
@@ -432,10 +500,10 @@ def _setup_serve(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--port",
-        type=_port,
-        default=DEFAULT_PORT,
+        type=port,
+        default=SERVE_PORT,
         metavar="PORT",
-        help=f"the port (default: {DEFAULT_PORT}; 0 picks a free one)",
+        help=f"the port (default: {SERVE_PORT}; 0 picks a free one)",
     )
     p.add_argument("--open", action="store_true", help="open the viewer in a web browser")
 
@@ -444,24 +512,126 @@ def _setup_quickstart(p: argparse.ArgumentParser) -> None:
     del p  # only the shared source options (--root, --index)
 
 
-SETUP: dict[str, Callable[[argparse.ArgumentParser], None]] = {
-    "list": _setup_list,
-    "show": _setup_show,
-    "export": _setup_export,
-    "events": _setup_id,
-    "read": _setup_read,
-    "trace": _setup_id,
-    "trace-event": _setup_trace_event,
-    "search": _setup_search,
-    "search-events": _setup_search_events,
-    "index": _setup_index,
-    "sources": _setup_sources,
-    "secrets": _setup_sources,
-    "archive": _setup_archive,
-    "mcp": _setup_mcp,
-    "serve": _setup_serve,
-    "quickstart": _setup_quickstart,
-}
+_COMMANDS = "sessionquery.cli._commands"
+_SOURCES = "sessionquery.cli._sources"
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "list",
+        "List sessions, newest first, with titles and short ids.",
+        _setup_list,
+        f"{_COMMANDS}:cmd_list",
+    ),
+    Command(
+        "show",
+        "Show one session's header and title, or (--conversation) the whole conversation.",
+        _setup_show,
+        f"{_COMMANDS}:cmd_show",
+    ),
+    Command(
+        "export",
+        "Write a whole session as Markdown, HTML or JSON.",
+        _setup_export,
+        f"{_COMMANDS}:cmd_export",
+    ),
+    Command(
+        "events",
+        "List every event of a session (seq, time, surface, type, text).",
+        _setup_id,
+        f"{_COMMANDS}:cmd_events",
+    ),
+    Command(
+        "read",
+        "Read one event in full, with optional neighbours.",
+        _setup_read,
+        f"{_COMMANDS}:cmd_read",
+    ),
+    Command(
+        "trace",
+        "Show a session's lineage: ancestors, forks and subagents.",
+        _setup_id,
+        f"{_COMMANDS}:cmd_trace",
+    ),
+    Command(
+        "trace-event",
+        "Show an event's replacements, cited sources and derived events.",
+        _setup_trace_event,
+        f"{_COMMANDS}:cmd_trace_event",
+    ),
+    Command(
+        "search",
+        "Search all sessions; best-matching event per session.",
+        _setup_search,
+        f"{_COMMANDS}:cmd_search",
+    ),
+    Command(
+        "search-events",
+        "Search the events of one session.",
+        _setup_search_events,
+        f"{_COMMANDS}:cmd_search_events",
+    ),
+    Command(
+        "index",
+        "Bring the search index up to date (with progress).",
+        _setup_index,
+        f"{_COMMANDS}:cmd_index",
+    ),
+    Command(
+        "sources",
+        "Show which sources are used, why, and what they hold.",
+        _setup_sources,
+        f"{_SOURCES}:cmd_sources",
+    ),
+    Command(
+        "secrets",
+        "List where secrets occur (session, seq, rule, a masked preview); exit 3 if any.",
+        _setup_sources,
+        "sessionquery.cli._secrets:cmd_secrets",
+    ),
+    Command(
+        "archive",
+        "Keep the agents' transcripts when they purge them (--status, --prune-older-than).",
+        _setup_archive,
+        "sessionquery.cli._archive:cmd_archive",
+    ),
+    Command(
+        "mcp",
+        "Serve the five session tools over stdio (MCP).",
+        _setup_mcp,
+        "sessionquery.cli._mcp:cmd_mcp",
+    ),
+    Command(
+        "serve",
+        "Browse every session in a local, read-only web viewer.",
+        _setup_serve,
+        "sessionquery.cli._serve:cmd_serve",
+    ),
+    Command(
+        "quickstart",
+        "Create a sample store from bundled example sessions and try it.",
+        _setup_quickstart,
+        "sessionquery.cli._quickstart:cmd_quickstart",
+    ),
+)
+"""Every subcommand, in the order ``--help`` lists them."""
+
+
+class _Version(argparse.Action):
+    """``--version``, which reads the installed version only when asked (package metadata
+    costs a noticeable part of a ``--help``)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        del kwargs
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        parser.exit(message=f"{parser.prog} {version_text()}\n")
 
 
 def version_text() -> str:

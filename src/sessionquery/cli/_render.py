@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,21 +25,18 @@ from sessionquery.cli import _terminal as term
 from sessionquery.model import SessionEvent, SessionHeader, TitleSnapshot, extract_event_text, thaw
 from sessionquery.query.types import (
     EventRecord,
-    EventSearchHit,
-    EventSearchPage,
     EventTrace,
     EventWindow,
     LineageNode,
     LineageTrace,
     SessionRecord,
-    SessionSearchPage,
 )
 
 __all__ = [
+    "ShowDetails",
+    "SourceView",
     "Style",
     "dumps",
-    "event_hits_json",
-    "event_hits_text",
     "event_trace_json",
     "event_trace_text",
     "event_window_json",
@@ -51,8 +49,6 @@ __all__ = [
     "record_json",
     "records_json",
     "records_text",
-    "session_hits_json",
-    "session_hits_text",
     "show_json",
     "show_text",
     "table",
@@ -207,12 +203,16 @@ def title_json(title: TitleSnapshot | None) -> dict[str, Any] | None:
 
 
 def records_json(
-    records: Sequence[SessionRecord], titles: dict[str, str | None] | None
+    records: Sequence[SessionRecord],
+    titles: dict[str, str | None] | None,
+    short_ids: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``list --json``: ``{"sessions": [record + "title"?]}``."""
+    """``list --json``: ``{"sessions": [record + "short_id"? + "title"?]}``."""
     items = []
     for record in records:
         item = record_json(record)
+        if short_ids is not None:
+            item["short_id"] = short_ids.get(record.id, record.id)
         if titles is not None:
             item["title"] = titles.get(record.id)
         items.append(item)
@@ -224,7 +224,7 @@ def records_text(
     titles: dict[str, str | None] | None,
     style: Style,
     *,
-    prefixes: dict[str, str] | None = None,
+    short_ids: Mapping[str, str] | None = None,
     total: int | None = None,
 ) -> list[str]:
     """``list`` as an aligned table, newest first, no wider than ``style.width``.
@@ -233,28 +233,28 @@ def records_text(
         records: the sessions to show.
         titles: each session's title (``None``: no title column).
         style: output styling and width.
-        prefixes: the shortest unique prefix of each id (shown instead of the full id).
+        short_ids: the short id of each session (shown, never cut, instead of the full id).
         total: how many sessions exist (a footer says when only some are shown).
     """
     if not records:
         return ["No sessions."]
-    prefixes = prefixes or {}
+    short_ids = short_ids or {}
     safe_rows = []
     for record in records:
         h = record.header
-        shown_id = term.safe(prefixes.get(h.id, h.id))
+        shown_id = term.safe(short_ids.get(h.id, h.id))
         kind = ("[archived] " if record.archived else "") + (f"[{h.origin}] " if h.origin else "")
         title = (titles or {}).get(h.id) or "untitled"
         safe_rows.append(
             (shown_id, time_text(h.created_at)[:16], term.safe(_or_dash(h.cwd)), kind + title)
         )
-    id_width = min(20, max(2, *(term.display_width(row[0]) for row in safe_rows)))
+    id_width = max(2, *(term.display_width(row[0]) for row in safe_rows))
     ws_cap = 28 if titles is not None else style.width - id_width - 20
     ws_width = min(ws_cap, max(9, *(term.display_width(row[2]) for row in safe_rows)))
-    title_width = style.width - id_width - 16 - ws_width - 6
+    title_width = max(12, style.width - id_width - 16 - ws_width - 6)
     rows = []
     for shown_id, created, cwd, title in safe_rows:
-        row = [term.cut(shown_id, id_width), created, term.cut_left(cwd, ws_width)]
+        row = [shown_id, created, term.cut_left(cwd, ws_width)]
         if titles is not None:
             row.append(term.cut(term.safe(title), title_width))
         rows.append(row)
@@ -268,37 +268,113 @@ def records_text(
     return [*lines, "", style.dim(count)]
 
 
-def show_json(
-    header: SessionHeader, title: TitleSnapshot | None, *, archived: bool = False
-) -> dict[str, Any]:
-    """``show --json``: ``{"session": header, "title": title | null, "archived": bool}``."""
-    return {"session": header_json(header), "title": title_json(title), "archived": archived}
+@dataclass(frozen=True, slots=True)
+class SourceView:
+    """Where a shown session is stored.
+
+    Attributes:
+        kind: the source kind (``root``, ``claude``, ``codex``).
+        label: its label among the sources.
+        name: how a person calls it (``sample``, ``Claude Code``...).
+        path: the source's directory.
+        file: the transcript file the session was read from, when known.
+    """
+
+    kind: str
+    label: str
+    name: str
+    path: str
+    file: str | None = None
 
 
-def show_text(
-    header: SessionHeader, title: TitleSnapshot | None, style: Style, *, archived: bool = False
-) -> list[str]:
-    """``show``: one labelled line per header field, title first; an archived session says
-    where it is read from."""
+@dataclass(frozen=True, slots=True)
+class ShowDetails:
+    """Everything ``show`` prints about one session."""
+
+    header: SessionHeader
+    title: TitleSnapshot | None
+    short_id: str
+    events: Sequence[SessionEvent]
+    source: SourceView | None
+    resume: str | None
+    archived: bool = False
+
+    @property
+    def model(self) -> str | None:
+        """The model of the latest assistant message that records one."""
+        return _last_data_text(self.events, "model", "assistant/message")
+
+    @property
+    def branch(self) -> str | None:
+        """The latest git branch an event records (``gitBranch``)."""
+        return _last_data_text(self.events, "gitBranch")
+
+
+def _last_data_text(
+    events: Sequence[SessionEvent], key: str, kind: str | None = None
+) -> str | None:
+    for event in reversed(events):
+        if kind is not None and event.type != kind:
+            continue
+        value = event.data.get(key) if isinstance(event.data, Mapping) else None
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def show_json(details: ShowDetails) -> dict[str, Any]:
+    """``show --json``: the header, the title and what the text view adds (short id, event
+    count, source, model, branch, the resume command)."""
+    source = details.source
+    return {
+        "session": header_json(details.header),
+        "title": title_json(details.title),
+        "short_id": details.short_id,
+        "event_count": len(details.events),
+        "last_event_at": details.events[-1].time if details.events else None,
+        "source": None
+        if source is None
+        else {"kind": source.kind, "label": source.label, "path": source.path, "file": source.file},
+        "model": details.model,
+        "branch": details.branch,
+        "resume": details.resume,
+        "archived": details.archived,
+    }
+
+
+def show_text(details: ShowDetails, style: Style) -> list[str]:
+    """``show``: one labelled line per fact a person looks for, title first; lines for facts
+    the session does not record are left out."""
+    header, title = details.header, details.title
     title_line = "untitled"
     if title is not None:
         title_line = f"{title.title}  {style.dim(f'(seq {title.event_seq})')}"
-    fields = [
+    events = details.events
+    count = (
+        f"{len(events)}"
+        if not events
+        else f"{len(events)}, the last at {time_text(events[-1].time)} UTC"
+    )
+    source = details.source
+    fields: list[tuple[str, str | None]] = [
         ("Session", style.bold(header.id)),
+        ("Short id", details.short_id if details.short_id != header.id else None),
         ("Title", title_line),
         ("Created", f"{time_text(header.created_at)} UTC"),
         ("Workspace", _or_dash(header.cwd)),
-        ("Parent", _or_dash(header.parent_session)),
-        ("Origin", _or_dash(header.origin)),
-        ("Seeded", "yes" if header.is_seeded else "no"),
-        ("Depth", str(header.delegation_depth)),
-        ("Agent preset", _or_dash(header.agent_preset)),
-        ("Format", f"version {header.version}"),
+        ("Parent", header.parent_session),
+        ("Origin", header.origin),
+        ("Events", count),
+        ("Source", None if source is None else f"{source.file or source.path}  ({source.name})"),
+        ("Model", details.model),
+        ("Branch", details.branch),
+        ("Resume", details.resume),
     ]
-    if archived:
+    if details.archived:
         fields.append(("Stored", "archived (its source file is gone; read from the archive)"))
-    width = max(len(label) for label, _ in fields)
-    return [f"{style.dim(label.ljust(width))}  {value}" for label, value in fields]
+    shown = [(label, value) for label, value in fields if value is not None]
+    width = max(len(label) for label, _ in shown)
+    return [f"{style.dim(label.ljust(width))}  {value}" for label, value in shown]
 
 
 # -- events ----------------------------------------------------------------------------------
@@ -309,15 +385,46 @@ def event_record_json(event: EventRecord) -> dict[str, Any]:
     return {"seq": event.seq, "type": event.type, "time": event.time, "surface": event.surface}
 
 
-def events_json(session_id: str, events: Sequence[EventRecord]) -> dict[str, Any]:
-    """``events --json``: ``{"session_id", "events": [{seq, type, time, surface}]}``."""
-    return {"session_id": session_id, "events": [event_record_json(e) for e in events]}
+PREVIEW_CHARS = 200
+"""Characters of an event's text ``events --json`` carries as its preview."""
 
 
-def events_text(events: Sequence[EventRecord], style: Style) -> list[str]:
-    """``events``: one row per raw event."""
+def preview(event: SessionEvent) -> str:
+    """The start of an event's searchable text on one line (empty when it has none)."""
+    text = " ".join(extract_event_text(event)[: PREVIEW_CHARS * 4].split())
+    return text[:PREVIEW_CHARS]
+
+
+def events_json(
+    session_id: str, events: Sequence[EventRecord], previews: Mapping[int, str] | None = None
+) -> dict[str, Any]:
+    """``events --json``: ``{"session_id", "events": [{seq, type, time, surface, preview}]}``."""
+    items = []
+    for event in events:
+        item = event_record_json(event)
+        if previews is not None:
+            item["preview"] = previews.get(event.seq, "")
+        items.append(item)
+    return {"session_id": session_id, "events": items}
+
+
+def events_text(
+    events: Sequence[EventRecord], style: Style, previews: Mapping[int, str] | None = None
+) -> list[str]:
+    """``events``: one row per raw event, with the start of its text, no wider than
+    ``style.width``."""
+    previews = previews or {}
     rows = [[str(e.seq), time_text(e.time), e.surface, e.type] for e in events]
-    return [*table(rows, ["SEQ", "TIME (UTC)", "SURFACE", "TYPE"], style)]
+    widths = [
+        max([len(header), *(len(row[i]) for row in rows)])
+        for i, header in enumerate(["SEQ", "TIME (UTC)", "SURFACE", "TYPE"])
+    ]
+    room = style.width - sum(widths) - 2 * len(widths)
+    if room >= 12:
+        for row, event in zip(rows, events, strict=True):
+            row.append(term.cut(term.safe(previews.get(event.seq, "")), room))
+        return table(rows, ["SEQ", "TIME (UTC)", "SURFACE", "TYPE", "TEXT"], style)
+    return table(rows, ["SEQ", "TIME (UTC)", "SURFACE", "TYPE"], style)
 
 
 def event_window_json(window: EventWindow) -> dict[str, Any]:
@@ -336,11 +443,28 @@ def _event_line(event: SessionEvent, style: Style) -> str:
     return f"{style.bold(f'seq {event.seq}')}  {event.type}  {style.dim(time_text(event.time))}"
 
 
-def _neighbour(event: SessionEvent, style: Style) -> list[str]:
+NEIGHBOUR_LINES = 3
+"""Lines of a neighbour's text ``read`` shows (the target is always shown in full)."""
+
+NEIGHBOUR_CHARS = 300
+"""Characters of a neighbour's text ``read`` shows."""
+
+
+def _neighbour(session_id: str, event: SessionEvent, style: Style) -> list[str]:
     text = extract_event_text(event)
     if not text:
         return [f"  {_event_line(event, style)}  {style.dim('(no text)')}"]
-    return [f"  {_event_line(event, style)}", *(f"      {line}" for line in text.splitlines())]
+    lines = text.splitlines()[:NEIGHBOUR_LINES]
+    shown = "\n".join(lines)
+    if len(shown) > NEIGHBOUR_CHARS:
+        shown = shown[:NEIGHBOUR_CHARS]
+        lines = shown.splitlines()
+    body = [f"      {line}" for line in lines]
+    left = len(text) - len(shown)
+    if left > 0:
+        more = f"[… {left:,} more characters; sessionquery read {session_id} {event.seq}]"
+        body.append(f"      {style.dim(more)}")
+    return [f"  {_event_line(event, style)}", *body]
 
 
 def event_window_text(window: EventWindow, style: Style) -> list[str]:
@@ -352,13 +476,13 @@ def event_window_text(window: EventWindow, style: Style) -> list[str]:
     if before:
         lines += ["Before:"]
         for event in before:
-            lines += _neighbour(event, style)
+            lines += _neighbour(window.session.id, event, style)
         lines.append("")
     lines += json.dumps(thaw(target.to_json()), indent=2, ensure_ascii=False).splitlines()
     if after:
         lines += ["", "After:"]
         for event in after:
-            lines += _neighbour(event, style)
+            lines += _neighbour(window.session.id, event, style)
     return lines
 
 
@@ -453,122 +577,4 @@ def lineage_text(trace: LineageTrace, style: Style) -> list[str]:
         if depth > 0:
             prefix += "   "
     lines += _tree(trace.descendants, prefix, style)
-    return lines
-
-
-# -- search ----------------------------------------------------------------------------------
-
-
-def _hit_json(hit: EventSearchHit) -> dict[str, Any]:
-    return {
-        "seq": hit.seq,
-        "type": hit.type,
-        "time": hit.time,
-        "surface": hit.surface,
-        "snippet": hit.snippet,
-    }
-
-
-def session_hits_json(
-    query: str, page: SessionSearchPage, titles: dict[str, str | None]
-) -> dict[str, Any]:
-    """``search --json``: ``{"query", "items": [{session, title, best_match}], "more"}``.
-
-    ``more`` is true when further hits exist beyond the requested limit (the CLI pages
-    internally; continuation cursors are bound to one process and never printed).
-    """
-    return {
-        "query": query,
-        "items": [
-            {
-                "session": record_json(hit.record),
-                "title": titles.get(hit.record.id),
-                "best_match": _hit_json(hit.best_match),
-            }
-            for hit in page.items
-        ],
-        "more": page.next_cursor is not None,
-    }
-
-
-def _match_line(hit: EventSearchHit, style: Style) -> str:
-    meta = f"seq {hit.seq} | {term.safe(hit.type)} | {hit.surface} | {time_text(hit.time)}"
-    return style.dim(term.cut(meta, style.width - 3))
-
-
-def _snippet(hit: EventSearchHit, query: str, style: Style) -> list[str]:
-    flat = " ".join(term.safe(hit.snippet).split())
-    lines = term.wrap(flat, style.width - 3, 3)
-    return ["   " + style.highlight(line, query) for line in lines]
-
-
-def _mode_text(match: str) -> str:
-    return "as a phrase" if match == "phrase" else "all words, any order"
-
-
-def session_hits_text(
-    query: str,
-    page: SessionSearchPage,
-    titles: dict[str, str | None],
-    style: Style,
-    *,
-    match: str = "phrase",
-) -> list[str]:
-    """``search``: numbered hits with title, workspace, best match and highlighted snippet.
-
-    Every line fits ``style.width`` columns; the snippet takes at most three lines.
-    """
-    shown = term.cut(term.safe(query), 40)
-    if not page.items:
-        return [f"No sessions match {shown!r} ({_mode_text(match)})."]
-    lines = [f"{len(page.items)} session(s) match {shown!r} ({_mode_text(match)}), best first:"]
-    for number, hit in enumerate(page.items, start=1):
-        h = hit.record.header
-        title = term.safe(titles.get(h.id) or "untitled")
-        origin = f" [{h.origin}]" if h.origin else ""
-        lead = f"{number}. "
-        sid = term.cut(term.safe(h.id), style.width - len(lead))
-        rest = style.width - len(lead) - term.display_width(sid) - 3
-        heading = f"{lead}{style.bold(sid)}"
-        if rest > 1:
-            heading += " — " + term.cut(title + origin, rest)
-        where = f"{term.safe(_or_dash(h.cwd))}"
-        created = f" | created {time_text(h.created_at)} UTC"
-        where = term.cut_left(where, style.width - 3 - len(created)) + created
-        lines += [
-            "",
-            heading,
-            "   " + style.dim(where),
-            "   " + _match_line(hit.best_match, style),
-            *_snippet(hit.best_match, query, style),
-        ]
-    if page.next_cursor:
-        lines += ["", style.dim("More results exist: raise --limit or add filters.")]
-    return lines
-
-
-def event_hits_json(query: str, page: EventSearchPage) -> dict[str, Any]:
-    """``search-events --json``: ``{"query", "session", "items": [hit], "more"}``."""
-    return {
-        "query": query,
-        "session": header_json(page.session),
-        "items": [_hit_json(hit) for hit in page.items],
-        "more": page.next_cursor is not None,
-    }
-
-
-def event_hits_text(
-    query: str, page: EventSearchPage, style: Style, *, match: str = "phrase"
-) -> list[str]:
-    """``search-events``: matching events of one session with highlighted snippets."""
-    sid = term.safe(page.session.id)
-    shown = term.cut(term.safe(query), 30)
-    if not page.items:
-        return [term.cut(f"No events of {sid} match {shown!r} ({_mode_text(match)}).", style.width)]
-    heading = f"{len(page.items)} event(s) of {sid} match {shown!r} ({_mode_text(match)}):"
-    lines = [term.cut(heading, style.width)]
-    for hit in page.items:
-        lines += ["", _match_line(hit, style), *_snippet(hit, query, style)]
-    if page.next_cursor:
-        lines += ["", style.dim("More results exist: raise --limit or add filters.")]
     return lines

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from sessionquery.cli import _titlecache as titlecache
+from sessionquery.cli._parser import SERVE_PORT
 from sessionquery.cli._services import EXIT_OK, Invocation
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence import PersistedSession
@@ -27,8 +28,9 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_PORT", "cmd_serve"]
 
-DEFAULT_PORT = 8765
-"""The viewer's port unless ``--port`` says otherwise (a fixed port keeps links stable)."""
+DEFAULT_PORT = SERVE_PORT
+"""The viewer's port unless ``--port`` says otherwise (defined with the parser, which must not
+import this module to build ``--help``)."""
 
 
 def _title_reader(inv: Invocation) -> TitleReader:

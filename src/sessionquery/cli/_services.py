@@ -18,19 +18,20 @@ Invariants:
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from sessionquery.app import App, Selection
 from sessionquery.cli import _render as render
 from sessionquery.config import Config
 
 if TYPE_CHECKING:
-    from sessionquery.persistence.base import SessionPersistence
+    from sessionquery.cli._titlecache import TitleRecorder
+    from sessionquery.persistence.base import Problem, SessionPersistence
     from sessionquery.query.service import SessionQuery
     from sessionquery.redact import Redactor
 
@@ -44,12 +45,19 @@ class Invocation:
     :class:`~sessionquery.app.App`."""
 
     def __init__(self, args: argparse.Namespace, config: Config) -> None:
-        from sessionquery.cli._parser import source_options
+        from sessionquery.cli._parser import is_quiet, source_options
 
         self.args = args
         self.config = config
         self.app = App(config, source_options(args), redact=_redacting(args))
+        self.quiet = is_quiet(args)
         self.summarise_problems = True
+        self._recorders: list[TitleRecorder] = []
+
+    def warn(self, text: str) -> None:
+        """One ``warning:`` line on stderr, unless ``--quiet``."""
+        if not self.quiet:
+            sys.stderr.write(f"warning: {text}\n")
 
     @property
     def json(self) -> bool:
@@ -101,29 +109,74 @@ class Invocation:
             return
         self.app.archive_on_update()
         backend = self.app.open_index()
-        with self.app.service(backend) as query:
-            if sys.stderr.isatty():
-                progress = Progress(sys.stderr, "Indexing", quiet=True)
-                try:
-                    backend.update(query.corpus, progress=progress)
-                finally:
-                    progress.finish()
-            yield query
+        try:
+            with self.app.service(backend, through=self.recording_titles) as query:
+                if sys.stderr.isatty():
+                    progress = Progress(sys.stderr, "Indexing", quiet=True)
+                    try:
+                        backend.update(query.corpus, progress=progress)
+                    finally:
+                        progress.finish()
+                yield query
+        finally:
+            self.save_titles()
+
+    def recording_titles(self, persistence: SessionPersistence) -> SessionPersistence:
+        """``persistence`` read through a :class:`TitleRecorder` (for the search index: each
+        log it reads leaves its title in the title cache; see :meth:`save_titles`)."""
+        from sessionquery.cli._titlecache import TitleRecorder
+
+        recorder = TitleRecorder(persistence, self.config.title_cache)
+        self._recorders.append(recorder)
+        return cast("SessionPersistence", recorder)
+
+    def save_titles(self) -> None:
+        """Write the titles the index has read so far to the title cache."""
+        for recorder in self._recorders:
+            recorder.save()
 
     def report_problems(self, stream: TextIO) -> None:
-        """One stderr line counting the sources' problems, if any (never raises)."""
-        if not self.app.opened or not self.summarise_problems:
+        """One stderr line counting the sources' problems, when they differ from the ones last
+        warned about (never with ``--quiet``; never raises)."""
+        if not self.app.opened or not self.summarise_problems or self.quiet:
             return
         try:
-            count = len(self.app.problems())
+            problems = self.app.problems()
         except Exception:  # the command's own outcome matters more than this summary
             return
-        if count:
-            noun = "problem" if count == 1 else "problems"
-            stream.write(
-                f"warning: {count} {noun} reading the session sources "
-                "(run 'sessionquery sources' to see them)\n"
-            )
+        if not problems or not _first_sight(problems, self.config.problems_shown):
+            return
+        count = len(problems)
+        noun = "problem" if count == 1 else "problems"
+        stream.write(
+            f"warning: {count} {noun} reading the session sources "
+            "(run 'sessionquery sources' to see them; shown again when they change)\n"
+        )
+
+
+def _first_sight(problems: Sequence[Problem], memory: Path) -> bool:
+    """Whether these problems differ from the ones last warned about; remembers them.
+
+    The memory file is derived and disposable: unreadable or unwritable means "not seen".
+    """
+    import hashlib
+    import json
+
+    digest = hashlib.sha256()
+    for problem in problems:
+        digest.update(json.dumps([problem.path, problem.line, problem.message]).encode())
+    value = digest.hexdigest()
+    try:
+        if memory.read_text(encoding="ascii").strip() == value:
+            return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    try:
+        memory.parent.mkdir(parents=True, exist_ok=True)
+        memory.write_text(value + "\n", encoding="ascii")
+    except OSError:
+        pass
+    return True
 
 
 def _redacting(args: argparse.Namespace) -> bool:
@@ -151,6 +204,8 @@ def style_for(config: Config) -> render.Style:
     tty = sys.stdout.isatty()
     width = render.WIDTH
     if tty:
+        import shutil  # only on a terminal: it imports the compression modules
+
         width = min(width, shutil.get_terminal_size((render.WIDTH, 24)).columns)
     return render.Style(tty and not config.no_color, width)
 

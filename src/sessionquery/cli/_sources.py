@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sessionquery.app import SourceEntry, kind_of, open_sources, problems_of
+from sessionquery.app import Selection, SourceEntry, open_sources, problems_of, shown_dsn
 from sessionquery.cli import _render as render
 from sessionquery.cli import _terminal as term
 from sessionquery.cli._archive import TURN_ON
@@ -25,6 +25,7 @@ PROBLEMS_SHOWN = 20
 def _inspect(entry: SourceEntry, inv: Invocation) -> dict[str, Any]:
     item: dict[str, Any] = {
         "kind": entry.kind,
+        "name": entry.title,
         "label": entry.label,
         "path": str(entry.path),
         "from": entry.origin,
@@ -48,16 +49,45 @@ def _inspect(entry: SourceEntry, inv: Invocation) -> dict[str, Any]:
     return item
 
 
+def _inspect_postgres(inv: Invocation, dsn: str, origin: str) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "kind": "postgres",
+        "name": "PostgreSQL",
+        "label": "postgres",
+        "path": shown_dsn(dsn),
+        "from": origin,
+        "exists": False,
+        "sessions": None,
+        "problems": [],
+        "error": None,
+    }
+    only = Selection((), inv.selection.index, inv.selection.index_origin, postgres=dsn)
+    try:
+        item["sessions"] = len(open_sources(only, inv.config).list())
+        item["exists"] = True
+    except SessionQueryError as error:
+        item["error"] = error.message
+    except Exception as error:  # a diagnostic command: show the failure, go on
+        item["error"] = str(error)
+    return item
+
+
 def _document(inv: Invocation) -> dict[str, Any]:
     selection = inv.selection
     config_file = selection.config_file
     entries = [*selection.sources, *selection.absent_defaults]
+    sources = [_inspect(entry, inv) for entry in entries]
+    index: dict[str, Any] = {"path": str(selection.index), "from": selection.index_origin}
+    if selection.postgres:
+        origin = "option" if inv.app.options.postgres else "config"
+        sources.append(_inspect_postgres(inv, selection.postgres, origin))
+        index = {"path": None, "postgres": shown_dsn(selection.postgres), "from": origin}
     return {
         "config_file": None if config_file is None else str(config_file),
         "config_file_exists": config_file is not None and config_file.is_file(),
-        "index": {"path": str(selection.index), "from": selection.index_origin},
+        "index": index,
         "archive": _archive(inv),
-        "sources": [_inspect(entry, inv) for entry in entries],
+        "sources": sources,
     }
 
 
@@ -76,10 +106,6 @@ def _archive(inv: Invocation) -> dict[str, Any]:
     return item
 
 
-def _kind_text(kind: str) -> str:
-    return "store" if kind == "root" else kind_of(kind).name
-
-
 def _count(value: object) -> str:
     return "-" if value is None else str(value)
 
@@ -87,10 +113,12 @@ def _count(value: object) -> str:
 def _text(document: dict[str, Any], style: render.Style) -> list[str]:
     rows = []
     for item in document["sources"]:
-        state = "" if item["exists"] else " (not found)"
+        state = ""
+        if not item["exists"]:
+            state = " (unreachable)" if item["kind"] == "postgres" else " (not found)"
         rows.append(
             [
-                _kind_text(item["kind"]),
+                item["name"],
                 item["from"],
                 _count(item["sessions"]),
                 "-" if item["sessions"] is None else str(len(item["problems"])),
@@ -99,7 +127,11 @@ def _text(document: dict[str, Any], style: render.Style) -> list[str]:
         )
     lines = render.table(rows, ["SOURCE", "FROM", "SESSIONS", "PROBLEMS", "PATH"], style)
     index = document["index"]
-    lines += ["", f"Index: {term.safe(index['path'])} ({index['from']})"]
+    if index["path"] is None:
+        where = f"the PostgreSQL database {term.safe(index['postgres'])}"
+    else:
+        where = term.safe(index["path"])
+    lines += ["", f"Index: {where} ({index['from']})"]
     config = document["config_file"]
     if config is not None:
         used = "used" if document["config_file_exists"] else "none there"
@@ -112,7 +144,7 @@ def _text(document: dict[str, Any], style: render.Style) -> list[str]:
         lines.append(f"  {term.safe(archive['error'])}")
     for item in document["sources"]:
         if item["error"]:
-            lines += ["", f"{_kind_text(item['kind'])} {item['label']}: {item['error']}"]
+            lines += ["", f"{item['name']} {item['label']}: {item['error']}"]
         problems = item["problems"]
         if not problems:
             continue

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
 
 __all__ = [
     "BOLD",
@@ -33,7 +32,6 @@ __all__ = [
     "printable",
     "safe",
     "terminal_line",
-    "unique_prefixes",
     "wrap",
 ]
 
@@ -141,25 +139,3 @@ def wrap(text: str, width: int, max_lines: int) -> list[str]:
         fits = display_width(last) + 2 <= width
         lines[-1] = f"{last} {ELLIPSIS}" if fits else cut(last, width)
     return [cut(line, width) for line in lines]
-
-
-def unique_prefixes(ids: Sequence[str], minimum: int = 4) -> dict[str, str]:
-    """For each id the shortest prefix (at least ``minimum`` characters) no other id shares."""
-    ordered = sorted(set(ids))
-    out: dict[str, str] = {}
-    for position, value in enumerate(ordered):
-        need = minimum
-        for other in (position - 1, position + 1):
-            if 0 <= other < len(ordered):
-                need = max(need, _common(value, ordered[other]) + 1)
-        out[value] = value[:need]
-    return out
-
-
-def _common(a: str, b: str) -> int:
-    length = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        length += 1
-    return length

@@ -11,20 +11,26 @@ log does). Invariants:
 * titles not in the file are read in small batches: the first :data:`ALWAYS_READ` always,
   then until the budget is spent; the rest are reported as not read (the next command reads
   more), so a large history is listed in seconds, not minutes;
-* nothing here changes a session or its store.
+* nothing here changes a session or its store;
+* reading a session for the search index remembers its title too (:class:`TitleRecorder`:
+  the readers fold the title in the same pass), so ``list`` right after ``index`` reads no
+  transcript again.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from sessionquery.persistence import PersistedSession
+from sessionquery.persistence import PersistedSession, SessionPersistence
+from sessionquery.persistence.base import DocumentLog, DocumentSource
 from sessionquery.query.service import SessionQuery
 
-__all__ = ["ALWAYS_READ", "BUDGET_S", "NOT_READ", "read_titles"]
+__all__ = ["ALWAYS_READ", "BUDGET_S", "NOT_READ", "TitleRecorder", "read_titles"]
 
 BUDGET_S = 1.0
 """Seconds a command spends reading titles that are not remembered yet, beyond the first
@@ -36,7 +42,8 @@ ALWAYS_READ = 10
 NOT_READ = object()
 """The value of a title that was not read within the budget."""
 
-_BATCH = 2
+_BATCH = 4
+"""Titles read per step: the service reads a batch with its worker threads (4 by default)."""
 _SCHEMA_VERSION = 1
 _CREATE = (
     "CREATE TABLE IF NOT EXISTS titles (id TEXT PRIMARY KEY, revision TEXT NOT NULL, title TEXT)"
@@ -153,3 +160,57 @@ def read_titles(
     finally:
         if conn is not None:
             conn.close()
+
+
+class TitleRecorder:
+    """A persistence that remembers the title of every log the search index reads.
+
+    The index reads each new or changed log through :meth:`read_documents`; the readers fold
+    the title in that same pass (:attr:`DocumentLog.title`), and this keeps it, with the
+    revision it was read at, until :meth:`save` writes them all to the cache file (one
+    transaction, from the thread that calls it). Everything else is delegated, so the index
+    sees the wrapped persistence's capabilities unchanged.
+
+    Args:
+        inner: the persistence the index reads.
+        cache: the title cache file, or ``None`` to remember nothing.
+    """
+
+    def __init__(self, inner: SessionPersistence, cache: Path | None) -> None:
+        self._inner = inner
+        self._cache = cache
+        self._lock = threading.Lock()
+        self._rows: dict[str, tuple[str, str, str | None]] = {}
+
+    def read_documents(self, session_id: str) -> DocumentLog:
+        """The wrapped persistence's documents (its fast path, else the exact slow one)."""
+        from sessionquery.persistence.documents import stored_documents
+
+        inner = self._inner
+        log = (
+            inner.read_documents(session_id)
+            if isinstance(inner, DocumentSource)
+            else stored_documents(inner, session_id)
+        )
+        if log.title_read:
+            title = None if log.title is None else log.title.title
+            with self._lock:
+                self._rows[log.header.id] = (log.header.id, log.revision, title)
+        return log
+
+    def save(self) -> int:
+        """Write the titles read so far to the cache (never raises); how many were written."""
+        with self._lock:
+            rows, self._rows = list(self._rows.values()), {}
+        if not rows or self._cache is None:
+            return 0
+        conn = _open(self._cache)
+        try:
+            _remember(conn, rows)
+        finally:
+            if conn is not None:
+                conn.close()
+        return len(rows) if conn is not None else 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)

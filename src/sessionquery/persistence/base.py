@@ -242,6 +242,10 @@ class DocumentLog:
             (:func:`~sessionquery.model.title.title_text`), in seq order, surface
             ``log-only``: what relevance search ranks a session's titles by. A source that
             does not report them leaves it empty (its sessions' titles then add nothing).
+        title: the session's title as :func:`~sessionquery.model.fold_title` gives it at this
+            revision, when ``title_read``; readers that see every event anyway fold it in the
+            same pass, so whoever indexes a session can remember its title for free.
+        title_read: whether ``title`` was computed (``False``: unknown, not untitled).
     """
 
     header: SessionHeader
@@ -249,6 +253,8 @@ class DocumentLog:
     event_count: int
     documents: Sequence[TextDocument]
     titles: Sequence[TextDocument] = ()
+    title: TitleSnapshot | None = None
+    title_read: bool = False
 
 
 @runtime_checkable

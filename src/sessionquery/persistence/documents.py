@@ -37,8 +37,10 @@ from sessionquery.model import (
     SessionHeader,
     SurfaceClass,
     SurfaceFolder,
+    TitleSnapshot,
     extract_event_text,
     extract_text,
+    fold_title,
     interrupted_turn_closers,
 )
 from sessionquery.model.surface import SurfaceError, surface_class_of
@@ -203,6 +205,7 @@ class DocumentBuilder:
         "_path",
         "_revision",
         "_seq",
+        "_title_record",
         "_titles",
     )
 
@@ -214,6 +217,7 @@ class DocumentBuilder:
         self._docs: list[tuple[int, str, int, str]] = []
         self._titles: list[TextDocument] = []
         self._open_turn: list[dict[str, Any]] | None = None
+        self._title_record: dict[str, Any] | None = None
         self._seq = 0
 
     def _corrupt(self, message: str) -> PersistenceCorrupt:
@@ -246,6 +250,8 @@ class DocumentBuilder:
             title = title_text(kind, obj.get("data"))
             if title:
                 self._titles.append(TextDocument(seq, kind, time, "log-only", title))
+        if kind == "session/title" and _has_title(obj.get("data")):
+            self._title_record = obj  # fold_title's rule: the last one with a string title
         if kind == "turn/start":
             self._open_turn = [obj]
         elif kind == "turn/end":
@@ -285,7 +291,30 @@ class DocumentBuilder:
             TextDocument(seq, kind, time, fold.surface_class(seq), text)
             for seq, kind, time, text in self._docs
         ]
-        return DocumentLog(self._header, self._revision, count, documents, self._titles)
+        title, read = self._title()
+        return DocumentLog(
+            self._header,
+            self._revision,
+            count,
+            documents,
+            self._titles,
+            title=title,
+            title_read=read,
+        )
+
+    def _title(self) -> tuple[TitleSnapshot | None, bool]:
+        """The log's title from its last ``session/title`` record (crash-tail closers never
+        add one); unknown when that record is not a valid event."""
+        if self._title_record is None:
+            return None, True
+        try:
+            return fold_title([SessionEvent.from_json(self._title_record)]), True
+        except (ValueError, RecursionError):
+            return None, False
+
+
+def _has_title(data: object) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("title"), str)
 
 
 def jsonl_documents(
@@ -388,4 +417,12 @@ def stored_documents(source: SessionPersistence, session_id: str) -> DocumentLog
         documents = event_documents(events)
     except SurfaceError as exc:
         raise PersistenceCorrupt(f"session {session_id!r} does not fold: {exc}") from None
-    return DocumentLog(header, entry.revision, len(events), documents, title_documents(events))
+    return DocumentLog(
+        header,
+        entry.revision,
+        len(events),
+        documents,
+        title_documents(events),
+        title=fold_title(events),
+        title_read=True,
+    )

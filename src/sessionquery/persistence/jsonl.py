@@ -29,7 +29,6 @@ from __future__ import annotations
 import builtins
 import logging
 import os
-import secrets
 import stat
 import threading
 from dataclasses import dataclass
@@ -444,6 +443,8 @@ class JsonlPersistence:
         its complete header, even after a crash. Filesystems without hard links fall back to
         creating the file in place.
         """
+        import secrets  # only for a new session's file (it imports hmac and random)
+
         temp = os.path.join(self._root, f"{_CREATING_PREFIX}{secrets.token_hex(8)}")
         fd = self._new_locked_file(temp, session_id, line)
         try:

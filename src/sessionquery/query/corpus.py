@@ -34,7 +34,13 @@ from sessionquery.errors import (
     PersistenceNotFound,
     SessionQueryError,
 )
-from sessionquery.model import SessionEvent, SessionHeader, TitleSnapshot, interrupted_turn_closers
+from sessionquery.model import (
+    SessionEvent,
+    SessionHeader,
+    TitleSnapshot,
+    fold_title,
+    interrupted_turn_closers,
+)
 from sessionquery.model.surface import SurfaceError
 from sessionquery.persistence.base import (
     ChangeJournal,
@@ -332,6 +338,8 @@ class ServiceCorpus:
             len(log.events),
             documents_of(session_id, log.events),
             title_documents(log.events),
+            title=fold_title(log.events),
+            title_read=True,
         )
 
     # -- service-side reads --------------------------------------------------------------

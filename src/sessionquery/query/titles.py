@@ -25,7 +25,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.persistence.base import PersistedSession
@@ -157,6 +156,8 @@ def _read_cold(
             return _failed(session_id, error)
 
     workers = max(1, min(concurrency, len(ids)))
+    from concurrent.futures import ThreadPoolExecutor  # only when titles are read in parallel
+
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sessionquery-title") as pool:
         outcomes = list(pool.map(work, ids))
     if aborted:

@@ -42,6 +42,7 @@ from typing import Self
 
 from sessionquery.model import SessionEvent, SessionHeader
 from sessionquery.model.skeleton import EventSkeleton
+from sessionquery.model.title import TitleSnapshot
 from sessionquery.persistence.base import (
     ArchiveAware,
     ChangeJournal,
@@ -98,6 +99,20 @@ def _retitled(title: SessionEvent, prompt: SessionEvent, redactor: Redactor) -> 
 
 def _derived_title(prompt: str) -> str | None:
     return title_from_prompt([{"type": "text", "text": prompt}])
+
+
+def _redacted_title(
+    title: TitleSnapshot | None, titles: Sequence[TextDocument], redactor: Redactor
+) -> TitleSnapshot | None:
+    """The log's current title as the redacted events give it: the text of its redacted title
+    document (derived again from a redacted prompt where it was derived from one)."""
+    if title is None:
+        return None
+    by_seq = {document.seq: document.text for document in titles}
+    text = by_seq.get(title.event_seq)
+    if text is None:
+        text = redactor.redact(title.title)
+    return title if text == title.title else replace(title, title=text)
 
 
 def _redacted_titles(
@@ -283,7 +298,11 @@ class RedactingPersistence:
         ]
         titles = _redacted_titles(log, documents, self._redactor)
         return replace(
-            log, revision=log.revision + self._suffix, documents=documents, titles=titles
+            log,
+            revision=log.revision + self._suffix,
+            documents=documents,
+            titles=titles,
+            title=_redacted_title(log.title, titles, self._redactor),
         )
 
     def change_token(self) -> str | None:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, Self, cast
 
 from sessionquery.errors import PersistenceCorrupt, PersistenceNotFound, SessionQueryError
-from sessionquery.model import SessionEvent, SessionHeader, extract_event_text
+from sessionquery.model import SessionEvent, SessionHeader, extract_event_text, fold_title
 from sessionquery.model.repair import interrupted_turn_closers
 from sessionquery.model.surface import SurfaceClass
 from sessionquery.model.title import TITLE_TYPE, title_text
@@ -523,7 +523,9 @@ class Catalog:
             if text:
                 closer: SurfaceClass = "current" if event.surface_op is not None else "log-only"
                 documents.append(TextDocument(event.seq, event.type, event.time, closer, text))
-        return DocumentLog(header, revision, len(drafts) + len(closers), documents, titles)
+        snapshot = fold_title(cast(Sequence[SessionEvent], drafts))  # closers add no title
+        count = len(drafts) + len(closers)
+        return DocumentLog(header, revision, count, documents, titles, snapshot, title_read=True)
 
     def problems(self) -> builtins.list[Problem]:
         """Problems of the source and of the current revision of every unit, in key order."""

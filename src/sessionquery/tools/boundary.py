@@ -22,6 +22,7 @@ Every service call a tool makes goes through :meth:`ServiceBoundary.run`. Invari
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Callable
@@ -84,8 +85,9 @@ class DeadlineToken(CancelToken):
     """A cancel token with its own deadline that also honours a parent token.
 
     The deadline is the earlier of the two, so code that reads ``deadline`` directly (a
-    SQLite progress handler, for instance) sees the effective one; ``expired`` is true as soon
-    as either token is.
+    SQLite progress handler, for instance) sees the effective one; ``expired`` (and
+    ``cancelled``) is true as soon as it is for either token, also for the tokens
+    :meth:`sooner` derives.
     """
 
     __slots__ = ("_parent",)
@@ -102,6 +104,18 @@ class DeadlineToken(CancelToken):
         """Whether this token's deadline passed or the parent token expired."""
         parent = self._parent
         return super().expired or (parent is not None and parent.expired)
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether this token or the parent was cancelled (not merely past a deadline)."""
+        parent = self._parent
+        return super().cancelled or (parent is not None and parent.cancelled)
+
+    def sooner(self, seconds: float) -> CancelToken:
+        """A token like this one (same cancellation, same parent) ``seconds`` earlier."""
+        token = copy.copy(self)
+        token.deadline = None if self.deadline is None else self.deadline - seconds
+        return token
 
 
 def tool_failed() -> SessionQueryError:

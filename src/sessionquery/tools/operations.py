@@ -45,6 +45,7 @@ from sessionquery.query.types import (
     EventTrace,
     EventWindow,
     LineageTrace,
+    PartialIndex,
     SessionRecord,
     SessionSearchHit,
     SessionSearchPage,
@@ -60,7 +61,12 @@ from sessionquery.tools.access import (
     project_lineage,
     unauthorized,
 )
-from sessionquery.tools.boundary import SANITIZED_MESSAGES, ServiceBoundary, sanitize
+from sessionquery.tools.boundary import (
+    SANITIZED_MESSAGES,
+    DeadlineToken,
+    ServiceBoundary,
+    sanitize,
+)
 from sessionquery.tools.specs import (
     EventReadArgs,
     EventSearchArgs,
@@ -153,6 +159,7 @@ class QueryService(Protocol):
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> SessionSearchPage:
         """One page of session hits."""
         ...
@@ -167,6 +174,7 @@ class QueryService(Protocol):
         cursor: str | None = None,
         cancel: CancelToken | None = None,
         match: SearchMatch = "phrase",
+        allow_partial: bool = False,
     ) -> EventSearchPage:
         """One page of event hits."""
         ...
@@ -198,6 +206,7 @@ class Operations:
         self._max = max_results
         self._match: ToolMatch = match
         self._corrections: dict[str, str] = {}
+        self._partial: PartialIndex | None = None
 
     # --- the five tools ---------------------------------------------------------------------
 
@@ -250,7 +259,12 @@ class Operations:
         ]
         corrections = _shown_corrections(self._corrections, [hit.best_match for hit in hits])
         return render.render_session_search(
-            rows, capped=capped, cap=cap, words_fallback=fallback, corrections=corrections
+            rows,
+            capped=capped,
+            cap=cap,
+            words_fallback=fallback,
+            corrections=corrections,
+            partial=self._progress(),
         )
 
     def session_event_search(self, args: EventSearchArgs) -> str:
@@ -293,6 +307,7 @@ class Operations:
             cap=cap,
             words_fallback=fallback,
             corrections=_shown_corrections(self._corrections, hits),
+            partial=self._progress(),
         )
 
     def session_trace(self, args: TraceArgs) -> str:
@@ -448,12 +463,11 @@ class Operations:
 
         def call(token: CancelToken | None) -> SessionSearchPage:
             if match == "phrase":  # no ``match``: phrase is every service's default
-                return search(cancel=token)
-            return search(cancel=token, match=match)
+                return search(cancel=token, allow_partial=True)
+            return search(cancel=token, match=match, allow_partial=True)
 
-        page = self._boundary.run(call)
-        if cursor is None:
-            self._corrections = dict(page.corrections)
+        page = self._boundary.run(partial(_patiently, call) if cursor is None else call)
+        self._seen(page.corrections, page.partial, cursor)
         return page.items, page.next_cursor
 
     def _event_page(
@@ -472,14 +486,25 @@ class Operations:
 
         def call(token: CancelToken | None) -> EventSearchPage:
             if match == "phrase":  # as in _session_page
-                return search(cancel=token)
-            return search(cancel=token, match=match)
+                return search(cancel=token, allow_partial=True)
+            return search(cancel=token, match=match, allow_partial=True)
 
-        page = self._boundary.run(call)
+        page = self._boundary.run(partial(_patiently, call) if cursor is None else call)
         self._post_check(page.session.id, page.session.cwd, target)
-        if cursor is None:
-            self._corrections = dict(page.corrections)
+        self._seen(page.corrections, page.partial, cursor)
         return page.items, page.next_cursor
+
+    def _seen(
+        self, corrections: Mapping[str, str], progress: PartialIndex | None, cursor: str | None
+    ) -> None:
+        """Keep what the first page of a collection says about the whole answer."""
+        if cursor is None:
+            self._corrections = dict(corrections)
+            self._partial = progress
+
+    def _progress(self) -> tuple[int, int | None] | None:
+        progress = self._partial
+        return None if progress is None else (progress.sessions_indexed, progress.sessions_total)
 
     def _collect(
         self,
@@ -583,6 +608,28 @@ def _accept_any(_hit: EventSearchHit) -> bool:
 
 
 _WORD = re.compile(r"[^\W_]+")
+
+BUILD_PATIENCE_MS: Final = 2_000
+"""How long the first page of a search waits for an unfinished index build before it answers
+from the part already indexed: a model asking during a first build gets hits at once rather
+than after the whole search deadline."""
+
+P = TypeVar("P")
+
+
+def _patiently(call: Callable[[CancelToken | None], P], token: CancelToken | None) -> P:
+    """``call`` under :data:`BUILD_PATIENCE_MS`, and again under ``token`` when only that
+    patience ran out (a slow search, or a build that is not a first one, gets its whole
+    deadline)."""
+    if token is None:
+        return call(token)
+    patience = DeadlineToken(BUILD_PATIENCE_MS, token)
+    try:
+        return call(patience)
+    except SessionQueryError as exc:
+        if exc.code is not ErrorCode.ABORTED or token.expired:
+            raise
+        return call(token)
 
 
 def _shown_corrections(

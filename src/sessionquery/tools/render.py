@@ -136,7 +136,7 @@ def corrections_line(corrections: Mapping[str, str]) -> str:
 
 
 def _head(
-    partial: tuple[int, int] | None, corrections: Mapping[str, str], words_fallback: bool
+    partial: tuple[int, int | None] | None, corrections: Mapping[str, str], words_fallback: bool
 ) -> list[str]:
     lines = [] if partial is None else [partial_index_line(*partial)]
     if corrections:
@@ -146,12 +146,17 @@ def _head(
     return lines
 
 
-def partial_index_line(sessions_indexed: int, sessions_total: int) -> str:
-    """Heads a search answered from an index that is still being built."""
+def partial_index_line(sessions_indexed: int, sessions_total: int | None) -> str:
+    """Heads a search answered from an index that is still being built (``sessions_total``
+    is ``None`` while the history is still being listed)."""
+    done = (
+        f"{sessions_indexed} sessions indexed so far"
+        if sessions_total is None
+        else f"{sessions_indexed} of {sessions_total} sessions indexed"
+    )
     return (
-        f"The history index is still being built ({sessions_indexed} of {sessions_total} "
-        "sessions indexed): these results come from the indexed sessions only; search again "
-        "later for complete results."
+        f"The history index is still being built ({done}): these results come from the "
+        "indexed sessions only; search again later for complete results."
     )
 
 
@@ -173,7 +178,7 @@ def render_session_search(
     capped: bool,
     cap: int,
     words_fallback: bool = False,
-    partial: tuple[int, int] | None = None,
+    partial: tuple[int, int | None] | None = None,
     corrections: Mapping[str, str] | None = None,
 ) -> str:
     """Render ``session_search`` results.
@@ -219,14 +224,15 @@ def render_event_search(
     cap: int,
     words_fallback: bool = False,
     corrections: Mapping[str, str] | None = None,
+    partial: tuple[int, int | None] | None = None,
 ) -> str:
-    """Render ``session_event_search`` results for one session (``words_fallback`` and
-    ``corrections`` as in :func:`render_session_search`)."""
+    """Render ``session_event_search`` results for one session (``words_fallback``,
+    ``corrections`` and ``partial`` as in :func:`render_session_search`)."""
     lines = [_heading(session_id, title), ""]
     if not hits:
-        lines.append(NO_EVENT_MATCHES)
+        lines += [*_head(partial, {}, False), NO_EVENT_MATCHES]
         return "\n".join(lines)
-    lines += _head(None, corrections or {}, words_fallback)
+    lines += _head(partial, corrections or {}, words_fallback)
     lines.append(f"Event search results ({len(hits)}):")
     for number, hit in enumerate(hits, start=1):
         lines += [f"{number}. {_event_line(hit)}", f"{_INDENT}Snippet: {one_line(hit.snippet)}"]

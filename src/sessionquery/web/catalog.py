@@ -105,7 +105,9 @@ class Row:
     @property
     def resume(self) -> str | None:
         """The command that resumes this session in its agent, if there is one."""
-        return resume_command(self.source, self.own_id, self.record.header.cwd)
+        header = self.record.header
+        child = header.parent_session is not None
+        return resume_command(self.source, self.own_id, header.cwd, child=child)
 
 
 class Catalog:
