@@ -5,7 +5,8 @@ fold, the count, the call names) but the data of only the events shown. Parsing 
 into frozen events costs about a second of CPU for 16 MB; this pass costs a tenth of that:
 each line is decoded by msgspec into its envelope, the data kept as raw bytes (msgspec checks
 its JSON syntax while it skips it), and only the calls of ``tool/call`` and assistant events
-are decoded from it.
+are decoded from it — in the same decode when the line starts as this store writes it
+(``{"type":"tool/call",``), else from the raw data.
 
 **Same verdict as the strict parse** (:func:`~._format.parse_event_line`, what every exact read
 uses): a line is accepted here only when the strict parse would accept it with this very
@@ -29,7 +30,8 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from typing import Any, Final, Literal
+import operator
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -44,19 +46,23 @@ _BRACKETS: Final = 400
 _LONG_DIGITS: Final = 200
 
 
+_Whole = Annotated[int, msgspec.Meta(ge=0, le=_MAX)]
+"""An integer the strict parse accepts as a seq, time or source: in ``[0, 2**63 - 1]``."""
+
+
 class _ReplaceWire(msgspec.Struct, forbid_unknown_fields=True):
     op: Literal["replace"]
-    startSeq: int
-    endSeq: int
+    startSeq: _Whole
+    endSeq: _Whole
 
 
 class _Wire(msgspec.Struct, forbid_unknown_fields=True):
-    type: str
+    type: Annotated[str, msgspec.Meta(min_length=1)]
     seq: int
-    time: int
+    time: _Whole
     data: msgspec.Raw
     surfaceOp: Literal["append"] | _ReplaceWire | None = None
-    sourceEventSeqs: list[int] | None = None
+    sourceEventSeqs: list[_Whole] | None = None
     ignorable: bool = False
 
 
@@ -79,10 +85,40 @@ class _AssistantData(msgspec.Struct):
     message: _Message | None = None
 
 
+class _CallWire(msgspec.Struct, forbid_unknown_fields=True):
+    """A ``tool/call`` line decoded with its call in the same pass."""
+
+    type: str
+    seq: int
+    time: _Whole
+    data: _CallData
+    surfaceOp: Literal["append"] | _ReplaceWire | None = None
+    sourceEventSeqs: list[_Whole] | None = None
+    ignorable: bool = False
+
+
+class _AssistantWire(msgspec.Struct, forbid_unknown_fields=True):
+    """An ``assistant/message`` line decoded with its tool-call blocks in the same pass."""
+
+    type: str
+    seq: int
+    time: _Whole
+    data: _AssistantData
+    surfaceOp: Literal["append"] | _ReplaceWire | None = None
+    sourceEventSeqs: list[_Whole] | None = None
+    ignorable: bool = False
+
+
 _WIRE = msgspec.json.Decoder(_Wire)
 _CALLING = frozenset({"tool/call", "assistant/message"})
 _CALL = msgspec.json.Decoder(_CallData)
 _ASSISTANT = msgspec.json.Decoder(_AssistantData)
+# Lines as this store writes them start with their type: a calling event's line is decoded
+# with its calls at once (any other start, or a surprise inside, takes the general path).
+_CALL_LINE = b'{"type":"tool/call",'
+_ASSISTANT_LINE = b'{"type":"assistant/message",'
+_CALL_WIRE = msgspec.json.Decoder(_CallWire)
+_ASSISTANT_WIRE = msgspec.json.Decoder(_AssistantWire)
 
 # Digits become "0"; "e", "E" and the signs become "e" (so "1E+308" reads "0ee000"): a
 # number the strict parse may refuse then shows as "e000" or as a long run of "0".
@@ -106,79 +142,81 @@ def _suspect_lines(data: bytes, starts: list[int]) -> set[int]:
             at = marked.find(pattern, starts[line + 1] if line + 1 < len(starts) else len(data))
     brackets = data.translate(None, delete=_NOT_BRACKETS)
     if len(brackets) - len(starts) > _BRACKETS:
-        for index, run in enumerate(brackets.split(b"\n")):
-            if len(run) > _BRACKETS:
-                suspects.add(index)
+        runs = brackets.split(b"\n")
+        if max(map(len, runs)) > _BRACKETS:
+            suspects.update(index for index, run in enumerate(runs) if len(run) > _BRACKETS)
     return suspects
-
-
-def _in_range(value: int) -> bool:
-    return 0 <= value <= _MAX
-
-
-def _op(wire: _Wire) -> Literal["append"] | Replace | bool | None:
-    """The surface operation, or ``False`` when the strict parse must decide."""
-    op = wire.surfaceOp
-    if op is None or op == "append":
-        return op
-    if isinstance(op, _ReplaceWire) and _in_range(op.startSeq) and _in_range(op.endSeq):
-        return Replace(op.startSeq, op.endSeq)
-    return False
 
 
 def _calls(wire: _Wire) -> tuple[tuple[str, str], ...] | None:
     """The calls an event announces, or ``None`` when the strict parse must decide."""
     try:
         if wire.type == "tool/call":
-            call = _CALL.decode(wire.data)
-            entry = call_entry(call.callId, call.name)
-            return () if entry is None else (entry,)
+            return _call_of(_CALL.decode(wire.data))
         if wire.type == "assistant/message":
-            message = _ASSISTANT.decode(wire.data).message
-            if message is None or message.content is None:
-                return ()
-            calls = []
-            for block in message.content:
-                if block.type == "tool-call":
-                    entry = call_entry(block.id, block.name)
-                    if entry is not None:
-                        calls.append(entry)
-            return tuple(calls)
+            return _blocks_of(_ASSISTANT.decode(wire.data))
     except (msgspec.DecodeError, RecursionError):
         return None  # a shape the rule reads otherwise (data or a block not an object...)
     return ()
 
 
-def _fast(wire: _Wire, seq: int) -> EventSkeleton | None:
-    """The skeleton of a decoded line the strict parse certainly accepts as event ``seq``,
-    else ``None``."""
-    sources = wire.sourceEventSeqs
-    if (
-        wire.seq != seq
-        or not wire.type
-        or not 0 <= wire.time <= _MAX
-        or (sources is not None and not all(map(_in_range, sources)))
-    ):
+def _call_of(call: _CallData) -> tuple[tuple[str, str], ...]:
+    entry = call_entry(call.callId, call.name)
+    return () if entry is None else (entry,)
+
+
+def _blocks_of(data: _AssistantData) -> tuple[tuple[str, str], ...]:
+    message = data.message
+    if message is None or message.content is None:
+        return ()
+    calls = []
+    for block in message.content:
+        if block.type == "tool-call":
+            entry = call_entry(block.id, block.name)
+            if entry is not None:
+                calls.append(entry)
+    return tuple(calls)
+
+
+_new_tuple = tuple.__new__
+
+
+def _skeleton(
+    wire: _Wire | _CallWire | _AssistantWire, seq: int, calls: tuple[tuple[str, str], ...]
+) -> EventSkeleton | None:
+    """The skeleton of a decoded line (its ranges checked by the decoder), or ``None`` when
+    it is not event ``seq``."""
+    if wire.seq != seq:
         return None
-    op: Literal["append"] | Replace | bool | None = wire.surfaceOp  # type: ignore[assignment]
-    if op is not None and op != "append":
-        op = _op(wire)
-        if op is False:
-            return None
-    calls: tuple[tuple[str, str], ...] | None = ()
-    if wire.type in _CALLING:
-        calls = _calls(wire)
-        if calls is None:
-            return None
-    return EventSkeleton(
-        wire.type,
-        seq,
-        wire.time,
-        op,  # type: ignore[arg-type]
-        None if sources is None else tuple(sources),
-        wire.ignorable,
-        calls,  # type: ignore[arg-type]
+    op = wire.surfaceOp
+    sources = wire.sourceEventSeqs
+    # The named tuple built directly (its generated ``__new__`` is a Python call per event).
+    return _new_tuple(
+        EventSkeleton,
+        (
+            wire.type,
+            seq,
+            wire.time,
+            op if op is None or op == "append" else Replace(op.startSeq, op.endSeq),
+            None if sources is None else tuple(sources),
+            wire.ignorable,
+            calls,
+        ),
     )
+
+
+def _general(line: bytes, seq: int) -> EventSkeleton | None:
+    """The skeleton of a line decoded by the general decoder (its data kept raw, the calls
+    decoded from it), or ``None`` when the strict parse must decide.
+
+    Raises:
+        msgspec.DecodeError: (or ``RecursionError``) the strict parse must decide.
+    """
+    wire = _WIRE.decode(line)
+    if wire.type not in _CALLING:
+        return _skeleton(wire, seq, ())
+    calls = _calls(wire)
+    return None if calls is None else _skeleton(wire, seq, calls)
 
 
 def skeleton_lines(data: bytes, first_seq: int, path: str) -> tuple[list[EventSkeleton], list[int]]:
@@ -189,26 +227,62 @@ def skeleton_lines(data: bytes, first_seq: int, path: str) -> tuple[list[EventSk
         PersistenceCorrupt: exactly as :func:`~._format.parse_events` over the same bytes.
     """
     try:
-        data.decode("utf-8")
+        if not data.isascii():  # ASCII is UTF-8 (and checking it builds no string)
+            data.decode("utf-8")
     except UnicodeDecodeError:
         parse_events(data, first_seq, path)  # raises its own error for that byte
         raise AssertionError("unreachable: the strict parse refuses invalid UTF-8") from None
     lines = data.split(b"\n")
     lines.pop()
-    ends = list(itertools.accumulate(len(line) + 1 for line in lines))
+    # Each line's end: the lengths so far plus one newline per line (summed in C).
+    ends = list(map(operator.add, itertools.accumulate(map(len, lines)), itertools.count(1)))
     starts = [0, *ends[:-1]]
     suspects = _suspect_lines(data, starts) if lines else set()
     skeletons: list[EventSkeleton] = []
     append = skeletons.append
-    decode = _WIRE.decode
+    decode, call_decode, assistant_decode = _WIRE.decode, _CALL_WIRE.decode, _ASSISTANT_WIRE.decode
+    # One pass, inlined (this runs once per event of a huge log): a line as this store
+    # writes it is decoded once, calls included; anything unusual takes the general path,
+    # and what that is not sure of goes to the strict parse.
     for index, line in enumerate(lines):
         seq = first_seq + index
-        skeleton = None
+        wire: _Wire | _CallWire | _AssistantWire | None = None
+        calls: tuple[tuple[str, str], ...] | None = ()
         if index not in suspects:
             try:
-                skeleton = _fast(decode(line), seq)
+                if line.startswith(_CALL_LINE):
+                    wire = call_decode(line)
+                    calls = _call_of(wire.data) if wire.type == "tool/call" else None
+                elif line.startswith(_ASSISTANT_LINE):
+                    wire = assistant_decode(line)
+                    calls = _blocks_of(wire.data) if wire.type == "assistant/message" else None
+                else:
+                    wire = decode(line)
+                    calls = None if wire.type in _CALLING else ()
             except (msgspec.DecodeError, RecursionError):
-                pass  # the strict parse decides, and words the error
+                wire = None
+        if wire is not None and calls is not None and wire.seq == seq:
+            op = wire.surfaceOp
+            sources = wire.sourceEventSeqs
+            skeleton = _new_tuple(
+                EventSkeleton,
+                (
+                    wire.type,
+                    seq,
+                    wire.time,
+                    op if op is None or op == "append" else Replace(op.startSeq, op.endSeq),
+                    None if sources is None else tuple(sources),
+                    wire.ignorable,
+                    calls,
+                ),
+            )
+        else:
+            skeleton = None
+            if index not in suspects:
+                try:
+                    skeleton = _general(line, seq)
+                except (msgspec.DecodeError, RecursionError):
+                    pass  # the strict parse decides, and words the error
         append(skeleton or EventSkeleton.of(_strict(line, seq, path)))
     return skeletons, ends
 

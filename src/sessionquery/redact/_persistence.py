@@ -180,29 +180,28 @@ class _RedactingHandle:
         inner = self._inner
         if not isinstance(inner, SkeletonHandle):
             return [EventSkeleton.of(event) for event in self.read()]
-        return [
-            skeleton._replace(calls=self._redacted_calls(skeleton)) if skeleton.calls else skeleton
-            for skeleton in inner.skeletons()
-        ]
-
-    def _redacted_calls(self, skeleton: EventSkeleton) -> tuple[tuple[str, str], ...]:
-        """The calls of ``skeleton`` as :meth:`read` gives them: each id and name redacted
-        under the key it is stored under (``callId`` of a ``tool/call``, ``id`` of an
-        assistant's ``tool-call`` block), so a key rule masks it as it masks the event's."""
-        key = "callId" if skeleton.type == "tool/call" else "id"
-        redact_json = self._redactor.redact_json
-        calls = []
-        for call_id, name in skeleton.calls:
-            masked = redact_json({key: call_id, "name": name})
-            new_id = masked.get(key) if isinstance(masked, dict) else None
-            new_name = masked.get("name") if isinstance(masked, dict) else None
-            calls.append(
-                (
-                    new_id if isinstance(new_id, str) else call_id,
-                    new_name if isinstance(new_name, str) else name,
-                )
-            )
-        return tuple(calls)
+        skeletons = inner.skeletons()
+        # Each id under the key the event stores it under (a key rule masks it as it masks
+        # the event's): ``callId`` of a ``tool/call``, ``id`` of an assistant's block.
+        calling = [index for index, skeleton in enumerate(skeletons) if skeleton.calls]
+        by_key: dict[str, list[str]] = {"callId": [], "id": []}
+        names: list[str] = []
+        for index in calling:
+            skeleton = skeletons[index]
+            ids = by_key["callId" if skeleton.type == "tool/call" else "id"]
+            for call_id, name in skeleton.calls:
+                ids.append(call_id)
+                names.append(name)
+        redact_all = self._redactor.redact_all
+        masked = {key: iter(redact_all(ids, key)) for key, ids in by_key.items()}
+        masked_names = iter(redact_all(names, "name"))
+        for index in calling:
+            skeleton = skeletons[index]
+            ids_of = masked["callId" if skeleton.type == "tool/call" else "id"]
+            calls = tuple((next(ids_of), next(masked_names)) for _call in skeleton.calls)
+            if calls != skeleton.calls:
+                skeletons[index] = skeleton._replace(calls=calls)
+        return skeletons
 
     def close(self) -> None:
         self._inner.close()
