@@ -387,7 +387,14 @@ class Catalog:
         """Every imported session (reading only units that changed since they were cached)."""
         with self._lock:
             self._scan()
-            return [self._listing(public) for public in self._ids]
+            served = self._served()
+            return [self._listing(public, served) for public in self._ids]
+
+    def _served(self) -> frozenset[str]:
+        """The unit keys the archive serves (asked once per listing: the protocol check and
+        the set cost more than the rest of an entry)."""
+        store = self._store
+        return store.served() if isinstance(store, ArchiveBacked) else frozenset()
 
     def _title(self, public: str) -> str | None:
         if not self._titles:
@@ -395,7 +402,7 @@ class Catalog:
         key, index = self._ids[public]
         return self._titles.get(self._entries[key].summaries[index].header.id)
 
-    def _listing(self, public: str) -> PersistedSession:
+    def _listing(self, public: str, served: frozenset[str] | None = None) -> PersistedSession:
         key, index = self._ids[public]
         entry = self._entries[key]
         count = entry.summaries[index].count
@@ -411,7 +418,7 @@ class Catalog:
             revision=revision,
             event_count=count,
             size_bytes=entry.unit.size,
-            archived=isinstance(self._store, ArchiveBacked) and key in self._store.served(),
+            archived=key in (self._served() if served is None else served),
         )
 
     def session_units(self) -> dict[str, str]:

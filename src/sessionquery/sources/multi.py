@@ -136,7 +136,7 @@ class MultiSource:
             for entry in listing:
                 renamed = self._renamed(entry.header, index, owners)
                 routes[renamed.id] = (index, entry.header.id)
-                out.append(replace(entry, header=renamed))
+                out.append(entry if renamed is entry.header else replace(entry, header=renamed))
         with self._lock:
             self._routes, self._owners = routes, owners
         return out
