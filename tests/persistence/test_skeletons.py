@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -124,3 +125,17 @@ def test_invalid_utf8_anywhere_is_reported_first_as_the_strict_parse_does() -> N
     with pytest.raises(PersistenceCorrupt) as caught:
         skeleton_lines(data, 0, "/s.jsonl")
     assert caught.value.line == 4 and "UTF-8" in str(caught.value)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_pass_leaves_the_cycle_collector_as_it_found_it(enabled: bool) -> None:
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        skeleton_lines(_GOOD, 0, "/s.jsonl")
+        assert gc.isenabled() is enabled
+        with pytest.raises(PersistenceCorrupt):
+            skeleton_lines(_GOOD + b"{not json\n", 0, "/s.jsonl")
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import builtins
+import operator
 from collections.abc import Sequence
 from dataclasses import replace
 from types import TracebackType
@@ -73,6 +74,11 @@ def redacted_event(event: SessionEvent, redactor: Redactor) -> SessionEvent:
 def redacted_events(events: Sequence[SessionEvent], redactor: Redactor) -> list[SessionEvent]:
     """Every event of ``events`` redacted (:func:`redacted_event`)."""
     return [redacted_event(event, redactor) for event in events]
+
+
+def _same(found: list[str], given: list[str]) -> bool:
+    """Whether :meth:`Redactor.redact_all` gave every string back as it was."""
+    return all(map(operator.is_, found, given))
 
 
 def _derived_from(event: SessionEvent) -> int | None:
@@ -183,24 +189,21 @@ class _RedactingHandle:
         skeletons = inner.skeletons()
         # Each id under the key the event stores it under (a key rule masks it as it masks
         # the event's): ``callId`` of a ``tool/call``, ``id`` of an assistant's block.
-        calling = [index for index, skeleton in enumerate(skeletons) if skeleton.calls]
-        by_key: dict[str, list[str]] = {"callId": [], "id": []}
-        names: list[str] = []
-        for index in calling:
-            skeleton = skeletons[index]
-            ids = by_key["callId" if skeleton.type == "tool/call" else "id"]
-            for call_id, name in skeleton.calls:
-                ids.append(call_id)
-                names.append(name)
+        calling = [skeleton for skeleton in skeletons if skeleton.calls]
+        logged = [c for sk in calling if sk.type == "tool/call" for c, _name in sk.calls]
+        blocks = [c for sk in calling if sk.type != "tool/call" for c, _name in sk.calls]
+        names = [name for sk in calling for _c, name in sk.calls]
         redact_all = self._redactor.redact_all
-        masked = {key: iter(redact_all(ids, key)) for key, ids in by_key.items()}
-        masked_names = iter(redact_all(names, "name"))
-        for index in calling:
-            skeleton = skeletons[index]
-            ids_of = masked["callId" if skeleton.type == "tool/call" else "id"]
-            calls = tuple((next(ids_of), next(masked_names)) for _call in skeleton.calls)
-            if calls != skeleton.calls:
-                skeletons[index] = skeleton._replace(calls=calls)
+        masked = (redact_all(logged, "callId"), redact_all(blocks, "id"), redact_all(names, "name"))
+        if all(map(_same, masked, (logged, blocks, names))):
+            return skeletons  # the usual case: no call id or name holds a secret
+        logged_ids, block_ids, masked_names = (iter(found) for found in masked)
+        for index, skeleton in enumerate(skeletons):
+            if skeleton.calls:
+                ids = logged_ids if skeleton.type == "tool/call" else block_ids
+                calls = tuple((next(ids), next(masked_names)) for _call in skeleton.calls)
+                if calls != skeleton.calls:
+                    skeletons[index] = skeleton._replace(calls=calls)
         return skeletons
 
     def close(self) -> None:
