@@ -6,7 +6,9 @@ persistence it reads) for a long-running server:
 * the session listing, joined with each session's size, revision and source, is kept for
   :data:`LISTING_TTL_S` seconds, so paging and filtering a 10,000-session history costs one
   listing per few seconds, not one per request; its :meth:`stamp` changes whenever a session
-  is added, removed or changed, which the pages poll for live updates;
+  is added, removed or changed, which the pages poll for live updates; a new listing is taken
+  in the background once no request is being answered (:meth:`serving`), so it never slows
+  the answer that found the old one stale;
 * titles are remembered per (id, revision) and read within a time budget; the pages ask for
   the rest afterwards;
 * a session is shown over its outline (``SessionQuery.read_outline``: skeletons and fold, kept
@@ -27,7 +29,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sessionquery.app import SessionIds
@@ -139,6 +142,8 @@ class Catalog:
         self._titles_reader = titles
         self._clock = clock
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._serving = 0
         self._rows: list[Row] | None = None
         self._refreshing = False
         self._plain = live_store is None
@@ -174,7 +179,25 @@ class Catalog:
             ).start()
         return rows
 
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        """Mark a request being answered while the block runs: a listing that falls due
+        meanwhile starts when no request is being answered (or after
+        :data:`LISTING_TTL_S`), since it would only take the processor from the answer
+        (which is given from the last listing anyway)."""
+        with self._idle:
+            self._serving += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._serving -= 1
+                if not self._serving:
+                    self._idle.notify_all()
+
     def _refresh_quietly(self) -> None:
+        with self._idle:
+            self._idle.wait_for(lambda: not self._serving, timeout=LISTING_TTL_S)
         try:
             self._refresh()
         except Exception:  # the thread's top level: keep serving the last listing
