@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sessionquery.errors import PersistenceCorrupt
 from sessionquery.model import SessionEvent
 from sessionquery.model.skeleton import EventSkeleton
-from sessionquery.persistence import _format
+from sessionquery.persistence import _format, _skeletons
 from sessionquery.persistence._skeletons import skeleton_lines
 from strategies import json_values, valid_events, valid_logs
 
@@ -139,3 +139,36 @@ def test_the_pass_leaves_the_cycle_collector_as_it_found_it(enabled: bool) -> No
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def _doubtful_lines(data: bytes) -> set[int]:
+    """What the scan for doubtful numbers and nesting must find, one line at a time."""
+    found = set()
+    for index, line in enumerate(data.split(b"\n")[:-1]):
+        marked = line.translate(_skeletons._NUMBERS)
+        brackets = line.count(b"[") + line.count(b"{")
+        if any(p in marked for p in _skeletons._SUSPECT_NUMBERS) or brackets > 400:
+            found.add(index)
+    return found
+
+
+_SCANNED = st.lists(
+    st.lists(
+        st.sampled_from([b"1", b"e", b"E", b"+", b"-", b"[", b"{", b"x", b"0" * 70, b"[" * 150]),
+        max_size=40,
+    ).map(b"".join),
+    max_size=12,
+)
+
+
+@given(_SCANNED, st.integers(1, 300))
+def test_the_scan_finds_the_doubtful_lines_whatever_its_chunks(
+    lines: list[bytes], chunk: int
+) -> None:
+    data = b"".join(line + b"\n" for line in lines)
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    expected = _doubtful_lines(data)
+    assert _skeletons._suspect_lines(data, starts[: len(lines)], chunk) == expected
+    assert _skeletons._suspect_lines(data, starts[: len(lines)]) == expected

@@ -133,23 +133,42 @@ _NUMBERS = bytes(
 )
 _SUSPECT_NUMBERS = (b"e000", b"0" * _LONG_DIGITS)
 _NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[{\n")
+_SCAN_CHUNK: Final = 1 << 18
 
 
-def _suspect_lines(data: bytes, starts: list[int]) -> set[int]:
-    """Indexes of the lines that may hold a number or a nesting the strict parse refuses."""
+def _suspect_lines(data: bytes, starts: list[int], chunk: int = _SCAN_CHUNK) -> set[int]:
+    """Indexes of the lines that may hold a number or a nesting the strict parse refuses.
+
+    ``data`` is scanned ``chunk`` bytes at a time (the translated copies stay small and in
+    the processor's cache); a number is found in the chunk it starts in (each chunk is read
+    on as far as the longest pattern needs), a line's brackets are counted across chunks.
+    """
     suspects: set[int] = set()
-    marked = data.translate(_NUMBERS)
-    for pattern in _SUSPECT_NUMBERS:
-        at = marked.find(pattern)
-        while at != -1:
-            line = bisect.bisect_right(starts, at) - 1
-            suspects.add(line)
-            at = marked.find(pattern, starts[line + 1] if line + 1 < len(starts) else len(data))
-    brackets = data.translate(None, delete=_NOT_BRACKETS)
-    if len(brackets) - len(starts) > _BRACKETS:
-        runs = brackets.split(b"\n")
+    size, lines = len(data), len(starts)
+    at_line = 0  # the line the current chunk starts in
+    carried = 0  # brackets of that line before the chunk
+    for begin in range(0, size, chunk):
+        end = min(begin + chunk, size)
+        marked = data[begin : end + _LONG_DIGITS].translate(_NUMBERS)
+        for pattern in _SUSPECT_NUMBERS:
+            at = marked.find(pattern)
+            while at != -1 and begin + at < end:
+                line = bisect.bisect_right(starts, begin + at) - 1
+                suspects.add(line)
+                following = starts[line + 1] if line + 1 < lines else size
+                at = marked.find(pattern, following - begin)
+        runs = data[begin:end].translate(None, delete=_NOT_BRACKETS).split(b"\n")
+        if len(runs) == 1:
+            carried += len(runs[0])
+            continue
+        if carried + len(runs[0]) > _BRACKETS:
+            suspects.add(at_line)
         if max(map(len, runs)) > _BRACKETS:
-            suspects.update(index for index, run in enumerate(runs) if len(run) > _BRACKETS)
+            suspects.update(
+                at_line + index for index, run in enumerate(runs) if index and len(run) > _BRACKETS
+            )
+        at_line += len(runs) - 1
+        carried = len(runs[-1])
     return suspects
 
 
