@@ -1,4 +1,4 @@
-"""Cursor agent transcripts (``~/.cursor/projects``) as read-only sessions.
+"""Cursor's agent transcripts (``~/.cursor/projects``): finding and parsing them.
 
 Cursor keeps each agent conversation as ``projects/<project>/agent-transcripts/<id>.jsonl``
 (older: ``<id>.txt``; some releases nest it as ``<id>/<id>.jsonl``); when both a ``.jsonl`` and a
@@ -12,10 +12,12 @@ are the observed ones (as other history tools read them; see ``docs/importers.md
   <name>`` (indented ``key=value`` or JSON arguments) and ``[Tool result]`` (indented output)
   sections between its text.
 
-Transcripts carry no timestamps (sessions are dated 0: listed last), no lineage and no
-compaction. ``<project>`` is the project path with ``/`` (and other characters) turned into
-``-``, which cannot be reversed by rule: the ``cwd`` is the one existing folder whose path
-encodes to it (looked up on this machine, below the root folder), else ``None``.
+Transcripts carry no timestamps (a transcript read on its own is dated 0: listed last), no
+lineage and no compaction; a transcript's name is its conversation's composer id, so
+:mod:`.cursor` reads the database's copy of a conversation instead when there is one.
+``<project>`` is the project path with ``/`` (and other characters) turned into ``-``, which
+cannot be reversed by rule: the ``cwd`` is the one existing folder whose path encodes to it
+(looked up on this machine, below the root folder), else ``None``.
 """
 
 from __future__ import annotations
@@ -31,14 +33,19 @@ from typing import Any
 from sessionquery.model import SessionHeader
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._catalog import Catalog
 from sessionquery.sources._common import Problem, as_dict, as_list, derived_id, dumps
-from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import parse_lines
-from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
-from sessionquery.sources.units import FileTree, Role
+from sessionquery.sources._parsed import ParsedFile, ParsedSession, UnitInput
+from sessionquery.sources.units import Role
 
-__all__ = ["CursorSource", "cursor_units", "parse_cursor_unit", "project_folder"]
+__all__ = [
+    "parse_transcript",
+    "project_folder",
+    "select_cursor",
+    "transcript_events",
+    "transcript_stem",
+    "user_text",
+]
 
 _TRANSCRIPTS = "agent-transcripts"
 _QUERY = re.compile(r"<user_query>(.*?)</user_query>", re.DOTALL)
@@ -56,48 +63,6 @@ def select_cursor(rel: str, is_dir: bool) -> Role | None:
     if len(parts) == 4 and parts[2] != stem:
         return None
     return "transcript" if len(parts) in (3, 4) else None
-
-
-def cursor_units(root: Path, *, follow_outside_links: bool = False) -> FileTree:
-    """The agent transcripts under a Cursor ``projects`` folder."""
-    return FileTree(Path(root), select_cursor, follow_outside_links=follow_outside_links)
-
-
-class CursorSource(Catalog):
-    """A read-only ``SessionPersistence`` over Cursor's agent transcripts.
-
-    Args:
-        root: ``~/.cursor/projects``.
-        metadata_cache: a SQLite file that keeps what each transcript yields between runs
-            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
-        max_file_bytes: transcripts larger than this are reported and not read (256 MiB).
-        follow_outside_links: follow symbolic links that lead outside ``root``.
-
-    Raises:
-        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
-            an importer cache (it is left untouched).
-        ValueError: ``max_file_bytes`` is not a positive integer.
-    """
-
-    kind = "cursor"
-
-    @classmethod
-    def unit_parser(cls) -> Parser:
-        """The parser of this kind's units."""
-        return parse_cursor_unit
-
-    def __init__(
-        self,
-        root: str | os.PathLike[str],
-        *,
-        metadata_cache: str | os.PathLike[str] | None = None,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        follow_outside_links: bool = False,
-    ) -> None:
-        tree = cursor_units(Path(root), follow_outside_links=follow_outside_links)
-        super().__init__(
-            tree, parse_cursor_unit, metadata_cache=metadata_cache, max_file_bytes=max_file_bytes
-        )
 
 
 # -- the project folder ---------------------------------------------------------------------
@@ -195,7 +160,8 @@ def _arguments(body: list[str]) -> str:
     return raw
 
 
-def _user_text(text: str) -> str:
+def user_text(text: str) -> str:
+    """The words the user typed: the inside of ``<user_query>…</user_query>`` when present."""
     match = _QUERY.search(text)
     return (match.group(1) if match else text).strip()
 
@@ -205,7 +171,7 @@ def _text_transcript(builder: LogBuilder, text: str) -> None:
     for index, message in enumerate(_text_messages(text)):
         tick(sum(len(line) for line in message.lines))
         if message.role == "user":
-            words = _user_text("\n".join(message.lines))
+            words = user_text("\n".join(message.lines))
             prompt = [{"type": "text", "text": words}] if words else []
             builder.open_turn(message.line, None, explicit=False)
             seq = builder.user_message(f"message-{index}", prompt, "user", message.line, None)
@@ -244,9 +210,9 @@ def _text_transcript(builder: LogBuilder, text: str) -> None:
 
 
 def _jsonl_transcript(
-    builder: LogBuilder, unit: UnitInput, where: Path, problems: list[Problem]
+    builder: LogBuilder, data: bytes, where: Path, problems: list[Problem]
 ) -> None:
-    lines, found = parse_lines(where, unit.data, "empty transcript; no session imported")
+    lines, found = parse_lines(where, data, "empty transcript; no session imported")
     problems.extend(found)
     tick = read_check()
     for line in lines:
@@ -278,7 +244,7 @@ def _jsonl_user(builder: LogBuilder, blocks: list[Any], number: int) -> None:
             call_id = str(block.get("tool_use_id") or f"unknown-call-line-{number}")
             builder.tool_result(call_id, block.get("is_error") is True, content, number, None)
         elif block.get("type") == "text" and isinstance(block.get("text"), str):
-            words = _user_text(block["text"])
+            words = user_text(block["text"])
             if words:
                 texts.append({"type": "text", "text": words})
     if texts:
@@ -315,32 +281,45 @@ def _jsonl_assistant(builder: LogBuilder, blocks: list[Any], number: int) -> Non
 # -- the file -------------------------------------------------------------------------------
 
 
-def parse_cursor_unit(unit: UnitInput) -> ParsedFile:
-    """Parse one agent transcript into its session and problems."""
+def transcript_events(
+    builder: LogBuilder, key: str, data: bytes, where: Path, problems: list[Problem]
+) -> None:
+    """Append the events of the transcript ``key`` (``.jsonl`` or ``.txt``) to ``builder``."""
+    if key.endswith(".jsonl"):
+        _jsonl_transcript(builder, data, where, problems)
+        return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problems.append(Problem(str(where), None, f"not valid UTF-8 ({exc.reason}); skipped"))
+        return
+    _text_transcript(builder, text)
+
+
+def transcript_stem(key: str) -> str:
+    """The conversation id a transcript's name holds (its composer id)."""
+    return PurePosixPath(key).name.rsplit(".", 1)[0]
+
+
+def parse_transcript(unit: UnitInput) -> ParsedFile:
+    """Parse one agent transcript on its own into its session and problems (undated; the
+    ``cwd`` is the folder its project name encodes)."""
     where = Path(unit.where)
     key = PurePosixPath(unit.key)
     problems: list[Problem] = []
     if key.suffix == ".txt" and unit.sides.find(str(key.with_suffix(".jsonl"))) is not None:
         return ParsedFile((), ())  # the .jsonl of the same conversation is read instead
-    stem = key.name.rsplit(".", 1)[0]
-    session_id = derived_id(stem)
+    session_id = derived_id(transcript_stem(unit.key))
     project = unit.parts[0]
     cwd = project_folder(project)
     if cwd is None:
         message = f"no folder on this machine encodes as {project!r}; cwd is None"
         problems.append(Problem(str(where), None, message))
     builder = LogBuilder(file=unit.key, last_time=0)
-    if key.suffix == ".jsonl":
-        _jsonl_transcript(builder, unit, where, problems)
-    else:
-        try:
-            text = unit.data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            problems.append(Problem(str(where), None, f"not valid UTF-8 ({exc.reason}); skipped"))
-            return ParsedFile((), tuple(problems))
-        _text_transcript(builder, text)
+    transcript_events(builder, unit.key, unit.data, where, problems)
     if not builder.events:
-        problems.append(Problem(str(where), None, "no messages; no session imported"))
+        if not any(p.message.startswith("not valid UTF-8") for p in problems):
+            problems.append(Problem(str(where), None, "no messages; no session imported"))
         return ParsedFile((), tuple(problems))
     builder.finish(len(unit.data.split(b"\n")))
     header = SessionHeader(id=session_id, created_at=0, cwd=cwd)
