@@ -5,7 +5,9 @@ A kind (``store``, ``claude``, ``codex``, ...) is a :class:`SourceKind`: its dis
 given a :class:`SourceEnvironment` (the environment variables and directories the one
 configuration reader, ``Config.from_env``, resolved; this module never reads ``os.environ`` or
 the home directory itself), and how to open a location of that kind. Adding a format is one
-module, its fixtures and one entry in :data:`KINDS`.
+module, its fixtures and one entry in :data:`KINDS`. A kind may read a default location together
+with others as one source (:meth:`SourceKind.companions`: Cursor's projects folder with its user
+folder, so that a conversation kept in both is listed once).
 
 For the archive, a kind also tells how to enumerate a location's raw units
 (:meth:`SourceKind.units`, a :class:`~sessionquery.sources.units.UnitStore`) and how to parse
