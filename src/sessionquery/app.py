@@ -285,7 +285,8 @@ def _advice(entry: SourceEntry) -> str:
 
 def _nothing_found(selection: Selection) -> SessionQueryError:
     looked = ", ".join(
-        f"{entry.path} ({kind_of(entry.kind).noun})" for entry in selection.absent_defaults
+        " + ".join(map(str, (entry.path, *entry.companions))) + f" ({kind_of(entry.kind).noun})"
+        for entry in selection.absent_defaults
     )
     return SessionQueryError(
         ErrorCode.INVALID_CONFIG,

@@ -414,7 +414,7 @@ KINDS: tuple[SourceKind, ...] = (
             "~/.cursor/projects (agent transcripts) and its user folder's "
             "globalStorage/state.vscdb (~/.config/Cursor/User on Linux)"
         ),
-        noun="Cursor projects directory",
+        noun="Cursor projects or user folder",
         locate=lambda env: (env.user_home / ".cursor" / "projects",),
         opener=_cursor,
         unit_store=_cursor_units,
