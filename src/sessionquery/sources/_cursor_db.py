@@ -49,7 +49,12 @@ from sessionquery.sources._common import (
     workspace_json_folder,
 )
 from sessionquery.sources._files import read_regular
-from sessionquery.sources._sqlite import DatabaseUnavailable, database_stamp, read_database
+from sessionquery.sources._sqlite import (
+    DatabaseUnavailable,
+    database_stamp,
+    read_database,
+    read_unit,
+)
 from sessionquery.sources.units import SkippedFile, Unit
 
 __all__ = ["COMPOSER_PREFIX", "DOCUMENT_FORMAT", "CursorDatabase", "composer_id"]
@@ -420,12 +425,7 @@ class CursorDatabase:
             SkippedFile: the composer is gone, too big, or the database cannot be read now.
         """
         head = self._listing().heads.get(cid)
-        try:
-            found = read_database(self.path, lambda c: _document(c, cid, head, max_bytes))
-        except DatabaseUnavailable as exc:
-            raise SkippedFile(str(exc)) from None
-        except sqlite3.Error as exc:
-            raise SkippedFile(f"unexpected schema ({exc}); skipped") from None
+        found = read_unit(self.path, lambda c: _document(c, cid, head, max_bytes))
         if found is None:
             raise SkippedFile(f"composer {cid!r} is no longer in the database")
         document, rows = found
