@@ -356,8 +356,40 @@ def _held_out(results: Row) -> list[str]:
     lines += _targets(held, _first_runs(held), of=" on the held-out questions")
     lines += _targets(results, _first_runs(results), of=" on all questions together")
     lines += _agreement(held, of=" (held-out questions)")
+    lines += _misses(held, _first_runs(held), "relevance", prefix="H")
     lines += _per_question(held, _first_runs(held), prefix="H")
     return lines
+
+
+def _misses(results: Row, runs: Sequence[Row], mode: str, prefix: str = "") -> list[str]:
+    """One line per question ``mode`` does not rank first at some distractor level: its ranks
+    and what ranked first there (``--explain`` gives the full picture)."""
+    if not runs or mode not in runs[0]["outcomes"]:
+        return []
+    lines = []
+    for number, question in enumerate(results["questions"], 1):
+        outcomes = [run["outcomes"][mode][number - 1] for run in runs]
+        missed = [(run, o) for run, o in zip(runs, outcomes, strict=True) if o["rank"] != 1]
+        if not missed:
+            continue
+        run, outcome = missed[0]
+        ranks = " · ".join(_rank(o) for o in outcomes)
+        above = ""
+        if outcome["ranked"]:
+            snippet = " ".join(outcome["snippets"][0].split())[:120].replace("|", "\\|")
+            above = (
+                f"; first at {_level(run['distractors'])}: `{outcome['ranked'][0]}` (“{snippet}”)"
+            )
+        text = question["text"].replace("|", "\\|")
+        lines.append(f"* {prefix}{number} “{text}”: rank {ranks}{above}")
+    if not lines:
+        return [f"`{mode}` ranks a right session first for every question at every level.", ""]
+    levels = " · ".join(_level(run["distractors"]) for run in runs)
+    header = (
+        f"Questions `{mode}` does not rank first ({runs[0]['backend']}; rank at distractors "
+        f"{levels}; `--explain {mode}` prints more):"
+    )
+    return [header, "", *lines, ""]
 
 
 def render(results: Row) -> str:
