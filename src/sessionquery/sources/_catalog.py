@@ -204,6 +204,7 @@ class Catalog:
         self._headers: dict[str, SessionHeader] = {}  # public id -> public header
         self._scan_problems: tuple[Problem, ...] = ()
         self._fingerprint: str | None = None
+        self._archived: frozenset[str] = frozenset()  # archived_ids() of the last listing
 
     @property
     def root(self) -> Path:
@@ -224,12 +225,24 @@ class Catalog:
             self._fingerprint = None
 
     def archived_ids(self) -> frozenset[str]:
-        """Ids of the sessions the last listing read from an archive (no I/O)."""
-        with self._lock:
+        """Ids of the sessions the last listing read from an archive (no I/O, and no wait).
+
+        A search marks its hits with these after the index answered: while a listing holds
+        the source (a first listing parses every unit, for minutes on a large history), the
+        set of the listing before it is the answer, so a search never waits for a scan.
+        """
+        if not isinstance(self._store, ArchiveBacked):
+            return frozenset()
+        if not self._lock.acquire(blocking=False):
+            return self._archived
+        try:
             served = self._store.served() if isinstance(self._store, ArchiveBacked) else ()
-            if not served:
-                return frozenset()
-            return frozenset(pid for pid, (key, _index) in self._ids.items() if key in served)
+            self._archived = frozenset(
+                pid for pid, (key, _index) in self._ids.items() if key in served
+            )
+            return self._archived
+        finally:
+            self._lock.release()
 
     def close(self) -> None:
         """Close the metadata cache file (the source stays usable with an in-memory cache)."""
