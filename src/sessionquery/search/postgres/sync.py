@@ -52,7 +52,7 @@ from sessionquery.search.postgres.tokens import lexeme, normal_form, tokens
 from sessionquery.search.snippet import sanitize_text
 from sessionquery.search.update import ProgressCallback
 
-__all__ = ["SyncResult", "forget_sessions", "sync_persisted"]
+__all__ = ["SyncResult", "TermStats", "forget_sessions", "sync_persisted"]
 
 _TSVECTOR_BUDGET: Final = 1_000_000
 """Bytes of lexemes above which a document stores no tsvector (PostgreSQL's limit is 1 MiB)."""
@@ -117,17 +117,67 @@ def _doc_row(  # noqa: PLR0917
     return row, {lexeme(word) for word in words}
 
 
-def forget_sessions(conn: psycopg.Connection[Any], ids: Sequence[str]) -> None:
-    """Take the rows of sessions ``ids`` out of the term statistics (before deleting them)."""
+class TermStats:
+    """Changes to the term statistics (``sqi_state``'s document and token counts, each
+    lexeme's document count in ``sqi_terms``) gathered over a batch and written once.
+
+    Written per session, the statistics rows of common lexemes were updated once per session
+    in one transaction, and each update of a row a transaction already updated walks the
+    versions it left behind: a batch cost grew with the square of its sessions.
+    """
+
+    __slots__ = ("documents", "terms", "tokens")
+
+    def __init__(self) -> None:
+        self.documents = 0
+        self.tokens = 0
+        self.terms: dict[str, int] = {}
+
+    def add(self, documents: int, tokens: int, terms: dict[str, int], sign: int = 1) -> None:
+        """Count ``documents`` rows of ``tokens`` tokens holding ``terms`` in (``sign`` 1) or
+        out (``sign`` -1)."""
+        self.documents += sign * documents
+        self.tokens += sign * tokens
+        held = self.terms
+        for term, n in terms.items():
+            held[term] = held.get(term, 0) + sign * n
+
+    def flush(self, conn: psycopg.Connection[Any]) -> None:
+        """Write the gathered changes (in the caller's transaction) and start again."""
+        if self.documents or self.tokens:
+            conn.execute(
+                "UPDATE sqi_state SET documents = documents + %s, tokens = tokens + %s",
+                (self.documents, self.tokens),
+            )
+        changed = sorted(term for term, n in self.terms.items() if n)
+        if changed:
+            conn.execute(
+                "INSERT INTO sqi_terms (term, docs) SELECT * FROM unnest(%s::text[], "
+                "%s::bigint[]) ON CONFLICT (term) DO UPDATE SET docs = sqi_terms.docs + "
+                "excluded.docs",
+                (changed, [self.terms[term] for term in changed]),
+            )
+            conn.execute(
+                "DELETE FROM sqi_terms WHERE term = ANY(%s::text[]) AND docs <= 0", (changed,)
+            )
+        self.documents = self.tokens = 0
+        self.terms = {}
+
+
+def forget_sessions(
+    conn: psycopg.Connection[Any], ids: Sequence[str], stats: TermStats | None = None
+) -> None:
+    """Take the rows of sessions ``ids`` out of the term statistics (before deleting them):
+    into ``stats`` when given (written by its :meth:`TermStats.flush`), else at once."""
     if not ids:
         return
-    conn.execute(
-        "WITH gone AS (SELECT count(*) AS n, coalesce(sum(ntokens), 0) AS t FROM sqi_docs "
-        "WHERE session_id = ANY(%s::text[])) "
-        "UPDATE sqi_state SET documents = documents - gone.n, tokens = tokens - gone.t "
-        "FROM gone",
+    pending = TermStats() if stats is None else stats
+    row = conn.execute(
+        "SELECT count(*), coalesce(sum(ntokens), 0) FROM sqi_docs "
+        "WHERE session_id = ANY(%s::text[])",
         (list(ids),),
-    )
+    ).fetchone()
+    assert row is not None
     counts: dict[str, int] = {}
     rows = conn.execute(
         "SELECT t, count(*) FROM sqi_docs, unnest(tsvector_to_array(tsv)) AS t "
@@ -142,32 +192,9 @@ def forget_sessions(conn: psycopg.Connection[Any], ids: Sequence[str]) -> None:
     ):
         for term in {lexeme(word) for word in str(norm).split(" ") if word}:
             counts[term] = counts.get(term, 0) + 1
-    if counts:
-        terms = sorted(counts)
-        conn.execute(
-            "UPDATE sqi_terms AS k SET docs = k.docs - g.n "
-            "FROM unnest(%s::text[], %s::bigint[]) AS g(term, n) WHERE k.term = g.term",
-            (terms, [counts[term] for term in terms]),
-        )
-        conn.execute("DELETE FROM sqi_terms WHERE term = ANY(%s::text[]) AND docs <= 0", (terms,))
-
-
-def _remember(
-    conn: psycopg.Connection[Any], rows: Sequence[_DocRow], terms: dict[str, int]
-) -> None:
-    """Add written rows (their counts, their lexemes' document counts) to the statistics."""
-    if rows:
-        conn.execute(
-            "UPDATE sqi_state SET documents = documents + %s, tokens = tokens + %s",
-            (len(rows), sum(row[9] for row in rows)),
-        )
-    if terms:
-        names = sorted(terms)
-        conn.execute(
-            "INSERT INTO sqi_terms (term, docs) SELECT * FROM unnest(%s::text[], %s::bigint[]) "
-            "ON CONFLICT (term) DO UPDATE SET docs = sqi_terms.docs + excluded.docs",
-            (names, [terms[name] for name in names]),
-        )
+    pending.add(int(row[0]), int(row[1]), counts, sign=-1)
+    if stats is None:
+        pending.flush(conn)
 
 
 def _storage_error(session_id: str, exc: BaseException) -> SessionQueryError:
@@ -299,6 +326,7 @@ class _Batches:
         self.cancel, self.progress = cancel, progress
         self.total = self.indexed = self.written = 0
         self.vanished: list[str] = []
+        self.stats = TermStats()
 
     def run(self, batch: list[PersistedSession], generation: int) -> None:
         """Index ``batch`` in the caller's transaction."""
@@ -312,6 +340,7 @@ class _Batches:
                 entry=entry,
                 generation=generation,
                 cancel=self.cancel,
+                stats=self.stats,
             )
             if count is None:
                 vanished.append(entry.header.id)
@@ -321,8 +350,9 @@ class _Batches:
             if self.progress is not None:
                 self.progress(self.indexed, self.total)
         if vanished:
-            forget_sessions(self.conn, vanished)
+            forget_sessions(self.conn, vanished, self.stats)
             self.conn.execute("DELETE FROM sqi_sessions WHERE id = ANY(%s::text[])", (vanished,))
+        self.stats.flush(self.conn)
         self.vanished.extend(vanished)
         if batch:
             _merge_pending(self.conn)
@@ -391,8 +421,10 @@ def _index_one(
     entry: PersistedSession,
     generation: int,
     cancel: CancelToken | None,
+    stats: TermStats,
 ) -> int | None:
-    """(Re)write one session's rows; ``None`` when it vanished meanwhile."""
+    """(Re)write one session's rows, their statistics into ``stats``; ``None`` when it
+    vanished meanwhile."""
     with checking(None if cancel is None else cancel.check):
         return _write_one(
             conn=conn,
@@ -401,6 +433,7 @@ def _index_one(
             entry=entry,
             generation=generation,
             cancel=cancel,
+            stats=stats,
         )
 
 
@@ -412,6 +445,7 @@ def _write_one(
     entry: PersistedSession,
     generation: int,
     cancel: CancelToken | None,
+    stats: TermStats,
 ) -> int | None:
     sid = entry.header.id
     tick = read_check()
@@ -459,7 +493,7 @@ def _write_one(
     for _row, held in built:
         for term in held:
             terms[term] = terms.get(term, 0) + 1
-    forget_sessions(conn, [sid])
+    forget_sessions(conn, [sid], stats)
     conn.execute("DELETE FROM sqi_sessions WHERE id = %s", (sid,))
     conn.execute(
         "INSERT INTO sqi_sessions (id, created_at, cwd, parent_session, header_json, "
@@ -484,5 +518,5 @@ def _write_one(
         for row in rows:
             tick(row[5])
             copy.write_row(row)
-    _remember(conn, rows, terms)
+    stats.add(len(rows), sum(row[9] for row in rows), terms)
     return len(rows)
