@@ -18,6 +18,8 @@ from search_sqlite_support import FakeCorpus, FakePersistence, header, log
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.query.cancel import CancelToken
 from sessionquery.search.postgres import PostgresSearch
+from sessionquery.search.postgres.bounded import LOOKUP_CHUNK
+from sessionquery.search.sqlite import SqliteSearch
 
 VOCABULARY = [f"word{i}" for i in range(400)]
 DEADLINE_S = 0.5
@@ -61,5 +63,25 @@ def test_a_hundred_thousand_word_query_answers_or_aborts_at_its_deadline(
                     if query is absent and mode != "relevance":
                         assert page.items == []
                 assert time.monotonic() - started < DEADLINE_S + HANG_S, (mode, len(query))
+    finally:
+        postgres_server.drop_schema(dsn)
+
+
+def test_a_query_longer_than_one_lookup_chunk_needs_every_chunk_present(
+    postgres_server: PostgresServer,
+) -> None:
+    words = [f"w{i}z" for i in range(LOOKUP_CHUNK + 300)]
+    store = FakePersistence()
+    store.put(header("all", 1, cwd="/w"), log(" ".join(words)))
+    store.put(header("most", 2, cwd="/w"), log(" ".join(words[:-1])))
+    corpus = FakeCorpus(store)
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
+            for index in (pg, lite):
+                every = index.search_sessions(corpus, " ".join(words), match="words")
+                assert [hit.record.id for hit in every.items] == ["all"]
+                beyond = index.search_sessions(corpus, " ".join([*words, "nowhere"]), match="words")
+                assert beyond.items == []
     finally:
         postgres_server.drop_schema(dsn)

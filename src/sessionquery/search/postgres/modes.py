@@ -83,7 +83,9 @@ class ModeSearches:
     ) -> list[bounded.Found]:
         phrases = phrases_of(words, mode)
         overlay = self._overlay
-        if not bounded.all_present(conn, overlay, words, include_persisted=persisted):
+        if not bounded.all_present(
+            conn, overlay, words, include_persisted=persisted, cancel=cancel
+        ):
             return []
         events = request.event_filters
 
