@@ -477,3 +477,17 @@ def test_an_unknown_option_is_matched_against_the_options_of_its_own_command(
     assert ran.status == 2 and hint in ran.err, ran.err
     if args[0] != "export":
         assert "--format" not in ran.err
+
+
+def test_export_and_the_mcp_caller_accept_a_childs_short_id(cli: Cli) -> None:
+    from sessionquery.mcp import resolve_caller
+    from sessionquery.query.service import SessionQuery
+    from sessionquery.sources import ClaudeCodeSource
+
+    children = _claude_family(cli)
+    exported = cli("export", "c0ffee00/2", "--format", "json")
+    assert exported.status == 0, exported.err
+    assert exported.json()["session"]["id"] == children[1]
+    source = ClaudeCodeSource(cli.home / ".claude" / "projects")
+    with SessionQuery(persistence=source) as query:
+        assert resolve_caller(query, cwd=None, session_id="c0ffee00/2").session_id == children[1]
