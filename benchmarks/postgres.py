@@ -61,6 +61,40 @@ def _now() -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
 
+def _backend_cpu(dsn: str) -> float:
+    """CPU seconds the server's processes serving ``dsn``'s database have used so far (from
+    ``/proc``: the server runs on this machine), this monitor's own backend left out."""
+    import psycopg
+
+    tick = os.sysconf("SC_CLK_TCK")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        ).fetchall()
+    total = 0.0
+    for (pid,) in rows:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+def _cpu(fn: Callable[[], Any], reps: int, dsn: str | None = None) -> float:
+    """Mean CPU milliseconds of one call: this process's, plus the database server's for
+    ``dsn`` (load inflates it far less than wall time)."""
+    server = _backend_cpu(dsn) if dsn else 0.0
+    started = time.process_time()
+    for _ in range(reps):
+        fn()
+    used = time.process_time() - started
+    if dsn:
+        used += _backend_cpu(dsn) - server
+    return used * 1000 / reps
+
+
 def _timed(fn: Callable[[], Any], reps: int) -> list[float]:
     samples = []
     for _ in range(reps):
@@ -212,6 +246,12 @@ def measure(spec: CorpusSpec, dsn: str, reps: int) -> dict[str, Any]:
                         "postgres": _timed(
                             partial(_search, pg, query, limit=20, match="relevance"), reps
                         ),
+                        "sqlite_cpu": _cpu(
+                            partial(_search, lite, query, limit=20, match="relevance"), reps
+                        ),
+                        "postgres_cpu": _cpu(
+                            partial(_search, pg, query, limit=20, match="relevance"), reps, dsn
+                        ),
                     }
                 )
         phrase = queries(manifest)[2]
@@ -297,6 +337,22 @@ def render(spec: CorpusSpec, r: dict[str, Any]) -> str:
             f"| {label}, p50 / p95 | {_ms(r[f'{key}_sqlite'])} | {_ms(r[f'{key}_postgres'])} | "
             f"{b / a:.2f}{TIMES} |"
         )
+    if r.get("relevance"):
+        lines += [
+            "",
+            "The relevance searches again as CPU time (mean of the same repetitions; "
+            "PostgreSQL's is this process's plus the server processes' of the database, read "
+            "from `/proc`), which the machine's load inflates far less than wall time:",
+            "",
+            "| relevance question | SQLite CPU | PostgreSQL CPU | PostgreSQL ÷ SQLite |",
+            "|---|---:|---:|---:|",
+        ]
+        for row in r["relevance"]:
+            a, b = row["sqlite_cpu"], row["postgres_cpu"]
+            lines.append(
+                f"| {row['name']} (`{row['text']}`) | {_fmt(a)} | {_fmt(b)} | {b / a:.2f}{TIMES} |"
+            )
+        lines.append("")
     lines += [
         "",
         "Identical results (every page of each class, limit 100: session, best event, "

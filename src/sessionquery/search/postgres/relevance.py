@@ -146,8 +146,14 @@ def relevance_params(plan: RelevancePlan) -> dict[str, object]:
 
 
 def _frequency(i: int) -> str:
+    """Occurrences of term ``i``'s pattern in the normal form: the bytes a replace removes
+    over the pattern's bytes (exact, as whole occurrences are removed; byte lengths need no
+    scan of the text), computed only where the pattern occurs at all."""
     name = f"%(rp{i})s"
-    return f"(length(d.norm) - length(replace(d.norm, {name}, ''))) / length({name})"
+    return (
+        f"CASE WHEN strpos(d.norm, {name}) > 0 THEN (octet_length(d.norm) - "
+        f"octet_length(replace(d.norm, {name}, ''))) / octet_length({name}) ELSE 0 END"
+    )
 
 
 def _scored(plan: RelevancePlan, filters: CompiledFilters, extra: str) -> str:

@@ -87,8 +87,11 @@ def _match(plan: MatchPlan) -> tuple[str, str]:
         predicate = f"(d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL){contains}"
     predicate += " AND NOT d.title"  # titles are ranked by relevance search only
     if plan.simple:
+        # occurrences = bytes a replace removes / the pattern's bytes (byte lengths need no
+        # scan of the text, character lengths do)
         count = " + ".join(
-            f"(length(d.norm) - length(replace(d.norm, {name}, ''))) / length({name})"
+            f"(octet_length(d.norm) - octet_length(replace(d.norm, {name}, ''))) / "
+            f"octet_length({name})"
             for name in names
         )
     else:
