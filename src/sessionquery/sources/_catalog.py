@@ -400,7 +400,8 @@ class Catalog:
         """Every imported session (reading only units that changed since they were cached)."""
         with self._lock:
             self._scan()
-            return [self._listing(public) for public in self._ids]
+            served = self._served()
+            return [self._listing(public, served) for public in self._ids]
 
     def _title(self, public: str) -> str | None:
         if not self._titles:
@@ -408,7 +409,9 @@ class Catalog:
         key, index = self._ids[public]
         return self._titles.get(self._entries[key].summaries[index].header.id)
 
-    def _listing(self, public: str) -> PersistedSession:
+    def _listing(self, public: str, served: frozenset[str] | None = None) -> PersistedSession:
+        """One session's listing entry; ``served`` is the archive-backed store's served keys
+        when the caller already asked for them (``None``: ask here)."""
         key, index = self._ids[public]
         entry = self._entries[key]
         count = entry.summaries[index].count
@@ -424,8 +427,12 @@ class Catalog:
             revision=revision,
             event_count=count,
             size_bytes=entry.unit.size,
-            archived=isinstance(self._store, ArchiveBacked) and key in self._store.served(),
+            archived=key in (self._served() if served is None else served),
         )
+
+    def _served(self) -> frozenset[str]:
+        """The unit keys the last scan served from an archive (none without one)."""
+        return self._store.served() if isinstance(self._store, ArchiveBacked) else frozenset()
 
     def session_units(self) -> dict[str, str]:
         """The unit key each listed session comes from, by public id (after :meth:`list`)."""
