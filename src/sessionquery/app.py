@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from sessionquery.redact import Redactor
     from sessionquery.search.postgres import PostgresSearch
     from sessionquery.search.sqlite import SqliteSearch
+    from sessionquery.tools.access import WorkspaceRule
 
     SearchIndex = SqliteSearch | PostgresSearch
 
@@ -676,6 +677,17 @@ class App:
     def resolve(self, text: str) -> str:
         """The full id ``text`` names (see :meth:`SessionIds.resolve`)."""
         return self.session_ids().resolve(text)
+
+    def workspaces(self) -> WorkspaceRule | None:
+        """The tools' workspace rule: over a team database (``sessionquery team init``) the
+        repository identity of :class:`sessionquery.team.TeamWorkspaces`; else ``None``, the
+        exact-cwd rule."""
+        dsn = self.selection.postgres
+        if dsn is None:
+            return None
+        from sessionquery.team.access import team_rule
+
+        return team_rule(dsn, self.config)
 
     def origin(self, session_id: str) -> SessionOrigin | None:
         """Which selected source holds ``session_id`` (``None`` when none does)."""

@@ -110,8 +110,18 @@ SOURCE_KINDS = ("root", *(kind.kind for kind in KINDS if kind.kind != "store"))
 """The kinds of session source, named as their config keys (``root`` is the store)."""
 
 _KEYS = frozenset(
-    {*SOURCE_KINDS, "store", "index", "postgres", "archive", "archive_keep_days", "archive_raw"}
+    {
+        *SOURCE_KINDS,
+        "store",
+        "index",
+        "postgres",
+        "archive",
+        "archive_keep_days",
+        "archive_raw",
+        "push",
+    }
 )
+_PUSH_KEYS = frozenset({"postgres", "machine", "interval"})
 
 
 def _absolute(path: Path) -> Path:
@@ -133,6 +143,9 @@ class FileSettings:
         archive_keep_days: the archive's retention in days, or ``None`` to keep forever.
         archive_raw: archive the transcripts' bytes as they are even when redaction is on
             (off by default: with redaction on, the archive holds the redacted form).
+        push: the ``[push]`` table (``sessionquery push``): ``postgres`` (the team database),
+            ``machine`` (this machine's name there), ``interval`` (seconds between pushes of
+            ``--watch``); empty when the file has none.
     """
 
     path: Path
@@ -142,6 +155,7 @@ class FileSettings:
     archive: bool = False
     archive_keep_days: int | None = None
     archive_raw: bool = False
+    push: Mapping[str, str | float] = field(default_factory=dict)
 
     @property
     def names_sources(self) -> bool:
@@ -235,7 +249,29 @@ def read_settings(path: Path) -> FileSettings:
         archive=archive,
         archive_keep_days=keep,
         archive_raw=archive_raw,
+        push=_push_table(path, data.get("push", {})),
     )
+
+
+def _push_table(path: Path, table: object) -> dict[str, str | float]:
+    if not isinstance(table, dict):
+        raise _invalid(path, "'push' must be a table ([push])")
+    unknown = sorted(set(table) - _PUSH_KEYS)
+    if unknown:
+        raise _invalid(path, f"unknown key(s) push.{', push.'.join(unknown)}")
+    out: dict[str, str | float] = {}
+    for key in ("postgres", "machine"):
+        value = table.get(key)
+        if value is not None:
+            if not isinstance(value, str) or not value.strip():
+                raise _invalid(path, f"'push.{key}' must be a non-empty string")
+            out[key] = value
+    interval = table.get("interval")
+    if interval is not None:
+        if isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0:
+            raise _invalid(path, "'push.interval' must be a positive number of seconds")
+        out["interval"] = float(interval)
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -47,6 +47,7 @@ from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.service import SessionQuery
 from sessionquery.tools import SessionQueryTools, ToolCaller, ToolDefinition
+from sessionquery.tools.access import WorkspaceRule
 from sessionquery.tools.boundary import sanitize
 from sessionquery.tools.specs import PROMPT_SECTION, ToolAnnotations, build_definitions, tool_spec
 
@@ -247,6 +248,7 @@ def build_server(
     *,
     failure: SessionQueryError | None = None,
     warm: Callable[[SessionQuery], IndexBuilder | None] | None = None,
+    workspaces: Callable[[], WorkspaceRule | None] | None = None,
 ) -> Server[_State]:
     """The MCP server; ``open_query`` runs in the lifespan and opens the indexed service.
 
@@ -257,6 +259,8 @@ def build_server(
         failure: a configuration error: the server then answers every tool call with it.
         warm: given the opened service, starts a background index build (stopped with the
             server), or returns ``None``.
+        workspaces: gives the tools' workspace rule (``None``: the exact cwd), called once
+            the service is open.
     """
 
     @asynccontextmanager
@@ -277,9 +281,10 @@ def build_server(
             )
             yield _State(query=None, tools=None, failure=problem)
             return
+        rule = await anyio.to_thread.run_sync(workspaces) if workspaces is not None else None
         builder = warm(query) if warm is not None else None
         try:
-            yield _State(query=query, tools=SessionQueryTools(query))
+            yield _State(query=query, tools=SessionQueryTools(query, workspaces=rule))
         finally:
             if builder is not None:
                 await anyio.to_thread.run_sync(builder.stop)
@@ -454,7 +459,13 @@ def run_stdio(
         builder.start()
         return builder
 
-    server = build_server(open_query, caller, failure=problem, warm=warm)
+    server = build_server(
+        open_query,
+        caller,
+        failure=problem,
+        warm=warm,
+        workspaces=app.workspaces if app is not None else None,
+    )
 
     async def serve() -> None:
         async with stdio_server() as (read_stream, write_stream):

@@ -540,6 +540,38 @@ def _setup_quickstart(p: argparse.ArgumentParser) -> None:
     del p  # only the shared source options (--root, --index)
 
 
+def _setup_push(p: argparse.ArgumentParser) -> None:
+    """Options of ``push`` (besides the shared source options)."""
+    p.add_argument(
+        "--machine",
+        metavar="NAME",
+        help="this machine's name in the team database (default: the config file's "
+        "push.machine, else the host name)",
+    )
+    p.add_argument("--watch", action="store_true", help="keep pushing until interrupted")
+    p.add_argument(
+        "--interval",
+        type=float,
+        metavar="SECONDS",
+        help="seconds between pushes with --watch (default: push.interval, else 60)",
+    )
+    p.add_argument("--json", action="store_true", help="print the report as one JSON document")
+
+
+def _setup_team(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``team``."""
+    p.add_argument("action", choices=("init", "grant", "revoke", "members"))
+    p.add_argument("role", nargs="?", metavar="ROLE", help="a database role (grant, revoke)")
+    p.add_argument(
+        "workspace",
+        nargs="?",
+        metavar="WORKSPACE",
+        help="a team workspace, e.g. github.com/org/app ('*': every workspace)",
+    )
+    p.add_argument("--push", action="store_true", help="grant: also let ROLE push")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+
 _COMMANDS = "sessionquery.cli._commands"
 _SOURCES = "sessionquery.cli._sources"
 
@@ -633,6 +665,18 @@ COMMANDS: tuple[Command, ...] = (
         "Browse every session in a local, read-only web viewer.",
         _setup_serve,
         "sessionquery.cli._serve:cmd_serve",
+    ),
+    Command(
+        "push",
+        "Copy this machine's sessions, redacted, into the team database.",
+        _setup_push,
+        "sessionquery.cli._team:cmd_push",
+    ),
+    Command(
+        "team",
+        "Set up the team database; grant, revoke and list access.",
+        _setup_team,
+        "sessionquery.cli._team:cmd_team",
     ),
     Command(
         "quickstart",

@@ -8,6 +8,10 @@ The rule (SPEC §8, reference contract §6.4), applied to a session header:
   exact same string: no normalisation and no symlink resolution, so ``/a`` and ``/a/`` are
   different workspaces.
 
+A server over a team database replaces the rule with one of workspaces
+(:class:`WorkspaceRule`, e.g. :class:`sessionquery.team.TeamWorkspaces`): the same repository
+on every machine is one workspace. :data:`EXACT_CWD` is the rule above.
+
 Invariants: identity comes from the :class:`ToolCaller`, never from tool arguments; a missing
 session and an invisible one produce the byte-identical :func:`unauthorized` error, so ids
 outside the workspace cannot be probed; lineage projections never carry a hidden id or title,
@@ -25,11 +29,13 @@ from sessionquery.model import SessionEvent, SessionHeader, validate_session_id
 from sessionquery.query.types import LineageNode, LineageTrace, SessionRecord
 
 __all__ = [
+    "EXACT_CWD",
     "NO_WORKSPACE_SEARCH_MESSAGE",
     "UNAUTHORIZED_MESSAGE",
     "LiveSessionView",
     "ToolCaller",
     "VisibleLineage",
+    "WorkspaceRule",
     "is_authorized",
     "is_visible",
     "no_current_step",
@@ -113,9 +119,42 @@ def is_visible(session_id: str, cwd: str | None, caller: ToolCaller) -> bool:
     return caller.cwd is not None and cwd == caller.cwd
 
 
-def is_authorized(header: SessionHeader, caller: ToolCaller) -> bool:
-    """Whether ``caller`` may see the session with this header (see :func:`is_visible`)."""
-    return is_visible(header.id, header.cwd, caller)
+def is_authorized(
+    header: SessionHeader, caller: ToolCaller, rule: WorkspaceRule | None = None
+) -> bool:
+    """Whether ``caller`` may see the session with this header (see :func:`is_visible`, or
+    ``rule`` when given)."""
+    if rule is None:
+        return is_visible(header.id, header.cwd, caller)
+    return rule.visible(header.id, header.cwd, caller)
+
+
+class WorkspaceRule(Protocol):
+    """Which sessions a caller's workspace holds (the tools' authorization)."""
+
+    def visible(self, session_id: str, cwd: str | None, caller: ToolCaller) -> bool:
+        """Whether ``caller`` may see the session ``session_id`` recorded in ``cwd``."""
+        ...
+
+    def cwds(self, caller: ToolCaller) -> tuple[str | None, ...]:
+        """Recorded cwds that every session visible to ``caller`` has one of (searches and
+        listings are narrowed to them first, then each session is checked with
+        :meth:`visible`)."""
+        ...
+
+
+class _ExactCwd:
+    """The exact-cwd rule of SPEC §8 (:func:`is_visible`)."""
+
+    def visible(self, session_id: str, cwd: str | None, caller: ToolCaller) -> bool:
+        return is_visible(session_id, cwd, caller)
+
+    def cwds(self, caller: ToolCaller) -> tuple[str | None, ...]:
+        return (caller.cwd,)
+
+
+EXACT_CWD: WorkspaceRule = _ExactCwd()
+"""The default rule: a workspace is one exact cwd string."""
 
 
 def unauthorized() -> SessionQueryError:
@@ -156,12 +195,14 @@ class VisibleLineage:
         return ids
 
 
-def project_lineage(trace: LineageTrace, caller: ToolCaller) -> VisibleLineage:
+def project_lineage(
+    trace: LineageTrace, caller: ToolCaller, rule: WorkspaceRule = EXACT_CWD
+) -> VisibleLineage:
     """Cut ``trace`` down to what ``caller`` may see (the target must be authorized)."""
     ancestors: list[SessionRecord] = []
     boundary = not trace.complete
     for record in trace.ancestors:
-        if not is_authorized(record.header, caller):
+        if not is_authorized(record.header, caller, rule):
             boundary = True
             break
         ancestors.append(record)
@@ -170,7 +211,7 @@ def project_lineage(trace: LineageTrace, caller: ToolCaller) -> VisibleLineage:
     stack: list[tuple[int, LineageNode]] = [(0, node) for node in reversed(trace.descendants)]
     while stack:
         depth, node = stack.pop()
-        if not is_authorized(node.record.header, caller):
+        if not is_authorized(node.record.header, caller, rule):
             rows.append((depth, None))
             continue
         rows.append((depth, node.record))

@@ -53,10 +53,11 @@ from sessionquery.query.types import (
 )
 from sessionquery.tools import render
 from sessionquery.tools.access import (
+    EXACT_CWD,
     NO_WORKSPACE_SEARCH_MESSAGE,
     ToolCaller,
+    WorkspaceRule,
     is_authorized,
-    is_visible,
     no_current_step,
     project_lineage,
     unauthorized,
@@ -188,6 +189,7 @@ class Operations:
         caller: who is calling.
         boundary: the sanitizer every service call goes through.
         max_results: the search result cap.
+        rule: which sessions the caller's workspace holds (default: the exact cwd).
         match: the search tools' mode when the model does not choose one.
     """
 
@@ -199,7 +201,9 @@ class Operations:
         max_results: int,
         *,
         match: ToolMatch = "relevance",
+        rule: WorkspaceRule = EXACT_CWD,
     ) -> None:
+        self._rule = rule
         self._query = query
         self._caller = caller
         self._boundary = boundary
@@ -225,7 +229,7 @@ class Operations:
             if not parents:
                 return render.NO_SESSION_MATCHES
             filters.append(ParentIn(tuple(parents)))
-        filters.append(CwdIn((cwd,)))
+        filters.append(CwdIn(self._rule.cwds(self._caller)))
         if args.empty:
             return render.NO_SESSION_MATCHES
         fallback = False
@@ -316,7 +320,7 @@ class Operations:
         self._preflight(target)
         trace = self._boundary.run(lambda token: self._query.trace_session(target, cancel=token))
         self._post_check(trace.target.id, trace.target.header.cwd, target)
-        lineage = project_lineage(trace, self._caller)
+        lineage = project_lineage(trace, self._caller, self._rule)
         titles = self._titles(lineage.visible_ids())
         return render.render_trace(lineage, titles)
 
@@ -361,7 +365,7 @@ class Operations:
             raise unauthorized()
         records = self._boundary.run(
             lambda token: self._query.filter_sessions(
-                [IdIn((target,)), CwdIn((caller.cwd,))], cancel=token
+                [IdIn((target,)), CwdIn(self._rule.cwds(caller))], cancel=token
             )
         )
         if len(records) != 1:
@@ -370,7 +374,7 @@ class Operations:
         self._post_check(record.id, record.header.cwd, target)
 
     def _post_check(self, seen_id: str, seen_cwd: str | None, target: str) -> None:
-        if seen_id != target or not is_visible(seen_id, seen_cwd, self._caller):
+        if seen_id != target or not self._rule.visible(seen_id, seen_cwd, self._caller):
             raise unauthorized()
 
     def _authorized_ids(self, ids: Iterable[str]) -> set[str]:
@@ -385,14 +389,16 @@ class Operations:
             return set()
         records = self._boundary.run(
             lambda token: self._query.filter_sessions(
-                [IdIn(tuple(wanted)), CwdIn((cwd,))], cancel=token
+                [IdIn(tuple(wanted)), CwdIn(self._rule.cwds(self._caller))], cancel=token
             )
         )
-        return {r.id for r in records if is_authorized(r.header, self._caller)}
+        return {r.id for r in records if is_authorized(r.header, self._caller, self._rule)}
 
     def _acceptable_hit(self, hit: SessionSearchHit) -> bool:
         record = hit.record
-        return record.id != self._caller.session_id and is_authorized(record.header, self._caller)
+        return record.id != self._caller.session_id and is_authorized(
+            record.header, self._caller, self._rule
+        )
 
     @staticmethod
     def _parent_text(hit: SessionSearchHit, visible: set[str]) -> str:
@@ -423,7 +429,7 @@ class Operations:
             if result.error is None and result.header is not None:
                 header = result.header
                 if drop_hidden and (
-                    header.id != session_id or not is_authorized(header, self._caller)
+                    header.id != session_id or not is_authorized(header, self._caller, self._rule)
                 ):
                     del titles[session_id]
                     continue

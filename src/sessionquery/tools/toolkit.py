@@ -23,7 +23,7 @@ from typing import Any
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
 from sessionquery.query.cancel import CancelToken
-from sessionquery.tools.access import ToolCaller
+from sessionquery.tools.access import EXACT_CWD, ToolCaller, WorkspaceRule
 from sessionquery.tools.boundary import (
     SEARCH_TIMEOUT_MESSAGE,
     TOOL_FAILED_MESSAGE,
@@ -94,6 +94,8 @@ class SessionQueryTools:
             ``"relevance"`` (any of its words, best answers first) or ``"phrase"`` (the
             literal phrase; a phrase of several words that finds nothing is answered with
             the sessions holding all of its words).
+        workspaces: which sessions a caller's workspace holds; default the exact-cwd rule of
+            SPEC §8 (a team database's server passes :class:`sessionquery.team.TeamWorkspaces`).
 
     Raises:
         SessionQueryError: ``SESSION_QUERY_INVALID_CONFIG`` for a non-integer or
@@ -107,7 +109,9 @@ class SessionQueryTools:
         max_search_results: int = 100,
         search_timeout_ms: int = DEFAULT_SEARCH_TIMEOUT_MS,
         match: ToolMatch = "relevance",
+        workspaces: WorkspaceRule | None = None,
     ) -> None:
+        self._rule = EXACT_CWD if workspaces is None else workspaces
         self._max = _positive_int(max_search_results, "max_search_results", 2**53 - 1)
         self._timeout_ms = _positive_int(
             search_timeout_ms, "search_timeout_ms", MAX_SEARCH_TIMEOUT_MS
@@ -215,7 +219,9 @@ class SessionQueryTools:
             return spec.run(ops, parsed)
 
     def _operations(self, caller: ToolCaller, boundary: ServiceBoundary) -> Operations:
-        return Operations(self._query, caller, boundary, self._max, match=self._settings.match)
+        return Operations(
+            self._query, caller, boundary, self._max, match=self._settings.match, rule=self._rule
+        )
 
     @contextmanager
     def _search_slot(self, token: CancelToken, cancel: CancelToken | None) -> Iterator[None]:

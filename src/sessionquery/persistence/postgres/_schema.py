@@ -67,14 +67,51 @@ _M001_INITIAL: Final = (
         session_id text COLLATE "C" NOT NULL)""",
 )
 
-MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (("m001_initial", _M001_INITIAL),)
+_M002_TEAM: Final = (
+    # Team history (sessionquery.team): who pushed a session from which machine, and its team
+    # workspace. Rows written by this store's own handles leave them NULL. ``ws``/``mid`` are
+    # repeated on every row that row-level security filters, so a policy never joins.
+    """CREATE TABLE sq_workspaces (
+        id serial PRIMARY KEY,
+        name text COLLATE "C" NOT NULL UNIQUE)""",
+    """CREATE TABLE sq_machines (
+        id serial PRIMARY KEY,
+        name text COLLATE "C" NOT NULL UNIQUE,
+        owner name NOT NULL)""",
+    """CREATE TABLE sq_grants (
+        role name NOT NULL,
+        workspace text COLLATE "C" NOT NULL,
+        PRIMARY KEY (role, workspace))""",
+    "ALTER TABLE sq_sessions ADD COLUMN ws integer, ADD COLUMN mid integer, "
+    "ADD COLUMN pushed_by name, ADD COLUMN pushed_at timestamptz, "
+    "ADD COLUMN source_revision text, ADD COLUMN digest text, ADD COLUMN anchor text",
+    "ALTER TABLE sq_events ADD COLUMN ws integer, ADD COLUMN mid integer",
+    "ALTER TABLE sq_changes ADD COLUMN ws integer, ADD COLUMN mid integer",
+    "CREATE INDEX sq_sessions_mid ON sq_sessions (mid)",
+    "ALTER TABLE sq_store ADD COLUMN pruned_through bigint NOT NULL DEFAULT 0",
+)
+
+MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
+    ("m001_initial", _M001_INITIAL),
+    ("m002_team", _M002_TEAM),
+)
 """Named, ordered migrations; a shipped one is never edited."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 
 def migrate(conn: psycopg.Connection[Any]) -> str:
-    """Apply pending migrations (serialised across processes); return the store id."""
+    """Apply pending migrations (serialised across processes); return the store id.
+
+    A store that is already current is only read (a read-only role may open it)."""
+    with conn.transaction():
+        current = conn.execute("SELECT to_regclass('sq_migrations') IS NOT NULL").fetchone()
+        if current and current[0]:
+            applied = {str(row[0]) for row in conn.execute("SELECT name FROM sq_migrations")}
+            if applied == {name for name, _ in MIGRATIONS}:
+                row = conn.execute("SELECT store_id FROM sq_store").fetchone()
+                if row is not None:
+                    return str(row[0])
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
         conn.execute(

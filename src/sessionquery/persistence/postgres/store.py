@@ -78,15 +78,22 @@ class PostgresPersistence:
         dsn: a libpq connection string or URI, e.g. ``"postgresql://user@host/db"`` or
             ``"host=/run/postgresql dbname=sessions"``.
         connect_timeout: seconds to wait for the server when connecting.
+        pool_size: connections reads may use at once (``psycopg_pool``): more than 1 for a
+            long-running server whose threads read concurrently (the viewer, a busy MCP
+            server); 1 (the default) reads through one shared connection.
 
     Raises:
         PersistenceError: the server cannot be reached, refuses the connection, or its schema
             is newer than this version understands.
     """
 
-    def __init__(self, dsn: str, *, connect_timeout: float = 10.0) -> None:
+    def __init__(self, dsn: str, *, connect_timeout: float = 10.0, pool_size: int = 1) -> None:
         if not isinstance(dsn, str) or not dsn.strip():
             raise ValueError("dsn must be a non-empty PostgreSQL connection string")
+        if type(pool_size) is not int or not 1 <= pool_size <= 100:
+            raise ValueError(f"pool_size must be an integer from 1 to 100: {pool_size!r}")
+        self._pool_size = pool_size
+        self._pool: Any = None
         self._dsn = dsn
         self._timeout = connect_timeout
         self._lock = threading.Lock()
@@ -125,13 +132,44 @@ class PostgresPersistence:
 
     @contextmanager
     def _shared(self) -> Iterator[psycopg.Connection[Any]]:
-        """The shared autocommit connection, reconnected once if the server dropped it."""
+        """The shared autocommit connection, reconnected once if the server dropped it; with
+        ``pool_size`` > 1 a connection of the pool (reads of several threads run at once)."""
+        if self._pool_size > 1:
+            with self._pooled() as conn:
+                yield conn
+            return
         with self._lock:
             if self._closed:
                 raise PersistenceClosed("the PostgreSQL session store is closed")
             if self._conn is None or self._conn.closed or self._conn.broken:
                 self._conn = self._connect(autocommit=True)
             yield self._conn
+
+    @contextmanager
+    def _pooled(self) -> Iterator[psycopg.Connection[Any]]:
+        with self._lock:
+            if self._closed:
+                raise PersistenceClosed("the PostgreSQL session store is closed")
+            if self._pool is None:
+                from psycopg_pool import ConnectionPool
+
+                self._pool = ConnectionPool(
+                    self._dsn,
+                    min_size=1,
+                    max_size=self._pool_size,
+                    kwargs={"autocommit": True, "connect_timeout": max(1, round(self._timeout))},
+                    timeout=self._timeout,
+                    open=True,
+                )
+            pool = self._pool
+        try:
+            conn = pool.getconn()
+        except psycopg.OperationalError as exc:  # PoolTimeout is one
+            raise PersistenceError(f"PostgreSQL session store: cannot connect: {exc}") from exc
+        try:
+            yield conn
+        finally:
+            pool.putconn(conn)
 
     def _fetch(self, sql: str, params: Sequence[object] = ()) -> builtins.list[tuple[Any, ...]]:
         with self._shared() as conn:
@@ -162,6 +200,9 @@ class PostgresPersistence:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
         for conn in idle:
             conn.close()
 
@@ -281,13 +322,43 @@ class PostgresPersistence:
             return None
         counter = int(counter_text)
         with self._shared() as conn, conn.transaction():
-            (current,) = conn.execute("SELECT change_counter FROM sq_store").fetchone() or (0,)
-            if counter > int(current):
-                return None
+            current, pruned = conn.execute(
+                "SELECT change_counter, pruned_through FROM sq_store"
+            ).fetchone() or (0, 0)
+            if counter > int(current) or counter < int(pruned):
+                return None  # from the future, or older than the pruned journal
             rows = conn.execute(
                 "SELECT DISTINCT session_id FROM sq_changes WHERE change_id > %s", (counter,)
             ).fetchall()
         return frozenset(str(sid) for (sid,) in rows)
+
+    def prune_changes(self, keep: int = 100_000) -> int:
+        """Delete journal rows older than the newest ``keep`` changes; return how many.
+
+        An index holding a token older than the pruned part then lists the store once
+        (:meth:`changed_since` answers ``None`` for it), so pruning never hides a change.
+
+        Raises:
+            PersistenceWriteFailed: the server refused the delete.
+        """
+        if type(keep) is not int or keep < 0:
+            raise ValueError(f"keep must be a non-negative integer: {keep!r}")
+        try:
+            with self._shared() as conn, conn.transaction():
+                row = conn.execute(
+                    "SELECT change_counter, pruned_through FROM sq_store FOR UPDATE"
+                ).fetchone()
+                assert row is not None
+                through = int(row[0]) - keep
+                if through <= int(row[1]):
+                    return 0
+                deleted = conn.execute(
+                    "DELETE FROM sq_changes WHERE change_id <= %s", (through,)
+                ).rowcount
+                conn.execute("UPDATE sq_store SET pruned_through = %s", (through,))
+        except psycopg.Error as exc:
+            raise write_failed(exc, "pruning the change journal") from exc
+        return int(deleted)
 
     # -- writing -----------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """Relevance search on PostgreSQL: the index's statistics and the ranked SQL.
 
 The ranking is the kernel's (:mod:`sessionquery.search.relevance`); this module reads the
-statistics the index keeps current (``sqi_state.documents``/``tokens``, ``sqi_terms``) beside
+statistics the index keeps current (``sqi_state.documents``/``tokens``, ``sqi_terms``, and a
+team database's per-workspace ``sqi_team_counts``/``sqi_team_terms``, summed) beside
 the live overlay's own, and evaluates the kernel's score formula in SQL with exactly its
 sequence of IEEE operations, so a document scores the same float here as on SQLite.
 
@@ -58,8 +59,13 @@ def corpus_stats(
     """Documents and tokens of the stored index (when searched) and the live overlay."""
     documents, tokens = overlay.totals()
     if include_persisted:
-        row = conn.execute("SELECT documents, tokens FROM sqi_state").fetchone()
-        if row is not None:
+        # The team's statistics (sessionquery.team) sit in per-workspace rows beside the
+        # index's own: a role reads the sums over the workspaces it may see.
+        row = conn.execute(
+            "SELECT (SELECT documents FROM sqi_state) + coalesce(sum(documents), 0), "
+            "(SELECT tokens FROM sqi_state) + coalesce(sum(tokens), 0) FROM sqi_team_counts"
+        ).fetchone()
+        if row is not None and row[0] is not None:
             documents += int(row[0])
             tokens += int(row[1])
     return CorpusStats(documents, tokens)
@@ -77,7 +83,10 @@ def document_counts(
     if include_persisted and words:
         lexemes = sorted({lexeme(word) for word in words})
         rows = conn.execute(
-            "SELECT term, docs FROM sqi_terms WHERE term = ANY(%s::text[])", (lexemes,)
+            "SELECT term, sum(docs) FROM (SELECT term, docs FROM sqi_terms "
+            "WHERE term = ANY(%(t)s::text[]) UNION ALL SELECT term, docs FROM sqi_team_terms "
+            "WHERE term = ANY(%(t)s::text[])) AS k GROUP BY term",
+            {"t": lexemes},
         ).fetchall()
         stored = {str(term): int(docs) for term, docs in rows}
         for word in words:

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import psycopg
 
-__all__ = ["INDEX_LOCK", "SCHEMA_VERSION", "ensure_schema"]
+__all__ = ["INDEX_LOCK", "SCHEMA_VERSION", "TEAM_SOURCE", "ensure_schema"]
 
 INDEX_LOCK: Final = 0x5351_494E_4458_0001
 """Advisory lock held (transaction-scoped) by every reconciliation and migration."""
@@ -113,13 +113,43 @@ _RELEVANCE: Final = (
         docs bigint NOT NULL)""",
 )
 
+_TEAM: Final = (
+    # A team database (sessionquery.team): pushes write these rows themselves, tagged with
+    # the session's workspace and machine (``ws``/``mid``, ids of ``sq_workspaces`` and
+    # ``sq_machines``) so that row-level security filters them; the statistics of relevance
+    # search are kept per workspace and machine (each machine adds to its own rows only, and
+    # a role reads the sums over the workspaces it may see). An index of another corpus
+    # leaves all of this empty or NULL.
+    "ALTER TABLE sqi_sessions ADD COLUMN ws integer, ADD COLUMN mid integer",
+    "ALTER TABLE sqi_docs ADD COLUMN ws integer, ADD COLUMN mid integer",
+    "CREATE INDEX sqi_sessions_ws ON sqi_sessions (ws)",
+    """CREATE TABLE sqi_team_terms (
+        term text COLLATE "C" NOT NULL,
+        ws integer NOT NULL,
+        mid integer NOT NULL,
+        docs bigint NOT NULL,
+        PRIMARY KEY (term, ws, mid))""",
+    """CREATE TABLE sqi_team_counts (
+        ws integer NOT NULL,
+        mid integer NOT NULL,
+        documents bigint NOT NULL,
+        tokens bigint NOT NULL,
+        PRIMARY KEY (ws, mid))""",
+)
+
+TEAM_SOURCE: Final = "team"
+"""``sqi_state.source`` of a team database: pushes write the index, searches never sync it."""
+
 MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("m001_initial", _TABLES),
     ("m002_relevance", _RELEVANCE),
+    ("m003_team", _TEAM),
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 _DROP: Final = (
+    "DROP TABLE IF EXISTS sqi_team_terms",
+    "DROP TABLE IF EXISTS sqi_team_counts",
     "DROP TABLE IF EXISTS sqi_terms",
     "DROP TABLE IF EXISTS sqi_docs",
     "DROP TABLE IF EXISTS sqi_sessions",

@@ -48,17 +48,18 @@ from sessionquery.persistence.documents import checking, read_check, title_docum
 from sessionquery.query.backend import Corpus, IdentifiedStore, RootedStore
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.search.postgres import schema
-from sessionquery.search.postgres.tokens import lexeme, normal_form, tokens
+from sessionquery.search.postgres.tokens import LEXEME_CHARS, lexeme, normal_form, tokens
 from sessionquery.search.snippet import sanitize_text
 from sessionquery.search.update import ProgressCallback
 
-__all__ = ["SyncResult", "TermStats", "forget_sessions", "sync_persisted"]
+__all__ = ["DocRow", "SyncResult", "TermStats", "doc_row", "forget_sessions", "sync_persisted"]
 
 _TSVECTOR_BUDGET: Final = 1_000_000
 """Bytes of lexemes above which a document stores no tsvector (PostgreSQL's limit is 1 MiB)."""
 
 _DocRow = tuple[str, int, str, int, str, int, str, str, str | None, int, bool]
 """``(session_id, seq, type, time, surface, length, text, norm, tsv, ntokens, title)``."""
+DocRow = _DocRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +89,19 @@ def _source_of(persistence: SessionPersistence) -> str:
     return kind
 
 
-def _tsvector(words: Sequence[str]) -> str | None:
-    lexemes = {lexeme(word) for word in words}
-    if sum(len(item.encode("utf-8")) + 8 for item in lexemes) > _TSVECTOR_BUDGET:
+def _lexemes(words: Sequence[str]) -> set[str]:
+    """The distinct lexemes of ``words`` (most words are shorter than a lexeme's cut)."""
+    distinct = set(words)
+    if any(len(word) > LEXEME_CHARS for word in distinct):
+        distinct = {lexeme(word) for word in distinct}
+    return distinct
+
+
+def _tsvector(words: Sequence[str], lexemes: set[str] | None = None) -> str | None:
+    held = _lexemes(words) if lexemes is None else lexemes
+    if len("".join(held).encode("utf-8")) + 8 * len(held) > _TSVECTOR_BUDGET:
         return None
-    return " ".join(f"'{item}'" for item in sorted(lexemes))
+    return "'" + "' '".join(sorted(held)) + "'" if held else ""
 
 
 def _doc_row(  # noqa: PLR0917
@@ -101,6 +110,7 @@ def _doc_row(  # noqa: PLR0917
     """The row of one document and its distinct lexemes (for the term statistics)."""
     text = sanitize_text(raw)
     words = tokens(text)
+    held = _lexemes(words)
     row = (
         sid,
         seq,
@@ -110,11 +120,16 @@ def _doc_row(  # noqa: PLR0917
         len(text),
         text,
         normal_form(words),
-        _tsvector(words),
+        _tsvector(words, held),
         len(words),
         title,
     )
-    return row, {lexeme(word) for word in words}
+    return row, held
+
+
+doc_row = _doc_row
+"""The ``sqi_docs`` row of one document and its distinct lexemes (team pushes write the same
+rows as this index's own updates)."""
 
 
 class TermStats:
@@ -236,6 +251,10 @@ def sync_persisted(
     with conn.transaction():
         row = conn.execute("SELECT source, token, generation FROM sqi_state").fetchone()
         assert row is not None
+        if row[0] == schema.TEAM_SOURCE:
+            # A team database: every push writes the index rows of what it pushed in the same
+            # transaction (sessionquery.team.push), so there is nothing to synchronise.
+            return SyncResult(generation=int(row[2]))
         if row[0] == source and row[1] is not None and not _try_lock(conn):
             # Another process is updating the index: search what it holds now rather than
             # wait (the caller does not record the token, so the next search looks again).

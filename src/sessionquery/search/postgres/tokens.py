@@ -84,7 +84,7 @@ def token_spans(text: str) -> list[tuple[str, int]]:
 
 def normal_form(words: Sequence[str]) -> str:
     """``words`` each wrapped in single spaces: ``" a  b "`` (empty for no tokens)."""
-    return "".join(f" {word} " for word in words)
+    return f" {'  '.join(words)} " if words else ""
 
 
 def lexeme(token: str) -> str:

@@ -1,0 +1,112 @@
+"""The rows a push writes for one session: its events and its search-index documents.
+
+Invariants:
+
+* The documents of a pushed log are exactly what the index's own update derives from the
+  stored log (:func:`~sessionquery.persistence.documents.stored_documents`: the stored events,
+  the crash-tail closers in memory, the fold, the texts, the titles), row for row
+  (:func:`~sessionquery.search.postgres.sync.doc_row`), so a team index answers as an index
+  built from the same store would.
+* :func:`digests` hashes the canonical wire JSON of each event in seq order; equal digests of a
+  prefix mean the stored prefix is unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from sessionquery.model import SessionEvent, interrupted_turn_closers
+from sessionquery.persistence.base import TextDocument
+from sessionquery.persistence.documents import event_documents, title_documents
+from sessionquery.persistence.postgres._schema import dumps
+from sessionquery.search.postgres.sync import DocRow, doc_row
+from sessionquery.search.postgres.tokens import lexeme
+
+__all__ = [
+    "Delta",
+    "Docs",
+    "changed",
+    "digests",
+    "documents",
+    "event_lines",
+    "index_rows",
+    "lexemes_of_norm",
+]
+
+
+def event_lines(events: Sequence[SessionEvent]) -> list[str]:
+    """Each event's wire JSON as the PostgreSQL store writes it."""
+    return [dumps(event.to_json()) for event in events]
+
+
+def digests(lines: Sequence[str], *at: int) -> tuple[list[str], str]:
+    """``([digest of the first n lines for n in at], digest of all lines)``."""
+    hasher = hashlib.sha256()
+    wanted = dict.fromkeys(at, "")
+    if 0 in wanted:
+        wanted[0] = hasher.hexdigest()
+    for count, line in enumerate(lines, 1):
+        hasher.update(line.encode("utf-8", "surrogatepass"))
+        hasher.update(b"\n")
+        if count in wanted:
+            wanted[count] = hasher.hexdigest()
+    return [wanted[n] for n in at], hasher.hexdigest()
+
+
+Docs = dict[int, tuple[TextDocument, bool]]
+"""``{seq: (document, is a title)}`` of one log."""
+
+
+def documents(events: Sequence[SessionEvent]) -> Docs:
+    """The index documents of a stored log, before tokenising (see the module's invariants).
+
+    Raises:
+        SurfaceError: the log does not fold.
+    """
+    closed = [*events, *interrupted_turn_closers(events)]
+    found: Docs = {doc.seq: (doc, False) for doc in event_documents(closed)}
+    found.update((doc.seq, (doc, True)) for doc in title_documents(closed))
+    return found
+
+
+def changed(old: Docs, new: Docs) -> tuple[Docs, Docs]:
+    """``(documents of old that new lacks or changed, documents of new that old lacks or
+    changed)``."""
+    gone = {seq: item for seq, item in old.items() if new.get(seq) != item}
+    added = {seq: item for seq, item in new.items() if old.get(seq) != item}
+    return gone, added
+
+
+def index_rows(session_id: str, docs: Docs) -> list[tuple[DocRow, frozenset[str]]]:
+    """The ``sqi_docs`` rows of ``docs`` (tokenised) with each row's distinct lexemes."""
+    rows = []
+    for doc, title in docs.values():
+        row, terms = doc_row(session_id, doc.seq, doc.type, doc.time, doc.surface, doc.text, title)
+        rows.append((row, frozenset(terms)))
+    return rows
+
+
+def lexemes_of_norm(norm: str) -> frozenset[str]:
+    """The distinct lexemes of a stored normal form (to take a row out of the statistics)."""
+    return frozenset(lexeme(word) for word in norm.split(" ") if word)
+
+
+@dataclass
+class Delta:
+    """Changes to one (workspace, machine)'s statistics within a batch."""
+
+    documents: int = 0
+    tokens: int = 0
+    terms: Counter[str] = field(default_factory=Counter)
+
+    def add(self, ntokens: int, terms: Iterable[str], sign: int) -> None:
+        """Count one document in (``sign`` 1) or out (``sign`` -1)."""
+        self.documents += sign
+        self.tokens += sign * ntokens
+        if sign > 0:
+            self.terms.update(terms)
+        else:
+            self.terms.subtract(terms)

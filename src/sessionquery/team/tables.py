@@ -1,0 +1,160 @@
+"""The statements a push runs on the team database's tables, one function per step.
+
+Invariants: values are always bound parameters (only fixed column lists are joined into the
+SQL); :func:`write_statistics` and :func:`record_changes` touch only rows of the pushing
+machine (``mid``) except the two shared counters, which :func:`record_changes` updates as the
+batch's last statements so that their row locks are held only until the commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import psycopg
+
+from sessionquery.team.rows import Delta
+
+__all__ = [
+    "DOC_COLUMNS",
+    "EVENT_COLUMNS",
+    "insert_rows",
+    "prune_journal",
+    "record_changes",
+    "write_index_sessions",
+    "write_statistics",
+]
+
+EVENT_COLUMNS: Final = "session_id, seq, event_json, ws, mid"
+DOC_COLUMNS: Final = (
+    "session_id, seq, type, time, surface, length, text, norm, tsv, ntokens, title, ws, mid"
+)
+_STAGING: Final = (
+    ("sq_events", "sq_push_events", EVENT_COLUMNS),
+    ("sqi_docs", "sq_push_docs", DOC_COLUMNS),
+)
+
+
+def insert_rows(
+    conn: psycopg.Connection[Any],
+    events: Sequence[tuple[object, ...]],
+    docs: Sequence[tuple[object, ...]],
+) -> None:
+    """Insert event and index-document rows: ``COPY`` into this connection's temporary
+    tables (``COPY`` into a table under row-level security is not allowed), then one
+    ``INSERT … SELECT`` each, which the policies check row by row."""
+    for (table, staging, columns), rows in zip(_STAGING, (events, docs), strict=True):
+        if not rows:
+            continue
+        conn.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {staging} (LIKE {table}) ON COMMIT DELETE ROWS"
+        )
+        with conn.cursor() as cur, cur.copy(f"COPY {staging} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        conn.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {staging}")
+
+
+def write_index_sessions(
+    conn: psycopg.Connection[Any],
+    new: Sequence[tuple[object, ...]],
+    changed: Sequence[tuple[object, ...]],
+) -> None:
+    """Insert (``new``) or update (``changed``) ``sqi_sessions`` rows, each
+    ``(created_at, cwd, parent_session, header_json, ws, id, mid)``."""
+    with conn.cursor() as cur:
+        if new:
+            cur.executemany(
+                "INSERT INTO sqi_sessions (created_at, cwd, parent_session, header_json, ws, "
+                "id, mid, revision, generation) VALUES (%s, %s, %s, %s, %s, %s, %s, '', 0)",
+                new,
+            )
+        if changed:
+            cur.executemany(
+                "UPDATE sqi_sessions SET created_at = %s, cwd = %s, parent_session = %s, "
+                "header_json = %s, ws = %s WHERE id = %s AND mid = %s",
+                changed,
+            )
+
+
+def write_statistics(
+    conn: psycopg.Connection[Any], mid: int, deltas: Mapping[int | None, Delta]
+) -> None:
+    """Add a batch's changes to the machine's relevance statistics, workspace by workspace
+    (``-1`` keys the sessions without a workspace)."""
+    for ws, delta in sorted(deltas.items(), key=lambda item: (item[0] is None, item[0] or 0)):
+        key = -1 if ws is None else ws
+        if delta.documents or delta.tokens:
+            conn.execute(
+                "INSERT INTO sqi_team_counts (ws, mid, documents, tokens) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (ws, mid) DO UPDATE SET "
+                "documents = sqi_team_counts.documents + excluded.documents, "
+                "tokens = sqi_team_counts.tokens + excluded.tokens",
+                (key, mid, delta.documents, delta.tokens),
+            )
+        terms = sorted(term for term, n in delta.terms.items() if n)
+        if not terms:
+            continue
+        counts = [delta.terms[term] for term in terms]
+        conn.execute(
+            "INSERT INTO sqi_team_terms (term, ws, mid, docs) SELECT t, %s, %s, n "
+            "FROM unnest(%s::text[], %s::bigint[]) AS g(t, n) "
+            "ON CONFLICT (term, ws, mid) DO UPDATE SET docs = sqi_team_terms.docs + "
+            "excluded.docs",
+            (key, mid, terms, counts),
+        )
+        fewer = [term for term, n in zip(terms, counts, strict=True) if n < 0]
+        if fewer:
+            conn.execute(
+                "DELETE FROM sqi_team_terms WHERE ws = %s AND mid = %s AND "
+                "term = ANY(%s::text[]) AND docs <= 0",
+                (key, mid, fewer),
+            )
+
+
+def record_changes(
+    conn: psycopg.Connection[Any], mid: int, store_id: str, changed: Sequence[str]
+) -> None:
+    """Journal the batch's changed sessions and bump the two shared counters (last)."""
+    row = conn.execute(
+        "UPDATE sq_store SET change_counter = change_counter + %s RETURNING change_counter",
+        (len(changed),),
+    ).fetchone()
+    assert row is not None
+    last = int(row[0])
+    counters = list(range(last - len(changed) + 1, last + 1))
+    ids = list(changed)
+    conn.execute(
+        "INSERT INTO sq_changes (change_id, session_id, ws, mid) "
+        "SELECT c, s, (SELECT ws FROM sq_sessions WHERE id = s), %s "
+        "FROM unnest(%s::bigint[], %s::text[]) AS u(c, s)",
+        (mid, counters, ids),
+    )
+    conn.execute(
+        "UPDATE sq_sessions AS t SET revision = u.c FROM unnest(%s::text[], %s::bigint[]) "
+        "AS u(s, c) WHERE t.id = u.s",
+        (ids, counters),
+    )
+    conn.execute(
+        "UPDATE sqi_sessions AS t SET revision = %s || ':' || u.c, generation = u.c "
+        "FROM unnest(%s::text[], %s::bigint[]) AS u(s, c) WHERE t.id = u.s",
+        (store_id, ids, counters),
+    )
+    conn.execute("UPDATE sqi_state SET generation = generation + 1")
+
+
+def prune_journal(conn: psycopg.Connection[Any], mid: int, keep: int) -> None:
+    """Delete the machine's journal rows older than the newest ``keep`` changes; an index
+    holding an older token then lists the store once (``sq_store.pruned_through``)."""
+    with conn.transaction():
+        row = conn.execute("SELECT change_counter FROM sq_store").fetchone()
+        assert row is not None
+        through = int(row[0]) - keep
+        if through > 0:
+            conn.execute(
+                "DELETE FROM sq_changes WHERE mid = %s AND change_id <= %s", (mid, through)
+            )
+            conn.execute(
+                "UPDATE sq_store SET pruned_through = %s WHERE pruned_through < %s",
+                (through, through),
+            )
