@@ -136,6 +136,35 @@ def _backend_cpu(dsn: str) -> float:
     return total
 
 
+def _cluster_cpu(dsn: str) -> float:
+    """CPU seconds the whole server has used so far: the postmaster's, its live children's,
+    and those of the children it has reaped (a backend of a client that hung up is counted in
+    the postmaster's ``cutime``/``cstime``)."""
+    import psycopg
+
+    tick = os.sysconf("SC_CLK_TCK")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    assert row is not None
+
+    def stat(pid: int | str) -> list[str]:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+    postmaster = int(stat(row[0])[1])  # the backend's parent
+    fields = stat(postmaster)
+    total = sum(int(fields[k]) for k in (11, 12, 13, 14))
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            child = stat(entry.name)
+        except OSError:
+            continue
+        if int(child[1]) == postmaster:
+            total += int(child[11]) + int(child[12])
+    return total / tick
+
+
 def _step_key(label: str) -> str:
     """A row's step without what varies between runs (loads, counts in parentheses)."""
     label = re.sub(r",? load [0-9.]+", "", label)
@@ -228,13 +257,14 @@ def _concurrent(
             errors.append(exc)
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
-    server = _backend_cpu(dsn) if dsn else 0.0
+    # the clients' backends start and end with them: the whole server's CPU is counted
+    server = _cluster_cpu(dsn) if dsn else 0.0
     started = time.process_time()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    used = time.process_time() - started + (_backend_cpu(dsn) - server if dsn else 0.0)
+    used = time.process_time() - started + (_cluster_cpu(dsn) - server if dsn else 0.0)
     if errors:
         raise errors[0]
     searches = CLIENTS * (ROUNDS * len(queries) + 1)
