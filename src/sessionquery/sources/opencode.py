@@ -45,7 +45,12 @@ from sessionquery.sources._catalog import Catalog
 from sessionquery.sources._common import Problem, as_dict, as_list, checked_id, dumps, usable_cwd
 from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES, FileStamp, read_regular
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
-from sessionquery.sources._sqlite import DatabaseUnavailable, database_stamp, read_database
+from sessionquery.sources._sqlite import (
+    DatabaseUnavailable,
+    database_stamp,
+    read_database,
+    read_unit,
+)
 from sessionquery.sources.units import SkippedFile, Unit
 
 __all__ = ["DOCUMENT_FORMAT", "OpenCodeSource", "OpenCodeUnits", "parse_opencode_unit"]
@@ -178,12 +183,7 @@ class OpenCodeUnits:
         if key in self._legacy:
             return self._read_legacy(key, max_bytes)
         sid = key.removeprefix("session/")
-        try:
-            document, stamp = read_database(self._db, lambda c: _document(c, sid, max_bytes))
-        except DatabaseUnavailable as exc:
-            raise SkippedFile(str(exc)) from None
-        except sqlite3.Error as exc:
-            raise SkippedFile(f"unexpected schema ({exc}); skipped") from None
+        document, stamp = read_unit(self._db, lambda c: _document(c, sid, max_bytes))
         if document is None:
             raise SkippedFile(f"session {sid!r} is no longer in the database")
         data = json.dumps(document, ensure_ascii=False).encode("utf-8")

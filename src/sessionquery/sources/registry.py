@@ -5,7 +5,9 @@ A kind (``store``, ``claude``, ``codex``, ...) is a :class:`SourceKind`: its dis
 given a :class:`SourceEnvironment` (the environment variables and directories the one
 configuration reader, ``Config.from_env``, resolved; this module never reads ``os.environ`` or
 the home directory itself), and how to open a location of that kind. Adding a format is one
-module, its fixtures and one entry in :data:`KINDS`.
+module, its fixtures and one entry in :data:`KINDS`. A kind may read a default location together
+with others as one source (:meth:`SourceKind.companions`: Cursor's projects folder with its user
+folder, so that a conversation kept in both is listed once).
 
 For the archive, a kind also tells how to enumerate a location's raw units
 (:meth:`SourceKind.units`, a :class:`~sessionquery.sources.units.UnitStore`) and how to parse
@@ -76,8 +78,9 @@ class SourceEnvironment:
 
 
 Locate = Callable[[SourceEnvironment], tuple[Path, ...]]
-Open = Callable[[Path, "Path | None"], "SessionPersistence"]
-Units = Callable[[Path], "UnitStore"]
+Together = Callable[[SourceEnvironment, Path], tuple[Path, ...]]
+Open = Callable[[Path, "Path | None", tuple[Path, ...]], "SessionPersistence"]
+Units = Callable[[Path, tuple[Path, ...]], "UnitStore"]
 FromUnits = Callable[["UnitStore", "Path | None"], "SessionPersistence"]
 
 
@@ -94,11 +97,15 @@ class SourceKind:
         where: where the producer keeps its sessions, in words (for advice and docs).
         noun: what one location of this kind is called (``Claude Code projects directory``).
         locate: the default locations (possibly several; only existing ones are used).
-        opener: opens one location: ``(path, metadata_cache) -> SessionPersistence``.
+        opener: opens one location: ``(path, metadata_cache, also) -> SessionPersistence``
+            (``also``: the locations read together with it, see ``together``).
         unit_store: the raw units of one location, or ``None`` for a kind the archive does not
             copy (the store is sessionquery's own).
         from_units: a persistence that parses any store of this kind's units as the importer
             does, or ``None``.
+        together: further locations a *default* location is read with, as one source (Cursor:
+            the user folder whose database holds the conversations of the default projects
+            folder's transcripts), or ``None``.
     """
 
     kind: str
@@ -111,22 +118,29 @@ class SourceKind:
     opener: Open
     unit_store: Units | None = None
     from_units: FromUnits | None = None
+    together: Together | None = None
 
     def defaults(self, environment: SourceEnvironment) -> tuple[Path, ...]:
         """The default locations of this kind (absolute; they need not exist)."""
         return self.locate(environment)
 
-    def open(self, path: Path, *, metadata_cache: Path | None = None) -> SessionPersistence:
-        """Open one location of this kind.
+    def companions(self, environment: SourceEnvironment, path: Path) -> tuple[Path, ...]:
+        """The locations the default location ``path`` is read with (they need not exist)."""
+        return () if self.together is None else self.together(environment, path)
+
+    def open(
+        self, path: Path, *, metadata_cache: Path | None = None, also: tuple[Path, ...] = ()
+    ) -> SessionPersistence:
+        """Open one location of this kind (with ``also``, the locations read with it).
 
         Raises:
             SessionQueryError: ``INVALID_CONFIG`` for a metadata cache that is not ours.
         """
-        return self.opener(path, metadata_cache)
+        return self.opener(path, metadata_cache, also)
 
-    def units(self, path: Path) -> UnitStore | None:
+    def units(self, path: Path, *, also: tuple[Path, ...] = ()) -> UnitStore | None:
         """The raw units of one location (for the archive), or ``None``."""
-        return None if self.unit_store is None else self.unit_store(path)
+        return None if self.unit_store is None else self.unit_store(path, also)
 
     def open_units(
         self, units: UnitStore, *, metadata_cache: Path | None = None
@@ -138,19 +152,19 @@ class SourceKind:
 # -- the kinds ---------------------------------------------------------------------------------
 
 
-def _store(path: Path, _cache: Path | None) -> SessionPersistence:
+def _store(path: Path, _cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
     from sessionquery.persistence import JsonlPersistence
 
     return JsonlPersistence(path)
 
 
-def _claude(path: Path, cache: Path | None) -> SessionPersistence:
+def _claude(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
     from sessionquery.sources.claude import ClaudeCodeSource
 
     return ClaudeCodeSource(path, metadata_cache=cache)
 
 
-def _claude_units(path: Path) -> UnitStore:
+def _claude_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
     from sessionquery.sources.claude import claude_units
 
     return claude_units(path)
@@ -162,13 +176,13 @@ def _claude_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
     return ClaudeCodeSource.from_units(units, metadata_cache=cache)
 
 
-def _codex(path: Path, cache: Path | None) -> SessionPersistence:
+def _codex(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
     from sessionquery.sources.codex import CodexSource
 
     return CodexSource(path, metadata_cache=cache)
 
 
-def _codex_units(path: Path) -> UnitStore:
+def _codex_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
     from sessionquery.sources.codex import codex_units
 
     return codex_units(path)
@@ -180,13 +194,13 @@ def _codex_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
     return CodexSource.from_units(units, metadata_cache=cache)
 
 
-def _gemini(path: Path, cache: Path | None) -> SessionPersistence:
+def _gemini(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
     from sessionquery.sources.gemini import GeminiSource
 
     return GeminiSource(path, metadata_cache=cache)
 
 
-def _gemini_units(path: Path) -> UnitStore:
+def _gemini_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
     from sessionquery.sources.gemini import gemini_units
 
     return gemini_units(path)
@@ -198,13 +212,13 @@ def _gemini_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
     return GeminiSource.from_units(units, metadata_cache=cache)
 
 
-def _qwen(path: Path, cache: Path | None) -> SessionPersistence:
+def _qwen(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
     from sessionquery.sources.qwen import QwenSource
 
     return QwenSource(path, metadata_cache=cache)
 
 
-def _qwen_units(path: Path) -> UnitStore:
+def _qwen_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
     from sessionquery.sources.qwen import qwen_units
 
     return qwen_units(path)
@@ -216,13 +230,13 @@ def _qwen_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
     return QwenSource.from_units(units, metadata_cache=cache)
 
 
-def _copilot(path: Path, cache: Path | None) -> SessionPersistence:
+def _copilot(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
     from sessionquery.sources.copilot import CopilotCliSource
 
     return CopilotCliSource(path, metadata_cache=cache)
 
 
-def _copilot_units(path: Path) -> UnitStore:
+def _copilot_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
     from sessionquery.sources.copilot import copilot_units
 
     return copilot_units(path)
@@ -234,13 +248,13 @@ def _copilot_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
     return CopilotCliSource.from_units(units, metadata_cache=cache)
 
 
-def _vscode(path: Path, cache: Path | None) -> SessionPersistence:
+def _vscode(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
     from sessionquery.sources.vscode import VscodeCopilotSource
 
     return VscodeCopilotSource(path, metadata_cache=cache)
 
 
-def _vscode_units(path: Path) -> UnitStore:
+def _vscode_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
     from sessionquery.sources.vscode import vscode_units
 
     return vscode_units(path)
@@ -262,16 +276,20 @@ def _vscode_homes(env: SourceEnvironment) -> tuple[Path, ...]:
     return tuple(env.config_home() / name / "User" for name in _VSCODE_FLAVOURS)
 
 
-def _cursor(path: Path, cache: Path | None) -> SessionPersistence:
+def _cursor(path: Path, cache: Path | None, also: tuple[Path, ...]) -> SessionPersistence:
     from sessionquery.sources.cursor import CursorSource
 
-    return CursorSource(path, metadata_cache=cache)
+    return CursorSource(path, also=also, metadata_cache=cache)
 
 
-def _cursor_units(path: Path) -> UnitStore:
+def _cursor_units(path: Path, also: tuple[Path, ...]) -> UnitStore:
     from sessionquery.sources.cursor import cursor_units
 
-    return cursor_units(path)
+    return cursor_units(path, also=also)
+
+
+def _cursor_user_folder(env: SourceEnvironment, _path: Path) -> tuple[Path, ...]:
+    return (env.config_home() / "Cursor" / "User",)
 
 
 def _cursor_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
@@ -280,13 +298,13 @@ def _cursor_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
     return CursorSource.from_units(units, metadata_cache=cache)
 
 
-def _opencode(path: Path, cache: Path | None) -> SessionPersistence:
+def _opencode(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
     from sessionquery.sources.opencode import OpenCodeSource
 
     return OpenCodeSource(path, metadata_cache=cache)
 
 
-def _opencode_units(path: Path) -> UnitStore:
+def _opencode_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
     from sessionquery.sources.opencode import OpenCodeUnits
 
     return OpenCodeUnits(path)
@@ -392,12 +410,16 @@ KINDS: tuple[SourceKind, ...] = (
         name="Cursor",
         label="cursor",
         env_vars=(),
-        where="~/.cursor/projects (agent transcripts)",
-        noun="Cursor projects directory",
+        where=(
+            "~/.cursor/projects (agent transcripts) and its user folder's "
+            "globalStorage/state.vscdb (~/.config/Cursor/User on Linux)"
+        ),
+        noun="Cursor projects or user folder",
         locate=lambda env: (env.user_home / ".cursor" / "projects",),
         opener=_cursor,
         unit_store=_cursor_units,
         from_units=_cursor_from,
+        together=_cursor_user_folder,
     ),
     SourceKind(
         kind="vscode",
