@@ -5,7 +5,8 @@
 
 Writes two homes of the same size (sessions and bytes): one with Claude Code and Codex only
 (``history.py``), one where those hold a quarter of the sessions and Gemini CLI, Qwen Code,
-Copilot CLI, OpenCode (one ``opencode.db``), Cursor and VS Code Copilot Chat share the rest,
+Copilot CLI, OpenCode (one ``opencode.db``), Cursor (one ``state.vscdb``, every other
+conversation also as an agent transcript) and VS Code Copilot Chat share the rest,
 each session a few turns of prompts, replies and tool calls whose outputs follow
 ``history.py``'s size distribution. Then it runs the real command line with nothing but
 ``HOME`` (and a private ``SESSIONQUERY_HOME``) set: one listing to fill the importer cache, then
@@ -184,20 +185,61 @@ def _copilot(root: Path, job: _Job) -> int:
     return _write(root / ".copilot" / "session-state" / sid / "events.jsonl", records)
 
 
-def _cursor(root: Path, job: _Job) -> int:
+def _cursor_transcript(root: Path, job: _Job, cid: str) -> int:
     def message(role: str, block: dict[str, Any]) -> dict[str, Any]:
         return {"role": role, "message": {"content": [block]}}
 
     records: list[dict[str, Any]] = []
-    for i, (prompt, tool, output, reply) in enumerate(job.turns()):
+    for i, (prompt, tool, _output, reply) in enumerate(job.turns()):
         records += [
             message("user", {"type": "text", "text": f"<user_query>{prompt}</user_query>"}),
             message("assistant", {"type": "tool_use", "id": f"t{i}", "name": tool, "input": {}}),
-            message("user", {"type": "tool_result", "tool_use_id": f"t{i}", "content": output}),
             message("assistant", {"type": "text", "text": reply}),
         ]
     folder = root / ".cursor" / "projects" / f"home-me-{job.project}" / "agent-transcripts"
-    return _write(folder / f"{_uid(job.rng)}.jsonl", records)
+    return _write(folder / f"{cid}.jsonl", records)
+
+
+_CURSOR_TABLES = """
+CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);
+CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);
+"""
+
+
+def _cursor(conn: sqlite3.Connection, root: Path, job: _Job, heads: list[Any]) -> int:
+    """One conversation in Cursor's ``state.vscdb`` (every other one also as an agent
+    transcript of the same id, which the importer must list once)."""
+    cid = _uid(job.rng)
+    folder = f"/home/me/{job.project}"
+    headers, size = [], 0
+    for i, (prompt, tool, output, reply) in enumerate(job.turns()):
+        call = {"name": tool, "toolCallId": f"tool_{cid}_{i}", "status": "completed"}
+        call |= {"params": "{}", "result": json.dumps({"output": output})}
+        for n, bubble in enumerate(
+            (
+                {"type": 1, "text": prompt},
+                {"type": 2, "text": "", "capabilityType": 15, "toolFormerData": call},
+                {"type": 2, "text": reply},
+            )
+        ):
+            bid = f"{i:04d}-{n}"
+            value = json.dumps({"_v": 3, "bubbleId": bid, "createdAt": _iso(job.time(i))} | bubble)
+            conn.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"bubbleId:{cid}:{bid}", value))
+            headers.append({"bubbleId": bid, "type": bubble["type"]})
+            size += len(value)
+    data = {"_v": 16, "composerId": cid, "name": f"conversation {job.number}"}
+    data |= {"createdAt": job.start, "lastUpdatedAt": job.start, "unifiedMode": "agent"}
+    data |= {"fullConversationHeadersOnly": headers}
+    conn.execute(
+        "INSERT INTO cursorDiskKV VALUES (?, ?)", (f"composerData:{cid}", json.dumps(data))
+    )
+    uri = {"fsPath": folder, "path": folder, "scheme": "file"}
+    heads.append(
+        {"type": "head", "composerId": cid, "workspaceIdentifier": {"id": "w", "uri": uri}}
+    )
+    if job.number % 2 == 0:
+        size += _cursor_transcript(root, job, cid)
+    return size
 
 
 def _vscode(root: Path, job: _Job) -> int:
@@ -279,7 +321,6 @@ def generate_formats(home: Path, sessions: int, target_bytes: int, seed: int) ->
         "gemini": _gemini,
         "qwen": _qwen,
         "copilot": _copilot,
-        "cursor": _cursor,
         "vscode": _vscode,
     }
     counts = dict.fromkeys(KINDS, 0)
@@ -288,15 +329,29 @@ def generate_formats(home: Path, sessions: int, target_bytes: int, seed: int) ->
     db.parent.mkdir(parents=True)
     conn = sqlite3.connect(db)
     conn.executescript(_OPENCODE_SCHEMA)
+    state = home / ".config" / "Cursor" / "User" / "globalStorage" / "state.vscdb"
+    state.parent.mkdir(parents=True)
+    cursor = sqlite3.connect(state)
+    cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.executescript(_CURSOR_TABLES)
+    heads: list[Any] = []
     for n, budget in enumerate(_budgets(rng, spec)):
         kind = KINDS[n % len(KINDS)]
         job = _Job(
             random.Random(f"{seed}:{n}"), text, budget, _START - rng.randrange(120 * _DAY), n
         )
-        written += _opencode(conn, job) if kind == "opencode" else writers[kind](home, job)
+        if kind == "opencode":
+            written += _opencode(conn, job)
+        elif kind == "cursor":
+            written += _cursor(cursor, home, job, heads)
+        else:
+            written += writers[kind](home, job)
         counts[kind] += 1
-    conn.commit()
-    conn.close()
+    headers = json.dumps({"allComposers": heads})
+    cursor.execute("INSERT INTO ItemTable VALUES ('composer.composerHeaders', ?)", (headers,))
+    for done in (conn, cursor):
+        done.commit()
+        done.close()
     return {"sessions": counts, "bytes": written}
 
 
@@ -388,7 +443,8 @@ def render(figures: dict[str, Any]) -> str:
             f"at most {BAR:.1f}{TIMES}: {verdict}"),
         "",
         f"The all-formats home: Claude Code and Codex a quarter of the sessions, then {kinds} "
-        "(OpenCode's in one `opencode.db`).",
+        "(OpenCode's in one `opencode.db`; Cursor's in one `state.vscdb`, every other one also "
+        "as an agent transcript of the same id, listed once).",
         "",
     ])  # fmt: skip
 

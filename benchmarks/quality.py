@@ -26,15 +26,19 @@ questions but answer none: read in the generator and in samples (no coherent tas
 a violation makes the instrument broken). Claude Code transcripts of ``history.py`` are not
 used: their Bash calls run ``pytest``, which answers "which session ran pytest".
 
-The questions and their right sessions are :data:`quality_questions.QUESTIONS`, decided by
-reading the transcripts. For every search mode the backend accepts (``phrase``, ``words`` and,
-once it exists, ``relevance``), each question is searched with ``search_sessions(text,
-limit=20, match=mode)``. A question is found at k when any of its right sessions is among the
-first k sessions; its reciprocal rank is 1/rank of the first right session among the first 20
-(0 beyond). Reported per mode and per kind of question: recall@1, recall@5 and MRR, beside what
-a random order would score. A question whose right session is not listed at all is an error of
-the instrument (an importer's ids changed), reported and counted in the exit status, never
-silently skipped.
+The questions and their right sessions, decided by reading the transcripts, come in two sets
+(:data:`QUESTION_SETS`): the tuned set :data:`quality_questions.QUESTIONS`, which the relevance
+ranking's boosts were chosen on (its figures are in-sample), and the held-out set
+:data:`quality_held_out.HELD_OUT`, written afterwards and committed before any engine ranked
+it. Both are asked in every run; the report gives the tuned set first and then, in a
+subsection, the held-out set alone and all questions together. For every search mode the
+backend accepts (``phrase``, ``words``, ``relevance``), each question is searched with
+``search_sessions(text, limit=20, match=mode)``. A question is found at k when any of its
+right sessions is among the first k sessions; its reciprocal rank is 1/rank of the first right
+session among the first 20 (0 beyond). Reported per mode and per kind of question: recall@1,
+recall@5 and MRR, beside what a random order would score. A question whose right session is
+not listed at all is an error of the instrument (an importer's ids changed), reported and
+counted in the exit status, never silently skipped.
 
 The figures depend only on the code and the corpus (no timing; the background is seeded).
 """
@@ -55,6 +59,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
+from quality_held_out import HELD_OUT  # noqa: E402
 from quality_questions import QUESTIONS, Question  # noqa: E402
 from quality_report import LIMIT, MODES, SECTION, explain, render  # noqa: E402
 
@@ -62,6 +67,7 @@ __all__ = [
     "BACKGROUND",
     "LIMIT",
     "MODES",
+    "QUESTION_SETS",
     "SECTION",
     "Corpus",
     "Outcome",
@@ -71,7 +77,16 @@ __all__ = [
     "locate_corpus",
     "main",
     "measure",
+    "ranking_parameters",
 ]
+
+QUESTION_SETS: tuple[tuple[str, tuple[Question, ...]], ...] = (
+    ("tuned", QUESTIONS),
+    ("held-out", HELD_OUT),
+)
+"""Every question set asked, by name: ``tuned`` (:data:`quality_questions.QUESTIONS`, which the
+relevance ranking's boosts were chosen on) and ``held-out`` (:data:`quality_held_out.HELD_OUT`,
+written afterwards and never used for tuning)."""
 
 BACKGROUND = 300
 """Generated distractor sessions of the second index (0: no second index)."""
@@ -262,12 +277,17 @@ def _home_of(session_id: str) -> str:
     return "examples" if session_id in EXAMPLE_SESSION_IDS else "real"
 
 
-def _asked(corpus: Corpus) -> tuple[list[tuple[Question, set[str]]], list[str]]:
-    """The questions whose home corpus is loaded, with their listed right sessions; problems."""
+Asked = list[tuple[str, Question, set[str]]]
+"""``(question set, question, its right sessions that are listed)`` per question asked."""
+
+
+def _asked(corpus: Corpus) -> tuple[Asked, list[str]]:
+    """The questions of every set whose home corpus is loaded, with their listed right
+    sessions; problems."""
     loaded = set(corpus.sessions.values())
-    asked: list[tuple[Question, set[str]]] = []
+    asked: Asked = []
     problems: list[str] = []
-    for question in QUESTIONS:
+    for name, question in ((name, q) for name, questions in QUESTION_SETS for q in questions):
         if question.home not in loaded:
             continue
         missing = [
@@ -278,7 +298,8 @@ def _asked(corpus: Corpus) -> tuple[list[tuple[Question, set[str]]], list[str]]:
         if missing:
             problems.append(f"{question.text!r}: right session(s) not listed: {', '.join(missing)}")
             continue
-        asked.append((question, {sid for sid in question.answers if sid in corpus.sessions}))
+        right = {sid for sid in question.answers if sid in corpus.sessions}
+        asked.append((name, question, right))
     return asked, problems
 
 
@@ -305,6 +326,24 @@ def _indexes(kind: str, work: Path, dsn: str | None) -> Iterator[Callable[[str],
         yield lambda name: PostgresSearch(server.new_database())
 
 
+def ranking_parameters() -> dict[str, object]:
+    """The relevance ranking's parameters, as :data:`quality_report.RANKING_AT_HELD_OUT` records
+    them (empty when the installed sessionquery has no relevance ranking)."""
+    import hashlib
+
+    try:
+        from sessionquery.search import relevance
+    except ImportError:
+        return {}
+    names = ("K1", "B", "TITLE_WEIGHT", "PHRASE_FACTOR", "COVERAGE_BOOST", "MAX_TERMS")
+    found: dict[str, object] = {name: getattr(relevance, name, None) for name in names}
+    found["MIN_CORRECTED"] = getattr(relevance, "MIN_CORRECTED", None)
+    words = sorted(getattr(relevance, "STOPWORDS", ()))
+    digest = hashlib.sha256(" ".join(words).encode()).hexdigest()[:12]
+    found["STOPWORDS"] = f"{len(words)} words, sha256 {digest}"
+    return found
+
+
 def available_modes(requested: Sequence[str] = MODES) -> list[str]:
     """The requested modes the installed backend accepts, in :data:`MODES` order."""
     from sessionquery.query.backend import SEARCH_MATCHES
@@ -329,16 +368,12 @@ def _search(query: Any, question: Question, mode: str, right: set[str]) -> Outco
     )
 
 
-def _run(
-    search: Any,
-    app: Any,
-    asked: list[tuple[Question, set[str]]],
-    modes: list[str],
-) -> dict[str, Any]:
+def _run(search: Any, app: Any, asked: Asked, modes: list[str]) -> dict[str, Any]:
     with app.service(search) as query:
         sessions = len(query.list_sessions())
         outcomes = {
-            mode: [asdict(_search(query, q, mode, right)) for q, right in asked] for mode in modes
+            mode: [asdict(_search(query, q, mode, right)) for _, q, right in asked]
+            for mode in modes
         }
     return {"sessions": sessions, "outcomes": outcomes}
 
@@ -366,15 +401,16 @@ def measure(
         background_info = None
         if background > 0:
             folder, background_info = generate_background(work, background)
-            problems += check_background(folder, [q for q, _ in asked])
+            problems += check_background(folder, [q for _, q, _ in asked])
             variants.append((background_info["transcripts"], (*sources, ("codex", folder))))
         results: dict[str, Any] = {
             "corpus": _corpus_json(corpus),
-            "questions": [_question_json(q) for q, _ in asked],
-            "right": [sorted(right) for _, right in asked],
+            "questions": [_question_json(name, q) for name, q, _ in asked],
+            "right": [sorted(right) for _, _, right in asked],
             "modes": measured,
             "not_available": [mode for mode in modes if mode not in measured],
             "background": background_info,
+            "ranking": ranking_parameters(),
             "runs": [],
             "run_errors": [],
             "problems": problems,
@@ -401,8 +437,9 @@ def _corpus_json(corpus: Corpus) -> dict[str, Any]:
     return data
 
 
-def _question_json(question: Question) -> dict[str, Any]:
+def _question_json(name: str, question: Question) -> dict[str, Any]:
     return {
+        "set": name,
         "text": question.text,
         "kind": question.kind,
         "home": question.home,

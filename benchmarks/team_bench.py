@@ -16,14 +16,22 @@ workspace across all machines. Steps, with the load average beside each:
 3. search latency, ``relevance`` and ``phrase``, for a rare word, the most common word and a
    two-word phrase, with 20 client threads each on its own connection, for a role that sees
    everything (``*``) and a role granted two of the eight repositories; then one client;
-4. listing: ``list_sessions()`` (every visible session) and the newest 50 (one query: a
-   top-50 sort of the visible rows, as ``sqi_sessions`` has no index on ``created_at``);
+4. listing: ``list_sessions()`` (every visible session), once and again (a server lists
+   again and again; headers unchanged since are not parsed again), and the newest 50 (one
+   query, read from ``sqi_sessions`` in the listing order by its index);
 5. the same searches and listing on the SQLite backend (``SqliteSearch`` over the machines'
    sessions in one JSONL store, after a full build), same machine, same moment;
 6. a push of a Claude Code history whose events have realistic sizes, through the importer
    and redaction (the generator's events are small: MB/s of step 1 understates bytes).
 
-The section is printed; ``--output FILE`` also replaces the ``## Team history`` section.
+Searches are also given as CPU time (this process's plus the database server's, from
+``/proc``), which the shared machine's load inflates far less than wall time: for the 20
+clients, the mean CPU of one search, and what it allows on this machine's cores (20 clients
+keep every core busy, so a search waits for about 20 / cores searches' CPU).
+
+The section is printed; ``--output FILE`` also replaces the ``## Team history`` section,
+with the figures that section held before beside the new ones (``--before FILE`` takes them
+from another file).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -106,6 +115,82 @@ class _Renamed:
         return Handle()
 
 
+def _backend_cpu(dsn: str) -> float:
+    """CPU seconds the server's processes serving ``dsn``'s database have used so far (from
+    ``/proc``: the server runs on this machine), this monitor's own backend left out."""
+    import psycopg
+
+    tick = os.sysconf("SC_CLK_TCK")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        ).fetchall()
+    total = 0.0
+    for (pid,) in rows:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+def _cluster_cpu(dsn: str) -> float:
+    """CPU seconds the whole server has used so far: the postmaster's, its live children's,
+    and those of the children it has reaped (a backend of a client that hung up is counted in
+    the postmaster's ``cutime``/``cstime``)."""
+    import psycopg
+
+    tick = os.sysconf("SC_CLK_TCK")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    assert row is not None
+
+    def stat(pid: int | str) -> list[str]:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+    postmaster = int(stat(row[0])[1])  # the backend's parent
+    fields = stat(postmaster)
+    total = sum(int(fields[k]) for k in (11, 12, 13, 14))
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            child = stat(entry.name)
+        except OSError:
+            continue
+        if int(child[1]) == postmaster:
+            total += int(child[11]) + int(child[12])
+    return total / tick
+
+
+def _step_key(label: str) -> str:
+    """A row's step without what varies between runs (loads, counts in parentheses)."""
+    label = re.sub(r",? load [0-9.]+", "", label)
+    return re.sub(r"\s+", " ", re.sub(r"\([^)]*\)", "", label)).strip()
+
+
+def _before(path: Path | None) -> tuple[str, dict[str, str]]:
+    """The PostgreSQL column of the ``## Team history`` section of ``path`` by step, and the
+    date it was measured on."""
+    if path is None or not path.exists():
+        return "", {}
+    text = path.read_text()
+    start = text.find(SECTION + "\n")
+    if start < 0:
+        return "", {}
+    end = text.find("\n## ", start + len(SECTION))
+    section = text[start : None if end < 0 else end]
+    when = re.search(r"on (\d{4}-\d\d-\d\d \d\d:\d\d UTC)", section)
+    rows: dict[str, str] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and not cells[0].startswith(("step", "---")):
+            rows[_step_key(cells[0])] = cells[2] if len(cells) >= 4 else cells[1]
+    return (when.group(1) if when else ""), rows
+
+
 def _load() -> str:
     return f"{os.getloadavg()[0]:.1f}"
 
@@ -143,10 +228,11 @@ def _machines(base: Path, count: int, sessions: int) -> tuple[list[_Renamed], Co
 
 
 def _concurrent(
-    make: Callable[[], SessionQuery], queries: list[tuple[str, str]]
+    make: Callable[[], SessionQuery], queries: list[tuple[str, str]], dsn: str | None = None
 ) -> dict[str, list[float]]:
     """Latencies (ms) by match mode of every query, ROUNDS times, from CLIENTS threads at
-    once."""
+    once; ``"cpu"``: the mean CPU milliseconds of one search (this process's, plus the server's
+    serving ``dsn``)."""
     samples: dict[str, list[float]] = {"relevance": [], "phrase": []}
     lock = threading.Lock()
     barrier = threading.Barrier(CLIENTS)
@@ -171,12 +257,18 @@ def _concurrent(
             errors.append(exc)
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
+    # the clients' backends start and end with them: the whole server's CPU is counted
+    server = _cluster_cpu(dsn) if dsn else 0.0
+    started = time.process_time()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    used = time.process_time() - started + (_cluster_cpu(dsn) - server if dsn else 0.0)
     if errors:
         raise errors[0]
+    searches = CLIENTS * (ROUNDS * len(queries) + 1)
+    samples["cpu"] = [used * 1000 / searches]
     return samples
 
 
@@ -184,14 +276,21 @@ def _mode(name: str) -> SearchMatch:
     return "phrase" if name == "phrase" else "relevance"
 
 
-def _single(query: SessionQuery, text: str, mode: str) -> list[float]:
+def _single(
+    query: SessionQuery, text: str, mode: str, dsn: str | None = None
+) -> tuple[list[float], float]:
+    """Wall milliseconds of ROUNDS searches, and their mean CPU milliseconds (this process's
+    plus the server's serving ``dsn``)."""
     query.search_sessions(text, match=_mode(mode))
     out = []
+    server = _backend_cpu(dsn) if dsn else 0.0
+    cpu = time.process_time()
     for _ in range(ROUNDS):
         started = time.perf_counter()
         query.search_sessions(text, match=_mode(mode))
         out.append((time.perf_counter() - started) * 1000)
-    return out
+    used = time.process_time() - cpu + (_backend_cpu(dsn) - server if dsn else 0.0)
+    return out, used * 1000 / ROUNDS
 
 
 @contextmanager
@@ -202,7 +301,7 @@ def _server() -> Iterator[Any]:
         yield server
 
 
-def run(machines: int, sessions: int) -> str:
+def run(machines: int, sessions: int, before: Path | None = None) -> str:
     import psycopg
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -290,27 +389,32 @@ def run(machines: int, sessions: int) -> str:
             results: dict[str, dict[str, Any]] = {}
             for role in ("bench_all", "bench_two"):
                 load = _load()
-                samples = _concurrent(pg(role), queries)
+                samples = _concurrent(pg(role), queries, dsn)
                 with pg(role)() as query:
-                    single = {q: _single(query, *q) for q in queries}
+                    single = {q: _single(query, *q, dsn=dsn) for q in queries}
                     t0 = time.perf_counter()
                     listed = len(query.list_sessions())
                     list_ms = (time.perf_counter() - t0) * 1000
-                with psycopg.connect(as_role(role), autocommit=True) as conn:
                     t0 = time.perf_counter()
-                    conn.execute(
-                        "SELECT id, header_json FROM sqi_sessions ORDER BY created_at DESC, id "
-                        "LIMIT 50"
-                    ).fetchall()
-                    newest_ms = (time.perf_counter() - t0) * 1000
+                    query.list_sessions()
+                    again_ms = (time.perf_counter() - t0) * 1000
+                with psycopg.connect(as_role(role), autocommit=True) as conn:
+                    newest = []
+                    for _ in range(ROUNDS):
+                        t0 = time.perf_counter()
+                        conn.execute(
+                            "SELECT id, header_json FROM sqi_sessions ORDER BY created_at DESC, "
+                            "id LIMIT 50"
+                        ).fetchall()
+                        newest.append((time.perf_counter() - t0) * 1000)
                 results[role] = {
                     "samples": samples,
                     "single": single,
-                    "list": (listed, list_ms),
-                    "newest": newest_ms,
+                    "list": (listed, list_ms, again_ms),
+                    "newest": statistics.median(newest),
                     "load": load,
                 }
-        print(f"postgres done: {results}", file=sys.stderr, flush=True)
+        print(f"postgres done at load {_load()}", file=sys.stderr, flush=True)
         # SQLite over the same sessions, copied into one JSONL store (whose change token makes
         # a no-change search O(1), as a person's own store is).
         local = JsonlPersistence(base / "all")
@@ -337,6 +441,12 @@ def run(machines: int, sessions: int) -> str:
         shutil.rmtree(base, ignore_errors=True)
 
     total = machines * sessions
+    measured_before, old = _before(before)
+    then = f"before ({measured_before})" if measured_before else "before"
+
+    def row(step: str, now: str, sqlite: str) -> str:
+        return f"| {step} | {old.get(_step_key(step), '—')} | {now} | {sqlite} |"
+
     lines += [
         SECTION,
         "",
@@ -351,15 +461,22 @@ def run(machines: int, sessions: int) -> str:
         + ("full-text operator leakproof" if setup.leakproof else "NOT leakproof")
         + ".",
         "",
-        "| step | PostgreSQL team database | SQLite backend (same sessions) |",
-        "|---|---:|---:|",
-        f"| push, one machine at a time (load {load_push}) | "
-        f"{statistics.median(push_rates):.1f} MB/s median, "
-        f"{sum(r for r in push_rates) / len(push_rates):.1f} MB/s mean "
-        f"({written / 1e6:.0f} MB, {events:,} events in {push_seconds + pair_seconds:.0f} s) | "
-        f"full index build {build:.0f} s ({events / build:,.0f} events/s, load {load_sqlite}) |",
-        f"| push, two machines at once | {pair_bytes / pair_seconds / 1e6:.1f} MB/s together | — |",
-        f"| VACUUM ANALYZE after the load | {vacuum:.0f} s | — |",
+        f"| step | PostgreSQL team database, {then} | PostgreSQL team database, now | "
+        "SQLite backend (same sessions), now |",
+        "|---|---:|---:|---:|",
+        row(
+            f"push, one machine at a time (load {load_push})",
+            f"{statistics.median(push_rates):.1f} MB/s median, "
+            f"{sum(r for r in push_rates) / len(push_rates):.1f} MB/s mean "
+            f"({written / 1e6:.0f} MB, {events:,} events in {push_seconds + pair_seconds:.0f} s)",
+            f"full index build {build:.0f} s ({events / build:,.0f} events/s, load {load_sqlite})",
+        ),
+        row(
+            "push, two machines at once",
+            f"{pair_bytes / pair_seconds / 1e6:.1f} MB/s together",
+            "—",
+        ),
+        row("VACUUM ANALYZE after the load", f"{vacuum:.0f} s", "—"),
     ]
     for role, label in (
         ("bench_all", "role granted `*`"),
@@ -369,16 +486,26 @@ def run(machines: int, sessions: int) -> str:
         for mode in ("relevance", "phrase"):
             ours, theirs = r["samples"][mode], sqlite_samples[mode]
             lines.append(
-                f"| {mode} search, {CLIENTS} clients at once, {label} (load {r['load']}) | "
-                f"p50 {_fmt(_pct(ours, 0.5))}, p99 {_fmt(_pct(ours, 0.99))} | "
-                + (
-                    f"p50 {_fmt(_pct(theirs, 0.5))}, p99 {_fmt(_pct(theirs, 0.99))} |"
+                row(
+                    f"{mode} search, {CLIENTS} clients at once, {label} (load {r['load']})",
+                    f"p50 {_fmt(_pct(ours, 0.5))}, p99 {_fmt(_pct(ours, 0.99))}",
+                    f"p50 {_fmt(_pct(theirs, 0.5))}, p99 {_fmt(_pct(theirs, 0.99))}"
                     if role == "bench_all"
-                    else "— |"
+                    else "—",
                 )
             )
+        cpu = r["samples"]["cpu"][0]
+        cores = os.cpu_count() or 1
+        lines.append(
+            row(
+                f"mean CPU of one search of that mix ({CLIENTS} clients), {label}",
+                f"{_fmt(cpu)} (client + server): with {cores} cores busy, a search waits "
+                f"about {_fmt(cpu * CLIENTS / cores)}",
+                f"{_fmt(sqlite_samples['cpu'][0])}" if role == "bench_all" else "—",
+            )
+        )
         for q in queries:
-            single = r["single"][q]
+            single, single_cpu = r["single"][q]
             sq = sqlite_single[q] if role == "bench_all" else None
             name = {
                 manifest.rare_word: "rare word",
@@ -386,16 +513,33 @@ def run(machines: int, sessions: int) -> str:
                 manifest.phrase: "two-word phrase",
             }[q[0]]
             lines.append(
-                f"| one client, {name}, {q[1]}, {label} | p50 {_fmt(statistics.median(single))} | "
-                + (f"p50 {_fmt(statistics.median(sq))} |" if sq else "— |")
+                row(
+                    f"one client, {name}, {q[1]}, {label}",
+                    f"p50 {_fmt(statistics.median(single))} (CPU {_fmt(single_cpu)})",
+                    f"p50 {_fmt(statistics.median(sq[0]))} (CPU {_fmt(sq[1])})" if sq else "—",
+                )
             )
-        listed, list_ms = r["list"]
+        listed, list_ms, again_ms = r["list"]
         lines.append(
-            f"| `list_sessions()`, {label} ({listed:,} sessions) | {_fmt(list_ms)} | "
-            + (f"{_fmt(sqlite_list_ms)} ({sqlite_listed:,}) |" if role == "bench_all" else "— |")
+            row(
+                f"`list_sessions()`, {label} ({listed:,} sessions)",
+                _fmt(list_ms),
+                f"{_fmt(sqlite_list_ms)} ({sqlite_listed:,})" if role == "bench_all" else "—",
+            )
         )
         lines.append(
-            f"| newest 50 sessions (one query, a top-50 sort), {label} | {_fmt(r['newest'])} | — |"
+            row(
+                f"`list_sessions()` again, same process, {label} (headers already parsed)",
+                _fmt(again_ms),
+                "—",
+            )
+        )
+        lines.append(
+            row(
+                f"newest 50 sessions (one query, in the index's listing order), {label}",
+                _fmt(r["newest"]),
+                "—",
+            )
         )
     del total
     return "\n".join(lines) + "\n"
@@ -438,13 +582,16 @@ def transcripts(sessions: int) -> str:
             seconds = time.perf_counter() - started
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    return (
-        f"| push of a Claude Code history with realistic event sizes ({sessions} sessions, "
-        f"{report.events:,} events, {size / 1e6:.0f} MB of transcripts), redacted, "
-        f"load {load} | {size / 1e6 / seconds:.1f} MB/s of transcript "
-        f"({report.bytes / 1e6 / seconds:.1f} MB/s of event JSON written, "
-        f"{report.events / seconds:,.0f} events/s) | — |\n"
+    step = (
+        f"push of a Claude Code history with realistic event sizes ({sessions} sessions, "
+        f"{report.events:,} events, {size / 1e6:.0f} MB of transcripts), redacted, load {load}"
     )
+    now = (
+        f"{size / 1e6 / seconds:.1f} MB/s of transcript "
+        f"({report.bytes / 1e6 / seconds:.1f} MB/s of event JSON written, "
+        f"{report.events / seconds:,.0f} events/s)"
+    )
+    return f"| {step} | {{before}} | {now} | — |\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -453,11 +600,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=2000, help="sessions per machine")
     parser.add_argument("--output", type=Path)
     parser.add_argument(
+        "--before", type=Path, help="the earlier figures (default: the --output file's section)"
+    )
+    parser.add_argument(
         "--transcripts", type=int, default=30, help="sessions of the realistic-size push"
     )
     args = parser.parse_args(argv)
-    section = run(args.machines, args.sessions)
+    before = args.before or args.output
+    section = run(args.machines, args.sessions, before)
     row = transcripts(args.transcripts)
+    _, old = _before(before)
+    row = row.replace("{before}", old.get(_step_key(row.strip().strip("|").split("|")[0]), "—"))
     head, sep, rest = section.partition("| push, two machines at once")
     section = head + row + sep + rest
     print(section)

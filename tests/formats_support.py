@@ -2,9 +2,11 @@
 
 ``fixture_home(base)`` copies ``tests/data/formats/home`` to ``base/home`` and finishes what a
 plain copy cannot hold: OpenCode's ``opencode.db`` and Codex's ``state_5.sqlite`` are built
-from their SQL scripts (so the repository holds no binary database), and the Cursor project
-folder is renamed to Cursor's encoding of a real folder under ``base`` (Cursor's transcripts
-name their project only that way; the importer looks the folder up on this machine).
+from their SQL scripts and Cursor's ``globalStorage/state.vscdb`` from ``cursor-state.json``
+(so the repository holds no binary database), and the Cursor project folder is renamed to
+Cursor's encoding of a real folder under ``base`` (Cursor's transcripts name their project only
+that way; the importer looks the folder up on this machine), which the Cursor database and its
+``workspace.json`` name too.
 
 ``home_env(base)`` is the environment of a user whose only setting is ``HOME``: every variable
 that moves a producer's default location, and every XDG variable, is removed.
@@ -12,6 +14,7 @@ that moves a producer's default location, and every XDG variable, is removed.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -22,7 +25,14 @@ from pathlib import Path
 from locations import TESTS
 from sessionquery.sources.registry import environment_variables
 
-__all__ = ["FORMATS", "SESSIONS", "FixtureHome", "fixture_home", "home_env"]
+__all__ = [
+    "FORMATS",
+    "SESSIONS",
+    "FixtureHome",
+    "cursor_database",
+    "fixture_home",
+    "home_env",
+]
 
 DATA = TESTS / "data" / "formats"
 
@@ -82,11 +92,11 @@ SESSIONS = {
     "cursor": Sample(
         "cursor",
         "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c11",
-        "",
+        "4d5e6f7a-8b9c-4dad-8e1f-3a4b5c6d7e14",
         "{cursor}",
         "axolotl",
-        "",
-        None,
+        "ocelot_retry",
+        "wombat",
     ),
     "vscode": Sample(
         "vscode",
@@ -98,7 +108,7 @@ SESSIONS = {
         "okapi",
     ),
 }
-"""Each format's main fixture session (the Cursor one has no child: the format has none)."""
+"""Each format's main fixture session."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +138,33 @@ def _database(script: Path, target: Path) -> None:
         conn.close()
 
 
+def cursor_database(user: Path, project: Path, *, wal: bool = True) -> Path:
+    """Build Cursor's ``globalStorage/state.vscdb`` (and ``workspace.json``) under the Cursor
+    user folder ``user`` from ``cursor-state.json``, naming ``project`` as the workspace."""
+    spec = json.loads((DATA / "cursor-state.json").read_text(encoding="utf-8"))
+    folder = json.dumps(str(project))[1:-1]
+    workspace = user / "workspaceStorage" / spec["workspace"]
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "workspace.json").write_text(json.dumps({"folder": project.as_uri()}))
+    target = user / "globalStorage" / "state.vscdb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(target)
+    try:
+        if wal:
+            conn.execute("PRAGMA journal_mode = WAL")
+        for table in ("ItemTable", "cursorDiskKV"):
+            conn.execute(f"CREATE TABLE {table} (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)")
+            rows = [
+                (key, json.dumps(value, ensure_ascii=False).replace("@CURSOR_PROJECT@", folder))
+                for key, value in spec[table].items()
+            ]
+            conn.executemany(f"INSERT INTO {table} VALUES (?, ?)", rows)
+        conn.commit()
+    finally:
+        conn.close()
+    return target
+
+
 def fixture_home(base: Path) -> FixtureHome:
     """Copy the fixture home under ``base`` and finish it (see the module docstring)."""
     home = base / "home"
@@ -138,6 +175,7 @@ def fixture_home(base: Path) -> FixtureHome:
     project.mkdir(parents=True)
     projects = home / ".cursor" / "projects"
     (projects / "home-me-cursorapp").rename(projects / _encode(str(project)))
+    cursor_database(home / ".config" / "Cursor" / "User", project)
     return FixtureHome(base, home, project)
 
 

@@ -170,3 +170,18 @@ def test_listed_once_reports_the_problems_of_the_wrapped_persistence(tmp_path: P
     assert reported == [(p.path, p.line, p.message) for p in store.problems()]
     assert [Path(path).name for path, _line, _message in reported] == ["damaged.jsonl"]
     assert problems_of(object()) == []
+
+
+def test_a_default_cursor_source_holds_its_user_folder_and_exists_with_either(
+    tmp_path: Path,
+) -> None:
+    config = _config(tmp_path)
+    user = tmp_path / "user" / ".config" / "Cursor" / "User"
+    (user / "globalStorage").mkdir(parents=True)
+    selection = select_sources(config)
+    (entry,) = [e for e in selection.sources if e.kind == "cursor"]
+    assert entry.path == tmp_path / "user" / ".cursor" / "projects" and not entry.path.exists()
+    assert entry.companions == (user,) and entry.exists  # the database's folder is there
+    options = SourceOptions(sources=(("cursor", user),))
+    (named,) = select_sources(config, options).sources
+    assert named.companions == ()  # a named location is read as it is

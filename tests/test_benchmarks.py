@@ -205,6 +205,10 @@ def test_the_viewer_benchmark_measures_a_small_history(tmp_path: Path) -> None:
             "600",
             "--reps",
             "1",
+            "--before",
+            "HEAD",
+            "--rounds",
+            "1",
             "--output",
             str(output),
             "--workdir",
@@ -219,5 +223,6 @@ def test_the_viewer_benchmark_measures_a_small_history(tmp_path: Path) -> None:
     section = output.read_text(encoding="utf-8")
     assert "## Web viewer" in section
     assert "600-event session, first screen, cold" in section
-    for label in ("session list `/`", "search, a word in one session", "floor of the cold"):
+    assert "| request | before: wall / CPU | after: wall / CPU | target | |" in section
+    for label in ("session list `/`", "search, a word in one session", "the next window"):
         assert label in section

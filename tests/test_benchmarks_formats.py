@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from locations import BENCHMARKS
-from sessionquery.app import App
+from sessionquery.app import App, kind_of
 from sessionquery.config import Config
 
 sys.path.insert(0, str(BENCHMARKS))
@@ -30,6 +30,10 @@ def test_the_generated_home_holds_every_format_and_lists_completely(tmp_path: Pa
     assert len([e for e in listing if e.header.parent_session is None]) >= 64
     problems = [p for p in app.problems() if "cwd is None" not in p.message]
     assert problems == []  # (Cursor's generated projects name no folder of this machine)
+    (cursor,) = [entry for entry in app.selection.sources if entry.kind == "cursor"]
+    found = kind_of("cursor").open(cursor.path, also=cursor.companions).list()
+    assert len(found) == written["sessions"]["cursor"]  # the transcripts' copies listed once
+    assert all(entry.header.created_at > 0 for entry in found)
 
 
 def test_the_section_says_whether_the_bar_is_met() -> None:

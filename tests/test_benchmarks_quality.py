@@ -27,8 +27,11 @@ from quality import (
     generate_background,
     locate_corpus,
     measure,
+    ranking_parameters,
 )
+from quality_held_out import HELD_OUT
 from quality_questions import KINDS, QUESTIONS
+from quality_report import HELD_OUT_SECTION, RANKING_AT_HELD_OUT, render, subset
 
 pytestmark = pytest.mark.slow  # the quality benchmark over its vendored corpus
 
@@ -97,10 +100,20 @@ def test_examples_only_run_replaces_its_section_with_well_formed_tables(tmp_path
                 assert all(_NUMBER.match(x) for x in cell.split(" / ")), row
     questions = _rows(section, "| # | kind | question |")
     assert [row[2] for row in questions] == [q.text.replace("|", "\\|") for q in asked]
-    for row in questions:
+    held = [q for q in HELD_OUT if q.home == "examples"]
+    held_rows = _rows(section, "| # | kind | question |", after=HELD_OUT_SECTION)
+    assert [row[0] for row in held_rows] == [f"H{n}" for n in range(1, len(held) + 1)]
+    assert [row[2] for row in held_rows] == [q.text.replace("|", "\\|") for q in held]
+    for row in questions + held_rows:
         for cell in row[4:]:
             for rank in cell.split(" · "):
                 assert rank == "—" or 1 <= int(rank) <= LIMIT, row
+    for after in ("Held-out questions alone:", "questions together (tuned and held-out):"):
+        rows = _rows(section, "| backend | distractors | mode |", after=after)
+        assert {row[1] for row in rows} == {"none", "+10"}
+        for row in rows:
+            assert all(_NUMBER.match(cell) for cell in row[3:6]), row
+    assert "No parameter of the ranking was changed after the held-out questions" in section
 
 
 def test_run_without_real_transcripts_says_so_and_measures_the_examples(tmp_path: Path) -> None:
@@ -130,17 +143,50 @@ def test_every_question_is_well_formed_and_distinct() -> None:
             assert set(question.answers) & set(EXAMPLE_SESSION_IDS), question.text
 
 
+def test_held_out_questions_are_well_formed_and_new() -> None:
+    assert len(HELD_OUT) >= 40
+    texts = {q.text for q in HELD_OUT}
+    assert len(texts) == len(HELD_OUT)
+    assert not texts & {q.text for q in QUESTIONS}
+    for question in HELD_OUT:
+        assert question.text.strip() and question.why.strip()
+        assert question.kind in KINDS
+        assert question.answers and len(set(question.answers)) == len(question.answers)
+        if question.home == "examples":
+            assert set(question.answers) <= set(EXAMPLE_SESSION_IDS), question.text
+
+
 def test_every_right_session_is_listed_from_the_vendored_corpus() -> None:
     results = measure(corpus_dir=CORPUS, modes=("phrase",), background=0)
     assert results["problems"] == []
-    assert len(results["questions"]) == len(QUESTIONS)
+    sets = [q["set"] for q in results["questions"]]
+    assert sets == ["tuned"] * len(QUESTIONS) + ["held-out"] * len(HELD_OUT)
+    listed = set(results["corpus"]["sessions"])
+    for question in HELD_OUT:
+        assert set(question.answers) <= listed, question.text
     assert results["corpus"]["not_read"]  # the DeepSeek-harness files are named, not hidden
+
+
+def test_the_report_says_when_the_ranking_changed_since_the_held_out_set() -> None:
+    assert ranking_parameters() == RANKING_AT_HELD_OUT
+    results = measure(examples_only=True, modes=("phrase",), background=0)
+    assert len(subset(results, "held-out")["questions"]) == sum(
+        q.home == "examples" for q in HELD_OUT
+    )
+    assert "No parameter of the ranking was changed" in render(results)
+    changed = {**results, "ranking": {**results["ranking"], "PHRASE_FACTOR": 3.0}}
+    text = render(changed)
+    assert "The ranking's parameters changed since the held-out questions" in text
+    assert "`PHRASE_FACTOR` 2.0 → 3.0" in text
+    old = {key: value for key, value in results.items() if key != "ranking"}
+    old["questions"] = [{k: v for k, v in q.items() if k != "set"} for q in results["questions"]]
+    assert HELD_OUT_SECTION not in render(old)  # results saved before the held-out set
 
 
 def test_the_default_background_answers_no_question(tmp_path: Path) -> None:
     folder, info = generate_background(tmp_path, BACKGROUND)
     assert info["transcripts"] == BACKGROUND
-    assert check_background(folder, QUESTIONS) == []
+    assert check_background(folder, QUESTIONS + HELD_OUT) == []
 
 
 def test_a_distractor_that_could_answer_a_question_is_reported(tmp_path: Path) -> None:

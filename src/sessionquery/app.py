@@ -41,7 +41,7 @@ import builtins
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -151,17 +151,20 @@ class SourceEntry:
         path: its directory (or database file).
         origin: ``default``, ``config`` or ``option``.
         label: its name inside a combined source (``store``, ``claude``, ``codex2``...).
+        companions: further locations read with ``path`` as this one source (a default
+            location's, see ``SourceKind.companions``: Cursor's user folder).
     """
 
     kind: str
     path: Path
     origin: Origin
     label: str
+    companions: tuple[Path, ...] = ()
 
     @property
     def exists(self) -> bool:
-        """Whether the directory (or database file) is there."""
-        return self.path.exists()
+        """Whether the directory (or database file), or one of its companions, is there."""
+        return self.path.exists() or any(path.exists() for path in self.companions)
 
     @property
     def name(self) -> str:
@@ -247,8 +250,11 @@ def select_sources(config: Config, options: SourceOptions = SourceOptions()) -> 
         ("claude", config.claude_projects),
         ("codex", config.codex_sessions),
     )
-    defaults = _entries(
-        [("root" if kind == "store" else kind, path) for kind, path in located], "default"
+    defaults = tuple(
+        replace(entry, companions=kind_of(entry.kind).companions(config.environment, entry.path))
+        for entry in _entries(
+            [("root" if kind == "store" else kind, path) for kind, path in located], "default"
+        )
     )
     sample = SourceEntry("root", config.sample_store, "default", SAMPLE_LABEL)
     present = tuple(entry for entry in defaults if entry.exists)
@@ -279,7 +285,8 @@ def _advice(entry: SourceEntry) -> str:
 
 def _nothing_found(selection: Selection) -> SessionQueryError:
     looked = ", ".join(
-        f"{entry.path} ({kind_of(entry.kind).noun})" for entry in selection.absent_defaults
+        " + ".join(map(str, (entry.path, *entry.companions))) + f" ({kind_of(entry.kind).noun})"
+        for entry in selection.absent_defaults
     )
     return SessionQueryError(
         ErrorCode.INVALID_CONFIG,
@@ -305,7 +312,8 @@ def open_source(
     if not entry.exists and not (missing_ok and _archivable(entry.kind)):
         raise SessionQueryError(ErrorCode.INVALID_CONFIG, _advice(entry))
     # One derived cache for every importer source: rows are keyed by each unit's location.
-    return kind_of(entry.kind).open(entry.path, metadata_cache=config.importer_cache)
+    kind = kind_of(entry.kind)
+    return kind.open(entry.path, metadata_cache=config.importer_cache, also=entry.companions)
 
 
 def prepare_source(
@@ -587,7 +595,10 @@ class App:
         kept = [entry for entry in selection.absent_defaults if _kept(entry, archive)]
         out = []
         for entry in (*selection.sources, *kept):
-            store = kind_of(entry.kind).units(entry.path) if _archivable(entry.kind) else None
+            kind = kind_of(entry.kind)
+            store = (
+                kind.units(entry.path, also=entry.companions) if _archivable(entry.kind) else None
+            )
             if store is not None:
                 out.append(SourceUnits(entry.kind, store))
         return out

@@ -1,5 +1,6 @@
 """The archive for every importer of the seam: after each agent's data is gone (files, or the
-agent's database for OpenCode), every session is still listed and read, marked archived."""
+agent's database for OpenCode and Cursor), every session is still listed and read, marked
+archived."""
 
 from __future__ import annotations
 
@@ -29,10 +30,11 @@ def test_every_kinds_sessions_outlive_their_source(tmp_path: Path) -> None:
     report = App(config).archive_now()
     assert report.stored > 0 and not report.problems
     for entry in app.selection.sources:
-        if entry.path.is_dir():
-            shutil.rmtree(entry.path)
-        elif entry.path.exists():
-            entry.path.unlink()
+        for path in (entry.path, *entry.companions):  # Cursor's user folder too
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
     after = _listing(App(config))
     assert after.keys() == before.keys()
     assert all(archived for archived, _count in after.values())

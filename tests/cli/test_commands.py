@@ -572,3 +572,36 @@ def test_an_ambiguous_prefix_is_a_usage_error_listing_the_candidates(
 def test_an_exact_id_wins_over_longer_ids_it_is_a_prefix_of(cli: Cli, sample: Sample) -> None:
     document = cli("show", "billing-rounding", *sample.flags, "--json").json()
     assert document["session"]["id"] == "billing-rounding"
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["list", "--formt"], "(see 'sessionquery list --help')"),
+        (["show", "x", "--frobnicate"], "(see 'sessionquery show --help')"),
+        (["export", "x", "--formt", "md"], "did you mean '--format'? (see 'sessionquery export"),
+    ],
+)
+def test_an_unknown_option_is_matched_against_the_options_of_its_own_command(
+    cli: Cli, args: list[str], hint: str
+) -> None:
+    """``list --formt`` used to suggest ``--format``, which only ``export`` has, and to point
+    at the top level's help."""
+    ran = cli(*args)
+    assert ran.status == 2 and hint in ran.err, ran.err
+    if args[0] != "export":
+        assert "--format" not in ran.err
+
+
+def test_export_and_the_mcp_caller_accept_a_childs_short_id(cli: Cli) -> None:
+    from sessionquery.mcp import resolve_caller
+    from sessionquery.query.service import SessionQuery
+    from sessionquery.sources import ClaudeCodeSource
+
+    children = _claude_family(cli)
+    exported = cli("export", "c0ffee00/2", "--format", "json")
+    assert exported.status == 0, exported.err
+    assert exported.json()["session"]["id"] == children[1]
+    source = ClaudeCodeSource(cli.home / ".claude" / "projects")
+    with SessionQuery(persistence=source) as query:
+        assert resolve_caller(query, cwd=None, session_id="c0ffee00/2").session_id == children[1]

@@ -159,3 +159,14 @@ def test_a_kind_can_be_named_with_source_kind_path(env: dict[str, str], home: Fi
     assert all(r["id"] != SESSIONS["qwen"].session for r in listed["sessions"])
     result = run_in_process(["list", "--source", "nonsense=/x"], env)
     assert result.returncode == 2 and "unknown source kind 'nonsense'" in result.stderr
+
+
+def test_cursor_s_source_reads_its_user_folder_beside_the_projects_folder(
+    env: dict[str, str], home: FixtureHome
+) -> None:
+    user = home.home / ".config" / "Cursor" / "User"
+    (cursor,) = [i for i in _run(["sources"], env)["sources"] if i["kind"] == "cursor"]
+    assert cursor["companions"] == [str(user)] and cursor["sessions"] == 4
+    named = _run(["list", "--all", "--source", f"cursor={user}"], env)["sessions"]
+    assert {r["id"] for r in named} == {SESSIONS["cursor"].session, SESSIONS["cursor"].child}
+    assert all(r["created_at"] > 0 for r in named)

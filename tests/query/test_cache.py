@@ -15,7 +15,7 @@ OWNER = object()
 
 
 def test_a_hit_needs_the_same_owner_and_revision() -> None:
-    cache = PreparedCache(2)
+    cache: PreparedCache[PreparedLog] = PreparedCache(2)
     log = prepared("a")
     cache.release(cache.insert("a", OWNER, "r1", log))
     hit = cache.acquire("a", OWNER, "r1")
@@ -27,7 +27,7 @@ def test_a_hit_needs_the_same_owner_and_revision() -> None:
 
 
 def test_the_least_recently_used_entry_is_evicted_first() -> None:
-    cache = PreparedCache(2)
+    cache: PreparedCache[PreparedLog] = PreparedCache(2)
     for name in ("a", "b"):
         cache.release(cache.insert(name, OWNER, "r", prepared(name)))
     slot = cache.acquire("a", OWNER, "r")
@@ -38,7 +38,7 @@ def test_the_least_recently_used_entry_is_evicted_first() -> None:
 
 
 def test_a_pinned_entry_is_never_evicted_and_the_cache_shrinks_on_release() -> None:
-    cache = PreparedCache(1)
+    cache: PreparedCache[PreparedLog] = PreparedCache(1)
     pinned = cache.insert("a", OWNER, "r", prepared("a"))
     cache.release(cache.insert("b", OWNER, "r", prepared("b")))
     assert cache.ids() == ["a"]  # "b" was the only unpinned entry
@@ -51,7 +51,7 @@ def test_a_pinned_entry_is_never_evicted_and_the_cache_shrinks_on_release() -> N
 
 
 def test_a_new_revision_replaces_the_entry_of_its_id() -> None:
-    cache = PreparedCache(3)
+    cache: PreparedCache[PreparedLog] = PreparedCache(3)
     cache.release(cache.insert("a", OWNER, "r1", prepared("a")))
     newer = prepared("a")
     cache.release(cache.insert("a", OWNER, "r2", newer))

@@ -23,6 +23,7 @@ from sessionquery.query.backend import Corpus
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.corpus import ServiceCorpus, busy, settle_attempts
+from sessionquery.query.prepared import PreparedLog
 from sessionquery.query.service import SessionQuery
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.sources import ClaudeCodeSource
@@ -167,7 +168,7 @@ def test_live_sessions_are_listed_from_the_store_only() -> None:
 def test_backend_reads_use_the_cache_but_do_not_fill_it(tmp_path: Path) -> None:
     persistence = JsonlPersistence(tmp_path / "store")
     store_log(persistence, [])
-    cache = PreparedCache(2)
+    cache: PreparedCache[PreparedLog] = PreparedCache(2)
     corpus = ServiceCorpus(None, persistence, cache)
     corpus.read_persisted("s")
     assert cache.ids() == []

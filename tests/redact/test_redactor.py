@@ -261,3 +261,19 @@ def test_text_with_lone_surrogates_is_scanned_position_for_position() -> None:
     masked = REDACTOR.redact(text)
     assert masked == "\udcff\udcfe PRIVATE-TOKEN: [REDACTED:gitlab-token] \udc80"
     assert REDACTOR.redact("\udcff\udcfe plain text only") == "\udcff\udcfe plain text only"
+
+
+@given(
+    st.lists(_planted_text() | _SECRET, max_size=8),
+    st.sampled_from([None, "id", "name", "password", "API-Key"]),
+)
+def test_many_strings_are_redacted_each_as_one_under_its_key(
+    texts: list[str], key: str | None
+) -> None:
+    expected = [
+        REDACTOR.redact(text) if key is None else REDACTOR.redact_json({key: text})[key]
+        for text in texts
+    ]
+    found = REDACTOR.redact_all(texts, key)
+    assert found == expected
+    assert all(new is old for new, old in zip(found, texts, strict=True) if new == old)

@@ -13,6 +13,7 @@ import pytest
 
 from formats_support import FixtureHome, fixture_home
 from sessionquery.persistence.base import SessionPersistence
+from sessionquery.query.service import SessionQuery
 from sessionquery.sources._catalog import Catalog
 from sessionquery.sources.copilot import CopilotCliSource
 from sessionquery.sources.cursor import CursorSource
@@ -241,3 +242,139 @@ def test_a_truncated_json_document_is_a_problem_and_the_rest_is_listed(
     source = opener(root)
     assert _ids(source) == expected
     assert any("not a JSON" in message for _, message in _problems_of(source, torn))
+
+
+# -- Cursor: its state.vscdb beside the agent transcripts ------------------------------------
+
+
+CURSOR_MAIN = "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c11"
+CURSOR_CHILD = "4d5e6f7a-8b9c-4dad-8e1f-3a4b5c6d7e14"
+CURSOR_TRANSCRIPTS_ONLY = {
+    CURSOR_MAIN,  # from its transcript when the database cannot be read
+    "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d12",
+    "3c4d5e6f-7a8b-4c9d-8e0f-2a3b4c5d6e13",
+}
+
+
+def _cursor_home(home: FixtureHome, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the fixture's Cursor data: (projects folder, the database)."""
+    projects = tmp_path / "projects"
+    shutil.copytree(home.home / ".cursor" / "projects", projects)
+    user = tmp_path / "User"
+    shutil.copytree(home.home / ".config" / "Cursor" / "User", user)
+    return projects, user / "globalStorage" / "state.vscdb"
+
+
+def _cursor_source(projects: Path, db: Path, max_file_bytes: int = 1 << 28) -> CursorSource:
+    return CursorSource(projects, also=[db.parent.parent], max_file_bytes=max_file_bytes)
+
+
+def _cursor_problems(source: CursorSource, db: Path) -> list[str]:
+    return [p.message for p in source.problems() if p.path == str(db)]
+
+
+def test_a_locked_cursor_database_is_a_problem_and_the_transcripts_are_listed(
+    home: FixtureHome, tmp_path: Path
+) -> None:
+    projects, db = _cursor_home(home, tmp_path)
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = DELETE")
+        conn.execute("BEGIN EXCLUSIVE")
+        source = _cursor_source(projects, db)
+        assert _ids(source) == CURSOR_TRANSCRIPTS_ONLY
+        (message,) = _cursor_problems(source, db)
+        assert "locked" in message
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+    assert CURSOR_CHILD in _ids(_cursor_source(projects, db))  # the lock gone, all is there
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda data: data[: len(data) // 3], "cannot read database"),
+        (lambda data: b"\xff\xfe not sqlite" * 99, "not a SQLite database"),
+    ],
+)
+def test_a_half_written_or_foreign_cursor_database_is_a_problem(
+    damage: Callable[[bytes], bytes], said: str, home: FixtureHome, tmp_path: Path
+) -> None:
+    projects, db = _cursor_home(home, tmp_path)
+    db.write_bytes(damage(db.read_bytes()))
+    source = _cursor_source(projects, db)
+    assert _ids(source) == CURSOR_TRANSCRIPTS_ONLY
+    (message,) = _cursor_problems(source, db)
+    assert message.startswith(said)
+
+
+def test_a_cursor_database_written_while_it_is_read_gives_a_consistent_snapshot(
+    home: FixtureHome, tmp_path: Path
+) -> None:
+    projects, db = _cursor_home(home, tmp_path)
+    expected = {e.header.id: e.event_count for e in _cursor_source(projects, db).list()}
+    writer = sqlite3.connect(db, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("DELETE FROM cursorDiskKV WHERE key LIKE 'bubbleId:%'")  # uncommitted
+        source = _cursor_source(projects, db)
+        assert {e.header.id: e.event_count for e in source.list()} == expected
+        assert source.problems() == []
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
+def test_a_database_without_cursor_s_table_is_a_problem(tmp_path: Path) -> None:
+    db = tmp_path / "User" / "globalStorage" / "state.vscdb"
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE ItemTable (key TEXT, value BLOB)")
+    conn.commit()
+    conn.close()
+    source = CursorSource(db)
+    assert source.list() == []
+    assert "no cursorDiskKV table" in _cursor_problems(source, db)[0]
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (b'{"type": 1, "text": "\xff\xfe"}', "not valid UTF-8"),
+        (b'{"type": 1, "text": "cut', "not JSON"),
+        (b'["a", "list"]', "not a JSON object"),
+        (json.dumps({"type": 2, "text": "y" * CAP}).encode(), "over the"),
+    ],
+)
+def test_a_bad_or_huge_cursor_value_is_a_problem_of_its_bubble_only(
+    value: bytes, problem: str, home: FixtureHome, tmp_path: Path
+) -> None:
+    projects, db = _cursor_home(home, tmp_path)
+    before = SessionQuery(persistence=_cursor_source(projects, db)).read_session(CURSOR_MAIN)
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"bubbleId:{CURSOR_MAIN}:bad", value))
+    conn.commit()
+    conn.close()
+    source = _cursor_source(projects, db, max_file_bytes=CAP)
+    after = SessionQuery(persistence=source).read_session(CURSOR_MAIN)
+    assert [e.data for e in after.events] == [e.data for e in before.events]
+    (message,) = _cursor_problems(source, db)
+    assert message.startswith(f"composer {CURSOR_MAIN}: bubble bad: ") and problem in message
+
+
+def test_a_cursor_conversation_whose_composer_data_is_damaged_keeps_its_bubbles(
+    home: FixtureHome, tmp_path: Path
+) -> None:
+    projects, db = _cursor_home(home, tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "UPDATE cursorDiskKV SET value = ? WHERE key = ?",
+        (b"{not json", f"composerData:{CURSOR_CHILD}"),
+    )
+    conn.commit()
+    conn.close()
+    source = _cursor_source(projects, db)
+    log = SessionQuery(persistence=source).read_session(CURSOR_CHILD)
+    assert "ocelot_retry" in json.dumps([e.data for e in log.events])  # rows in rowid order
+    assert any("value is not JSON" in m for m in _cursor_problems(source, db))

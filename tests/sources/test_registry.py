@@ -168,3 +168,22 @@ def test_every_importer_of_the_spec_is_a_name_of_the_package() -> None:
     assert {k.kind for k in KINDS} == {
         "store", "claude", "codex", "gemini", "qwen", "copilot", "opencode", "cursor", "vscode"
     }  # fmt: skip
+
+
+def test_the_default_cursor_location_is_read_with_cursor_s_user_folder(tmp_path: Path) -> None:
+    cursor = source_kind("cursor")
+    assert cursor is not None
+    for platform, folder in (
+        ("linux", tmp_path / "me" / ".config" / "Cursor" / "User"),
+        ("darwin", tmp_path / "me" / "Library" / "Application Support" / "Cursor" / "User"),
+        ("win32", tmp_path / "roam" / "Cursor" / "User"),
+    ):
+        environ = {"APPDATA": str(tmp_path / "roam")} if platform == "win32" else {}
+        env = SourceEnvironment(environ, tmp_path / "me", tmp_path / "sq", platform)
+        (projects,) = cursor.defaults(env)
+        assert projects == tmp_path / "me" / ".cursor" / "projects"
+        assert cursor.companions(env, projects) == (folder,)
+    moved = SourceEnvironment({"XDG_CONFIG_HOME": str(tmp_path / "xdg")}, tmp_path / "me")
+    assert cursor.companions(moved, projects) == (tmp_path / "xdg" / "Cursor" / "User",)
+    claude = source_kind("claude")
+    assert claude is not None and claude.companions(moved, tmp_path) == ()

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import psycopg
 import pytest
@@ -13,12 +18,13 @@ import pytest
 from conftest import raises_code
 from sessionquery import SessionQuery
 from sessionquery.errors import ErrorCode
-from sessionquery.persistence.base import SessionPersistence
+from sessionquery.persistence.base import PersistedSession, SessionPersistence
 from sessionquery.persistence.postgres import PostgresPersistence
 from sessionquery.search.postgres import PostgresSearch
 from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.sources import ClaudeCodeSource, CodexSource
 from sessionquery.sources.multi import MultiSource
+from sessionquery.team import push as push_module
 from sessionquery.team import push_sessions
 from team.conftest import TeamDb
 from team_support import APP, TOOLS, Machine, write_claude
@@ -273,3 +279,51 @@ def test_the_change_journal_keeps_only_the_newest_changes(
         store = PostgresPersistence(pushers.dsn())
         assert store.changed_since(f"{store.store_id}:0") is None  # older than the journal
         store.close()
+
+
+class _Unfolding:
+    """``inner``'s sessions, the log of ``broken`` with its last event out of order."""
+
+    def __init__(self, inner: SessionPersistence, broken: str) -> None:
+        self._inner, self._broken = inner, broken
+
+    def list(self) -> list[PersistedSession]:
+        return list(self._inner.list())
+
+    def stat(self, session_id: str) -> PersistedSession | None:
+        return self._inner.stat(session_id)
+
+    @contextmanager
+    def open_read(self, session_id: str) -> Iterator[Any]:
+        with self._inner.open_read(session_id) as handle:
+            if session_id != self._broken:
+                yield handle
+                return
+            events = handle.read()
+            last = dataclasses.replace(events[-1], seq=events[-1].seq + 5)
+            yield SimpleNamespace(
+                header=handle.header,
+                inherited_event_count=handle.inherited_event_count,
+                read=lambda offset=0, length=None: [*events[:-1], last][offset:],
+            )
+
+
+def test_a_session_that_does_not_fold_stops_the_push_after_the_batches_written_before_it(
+    pushers: TeamDb, machines: tuple[Machine, Machine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(push_module, "BATCH_SESSIONS", 1)
+    source = sources_of(machines[0])
+    first, second = sorted(entry.header.id for entry in source.list())
+    seen: list[tuple[int, int]] = []
+    with raises_code(ErrorCode.PERSISTENCE_FAILED) as info:
+        push_sessions(
+            cast(SessionPersistence, _Unfolding(source, second)),
+            pushers.dsn("alice"),
+            machine="alpha",
+            progress=lambda done, total: seen.append((done, total)),
+        )
+    assert "does not fold" in str(info.value)
+    assert set(_sessions(pushers)) == {first}
+    assert seen == [(0, 2), (1, 2)]
+    again = push_sessions(source, pushers.dsn("alice"), machine="alpha")
+    assert (again.new, again.unchanged) == (1, 1)

@@ -8,7 +8,6 @@ import pytest
 
 from sessionquery import JsonlPersistence, SessionQuery, SessionStore
 from sessionquery.examples import build_examples
-from sessionquery.model import fold_surface
 from sessionquery.model import messages as m
 from sessionquery.web.conversation import SessionView, added_on_read
 
@@ -21,13 +20,14 @@ def query(tmp_path_factory: pytest.TempPathFactory) -> SessionQuery:
 
 
 def view_of(query: SessionQuery, session_id: str) -> SessionView:
-    log = query.read_session(session_id)
-    return SessionView(log.events, fold_surface(log.events))
+    return SessionView(
+        query.read_outline(session_id), lambda seqs: query.read_window(session_id, seqs).events
+    )
 
 
 def test_the_log_view_is_every_event_and_the_surface_view_the_fold(query: SessionQuery) -> None:
     view = view_of(query, "billing-rounding")
-    assert list(view.order("log")) == list(range(len(view.events)))
+    assert list(view.order("log")) == list(range(view.event_count))
     assert tuple(view.order("surface")) == view.fold.nodes
     assert view.position("surface", 1) is None and view.position("log", 1) == 1
     assert view.position("surface", 31) == view.fold.nodes.index(31)
@@ -51,7 +51,7 @@ def test_a_window_is_computed_for_its_positions_only(query: SessionQuery) -> Non
     assert [item.seq for item in view.items("log", 10, 13)] == [10, 11, 12]
     surface = view.items("surface", 0, 3)
     assert [item.seq for item in surface] == list(view.fold.nodes[:3])
-    assert view.items("log", len(view.events) - 1, len(view.events) + 50)[-1].seq == 46
+    assert view.items("log", view.event_count - 1, view.event_count + 50)[-1].seq == 46
 
 
 def test_closers_added_by_a_read_are_recognised(tmp_path: Path) -> None:
@@ -67,10 +67,14 @@ def test_closers_added_by_a_read_are_recognised(tmp_path: Path) -> None:
         surface_op="append",
     )
     store.flush("open")
-    events = SessionQuery(persistence=JsonlPersistence(tmp_path)).read_session("open").events
+    reader = SessionQuery(persistence=JsonlPersistence(tmp_path))
+    events = reader.read_session("open").events
     assert [e.type for e in events[4:]] == ["tool/result", "step/end", "turn/end"]
     assert added_on_read(events) == 3
-    view = SessionView(events, fold_surface(events))
+    view = view_of(SessionQuery(persistence=JsonlPersistence(tmp_path)), "open")
+    assert view.stored == 4
+    whole = SessionView.whole(reader.read_session("open"))
+    assert whole.stored == 4 and whole.item(4).synthetic and whole.item(4) == view.item(4)
     assert view.stored == 4 and view.item(4).synthetic and not view.item(3).synthetic
     assert view.item(4).tool_name == "bash"  # from the assistant message's block
     assert added_on_read(events[:4]) == 0

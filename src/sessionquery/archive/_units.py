@@ -90,7 +90,7 @@ class ArchivedUnits:
 
     def scan(self) -> tuple[list[SourceUnit], list[Problem]]:
         """The source's units plus the archived ones gone from it, sorted by key."""
-        units, problems = self._inner.scan() if self._inner.location.exists() else ([], [])
+        units, problems = self._inner.scan() if _present(self._inner) else ([], [])
         present = {unit.key for unit in units}
         extra = [
             SourceUnit(key, served_stamp(unit), unit.size, _role(unit.role))
@@ -136,6 +136,13 @@ class ArchivedUnits:
     def served(self) -> frozenset[str]:
         """The keys the last scan served from the archive."""
         return self._served
+
+
+def _present(store: UnitStore) -> bool:
+    """Whether the source has anything to scan: its location exists (a store that reads more
+    than its location, such as Cursor's, says so itself with ``present()``)."""
+    present = getattr(store, "present", None)
+    return bool(present()) if callable(present) else store.location.exists()
 
 
 def _role(text: str) -> Role:

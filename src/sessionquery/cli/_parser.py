@@ -71,11 +71,33 @@ class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one ``CODE: message`` line and exit status 2,
     with a "did you mean" for a mistyped command, choice or option."""
 
+    _selected: argparse.ArgumentParser | None = None
+    """The subcommand's parser, while arguments no parser took are reported."""
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """Parse ``args``; arguments no parser took are the chosen subcommand's usage error,
+        with a "did you mean" among the options that command (or the top level) accepts."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._selected = self._subcommand(getattr(parsed, "command", None))
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def _subcommand(self, name: object) -> argparse.ArgumentParser | None:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and isinstance(name, str):
+                child: argparse.ArgumentParser | None = action.choices.get(name)
+                return child
+        return None
+
     def error(self, message: str) -> NoReturn:
         hint = self._suggestion(message)
         # A subcommand's parser is called "sessionquery <command>".
-        _, _, command = self.prog.partition(" ")
-        raise UsageError(f"{message}{hint} (see '{self.prog} --help')", command or None)
+        prog = self._selected.prog if self._selected is not None else self.prog
+        _, _, command = prog.partition(" ")
+        raise UsageError(f"{message}{hint} (see '{prog} --help')", command or None)
 
     def _suggestion(self, message: str) -> str:
         choice = _INVALID_CHOICE.search(message)
@@ -90,7 +112,11 @@ class Parser(argparse.ArgumentParser):
         return ""
 
     def _every_option(self) -> set[str]:
+        """The options a mistyped one may have meant: the top level's and the chosen
+        subcommand's (every subcommand's when none was chosen)."""
         found = set(self._option_string_actions)
+        if self._selected is not None:
+            return found | set(self._selected._option_string_actions)
         for action in self._actions:
             if isinstance(action, argparse._SubParsersAction):
                 for child in action.choices.values():
@@ -461,7 +487,9 @@ def _setup_mcp(p: argparse.ArgumentParser) -> None:
     who.add_argument(
         "--cwd",
         metavar="DIR",
-        help="the caller's workspace, compared verbatim (default: the working directory)",
+        help="the caller's workspace, compared verbatim with the sessions' recorded cwd (a "
+        "relative DIR such as '.' is taken from the working directory; default: the working "
+        "directory)",
     )
     who.add_argument(
         "--session",

@@ -1,6 +1,7 @@
 """``sessionquery serve``: the web viewer over the composition root's sources, index and
 service (:class:`sessionquery.app.App`, so redaction and the archive apply), with the command
-line's title cache.
+line's title cache: every log the index reads (its build, a search's reconciliation) leaves
+its title there, so the pages show titles without reading a log again.
 
 Invariants: the URL is the first line of stdout (``http://HOST:PORT/``, with ``?token=…``
 when the bind is not loopback), flushed before anything else happens; the search index is
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from sessionquery.cli import _titlecache as titlecache
@@ -24,6 +25,7 @@ from sessionquery.persistence import PersistedSession
 from sessionquery.query.service import SessionQuery
 
 if TYPE_CHECKING:
+    from sessionquery.query.cancel import CancelToken
     from sessionquery.web.catalog import TitleReader
 
 __all__ = ["DEFAULT_PORT", "cmd_serve"]
@@ -39,6 +41,8 @@ def _title_reader(inv: Invocation) -> TitleReader:
     def read(
         query: SessionQuery, listing: Sequence[PersistedSession], ids: Sequence[str], budget: float
     ) -> Mapping[str, object]:
+        # The titles the index read since (its build, a search's reconciliation) first.
+        inv.save_titles()
         # A budget of 0 asks for remembered titles only (read_titles stops before its
         # first read once the deadline has passed).
         budget_s = budget if budget > 0 else -1.0
@@ -59,7 +63,9 @@ def cmd_serve(inv: Invocation) -> int:
     app = inv.app
     persistence = app.persistence()
     search = app.open_index()
-    query = app.service(search)
+    # Every log the index reads leaves its title in the title cache (the readers fold it in
+    # the same pass), so the pages show titles without reading any log again.
+    query = app.service(search, through=inv.recording_titles)
     selection = app.selection
     label = selection.sources[0].label if len(selection.sources) == 1 else "store"
     catalog = Catalog(query, persistence, source_label=label, titles=_title_reader(inv))
@@ -78,9 +84,14 @@ def cmd_serve(inv: Invocation) -> int:
     sys.stdout.flush()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")
     sys.stderr.write("sessionquery viewer: read-only; press Ctrl-C to stop\n")
-    builder = IndexBuilder(
-        lambda cancel, progress: search.update(query.corpus, cancel=cancel, progress=progress)
-    )
+
+    def update(cancel: CancelToken, progress: Callable[[int, int], None]) -> object:
+        try:
+            return search.update(query.corpus, cancel=cancel, progress=progress)
+        finally:
+            inv.save_titles()
+
+    builder = IndexBuilder(update)
     builder.start()
     if args.open:
         webbrowser.open(guard.url())
@@ -91,5 +102,6 @@ def cmd_serve(inv: Invocation) -> int:
     finally:
         builder.stop()
         server.server_close()
+        inv.save_titles()
         query.close()
     return EXIT_OK

@@ -28,6 +28,7 @@ def _inspect(entry: SourceEntry, inv: Invocation) -> dict[str, Any]:
         "name": entry.title,
         "label": entry.label,
         "path": str(entry.path),
+        "companions": [str(path) for path in entry.companions if path.exists()],
         "from": entry.origin,
         "exists": entry.exists,
         "sessions": None,
@@ -55,6 +56,7 @@ def _inspect_postgres(inv: Invocation, dsn: str, origin: str) -> dict[str, Any]:
         "name": "PostgreSQL",
         "label": "postgres",
         "path": shown_dsn(dsn),
+        "companions": [],
         "from": origin,
         "exists": False,
         "sessions": None,
@@ -122,7 +124,8 @@ def _text(document: dict[str, Any], style: render.Style) -> list[str]:
                 item["from"],
                 _count(item["sessions"]),
                 "-" if item["sessions"] is None else str(len(item["problems"])),
-                term.safe(item["path"]) + state,
+                " + ".join(term.safe(p) for p in [item["path"], *item.get("companions", ())])
+                + state,
             ]
         )
     lines = render.table(rows, ["SOURCE", "FROM", "SESSIONS", "PROBLEMS", "PATH"], style)

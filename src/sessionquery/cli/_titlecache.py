@@ -180,6 +180,7 @@ class TitleRecorder:
         self._inner = inner
         self._cache = cache
         self._lock = threading.Lock()
+        self._saving = threading.Lock()
         self._rows: dict[str, tuple[str, str, str | None]] = {}
 
     def read_documents(self, session_id: str) -> DocumentLog:
@@ -199,18 +200,24 @@ class TitleRecorder:
         return log
 
     def save(self) -> int:
-        """Write the titles read so far to the cache (never raises); how many were written."""
-        with self._lock:
-            rows, self._rows = list(self._rows.values()), {}
-        if not rows or self._cache is None:
-            return 0
-        conn = _open(self._cache)
-        try:
-            _remember(conn, rows)
-        finally:
-            if conn is not None:
-                conn.close()
-        return len(rows) if conn is not None else 0
+        """Write the titles read so far to the cache (never raises); how many were written.
+
+        Saves from several threads are written one after the other, so when a save returns,
+        every title read before it is in the file (a save that found nothing new waits for
+        the one writing).
+        """
+        with self._saving:
+            with self._lock:
+                rows, self._rows = list(self._rows.values()), {}
+            if not rows or self._cache is None:
+                return 0
+            conn = _open(self._cache)
+            try:
+                _remember(conn, rows)
+            finally:
+                if conn is not None:
+                    conn.close()
+            return len(rows) if conn is not None else 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -42,7 +42,13 @@ def validate_session_id(value: object, field: str = "id") -> str:
 
 
 def _is_absolute(path: str) -> bool:
-    return PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute()
+    # A POSIX path is absolute exactly when it starts with "/" (PurePosixPath's rule); the
+    # check is on every header a listing parses, so the paths are built only otherwise.
+    return (
+        path.startswith("/")
+        or PurePosixPath(path).is_absolute()
+        or PureWindowsPath(path).is_absolute()
+    )
 
 
 def _check_int(value: object, field: str) -> int:

@@ -23,20 +23,22 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, Protocol, get_args
 
-from sessionquery.model.event import Replace, SessionEvent
-from sessionquery.model.jsonvalue import thaw
+from sessionquery.model.event import Replace, SurfaceOp
+from sessionquery.model.jsonvalue import JsonValue, thaw
 
 __all__ = [
     "KNOWN_EVENT_TYPES",
     "SURFACE_CLASSES",
     "SURFACE_ELIGIBLE_TYPES",
+    "FoldEvent",
     "SurfaceClass",
     "SurfaceError",
     "SurfaceFold",
     "SurfaceFolder",
     "fold_surface",
+    "rewrite_seqs",
     "surface_class_of",
 ]
 
@@ -76,6 +78,31 @@ KNOWN_EVENT_TYPES = SURFACE_ELIGIBLE_TYPES | {
 type is skipped by the fold whatever it carries."""
 
 
+class FoldEvent(Protocol):
+    """What the fold reads of an event: a :class:`~sessionquery.model.SessionEvent`, or an
+    :class:`~sessionquery.model.skeleton.EventSkeleton` (whose ``data`` is ``None``: only a
+    ``tool/result`` rewrite and the result it rewrites need theirs, see
+    :func:`rewrite_seqs`)."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def data(self) -> JsonValue: ...
+
+    @property
+    def surface_op(self) -> SurfaceOp | None: ...
+
+    @property
+    def source_event_seqs(self) -> tuple[int, ...] | None: ...
+
+    @property
+    def ignorable(self) -> bool: ...
+
+
 class SurfaceError(ValueError):
     """An event log that violates a surface rule; the message says which rule and where."""
 
@@ -108,11 +135,11 @@ class SurfaceFolder:
         self._tail: int | None = None
         self._next: dict[int, int | None] = {}
         self._prev: dict[int, int | None] = {}
-        self._events: dict[int, SessionEvent] = {}
+        self._events: dict[int, FoldEvent] = {}
         self._removed: dict[int, int] = {}
         self._replaced: dict[int, tuple[int, ...]] = {}
 
-    def apply(self, event: SessionEvent) -> None:
+    def apply(self, event: FoldEvent) -> None:
         """Validate ``event`` as the next event of the log and fold it in.
 
         Raises:
@@ -145,7 +172,7 @@ class SurfaceFolder:
         self._events[seq] = event
         self.length += 1
 
-    def _check_sources(self, event: SessionEvent) -> None:
+    def _check_sources(self, event: FoldEvent) -> None:
         sources = event.source_event_seqs
         if sources is None:
             return
@@ -160,7 +187,7 @@ class SurfaceFolder:
             if source >= seq:
                 raise SurfaceError(f"seq {seq}: source seq {source} is not an earlier event")
 
-    def _check_replace(self, event: SessionEvent, op: Replace) -> list[int]:
+    def _check_replace(self, event: FoldEvent, op: Replace) -> list[int]:
         seq = event.seq
         start, end = op.start_seq, op.end_seq
         for endpoint in (start, end):
@@ -199,7 +226,7 @@ class SurfaceFolder:
                 )
         return removed
 
-    def _check_tool_result_rewrite(self, event: SessionEvent, removed: list[int]) -> None:
+    def _check_tool_result_rewrite(self, event: FoldEvent, removed: list[int]) -> None:
         seq = event.seq
         if len(removed) != 1 or self._events[removed[0]].type != "tool/result":
             raise SurfaceError(f"seq {seq}: a tool/result may only replace one tool/result")
@@ -276,7 +303,20 @@ def _without_output(data: object) -> object:
     return plain
 
 
-def fold_surface(events: Iterable[SessionEvent]) -> SurfaceFold:
+def rewrite_seqs(events: Iterable[FoldEvent]) -> set[int]:
+    """The seqs whose data the fold compares: every ``tool/result`` that replaces, and the
+    start of the run it replaces (a valid rewrite removes exactly that one node). Folding
+    skeletons, these must be whole events; the fold reads no other event's data."""
+    needed: set[int] = set()
+    for event in events:
+        op = event.surface_op
+        if event.type == "tool/result" and isinstance(op, Replace):
+            needed.add(event.seq)
+            needed.add(op.start_seq)
+    return needed
+
+
+def fold_surface(events: Iterable[FoldEvent]) -> SurfaceFold:
     """Fold a whole log (seqs contiguous from 0) into its surface.
 
     Raises:

@@ -27,6 +27,7 @@ __all__ = [
     "corrupt",
     "dumps_line",
     "encode_header",
+    "parse_event_line",
     "parse_events",
     "parse_header",
     "read_header_line",
@@ -110,23 +111,27 @@ def parse_events(data: bytes, first_seq: int, path: str) -> list[SessionEvent]:
         raise corrupt(path, bad_line, "invalid UTF-8") from None
     lines = text.split("\n")
     lines.pop()  # the empty string after the final newline
-    events: list[SessionEvent] = []
-    from_line = SessionEvent.from_json_line
-    seq = first_seq
-    for line in lines:
-        try:
-            event = from_line(line)
-        except json.JSONDecodeError:
-            raise corrupt(path, seq + 2, "invalid JSON") from None
-        except RecursionError:
-            raise corrupt(path, seq + 2, "JSON nested too deeply") from None
-        except ValueError as exc:
-            raise corrupt(path, seq + 2, f"invalid event: {exc}") from None
-        if event.seq != seq:
-            raise corrupt(path, seq + 2, f"event has seq {event.seq}, expected {seq}")
-        events.append(event)
-        seq += 1
-    return events
+    return [parse_event_line(line, seq, path) for seq, line in enumerate(lines, first_seq)]
+
+
+def parse_event_line(line: str, seq: int, path: str) -> SessionEvent:
+    """Parse one event line (without its newline) that must hold the event ``seq``: the strict
+    parse every exact read uses, and the one that decides and words every error.
+
+    Raises:
+        PersistenceCorrupt: the line is not a valid event of that seq (names file and line).
+    """
+    try:
+        event = SessionEvent.from_json_line(line)
+    except json.JSONDecodeError:
+        raise corrupt(path, seq + 2, "invalid JSON") from None
+    except RecursionError:
+        raise corrupt(path, seq + 2, "JSON nested too deeply") from None
+    except ValueError as exc:
+        raise corrupt(path, seq + 2, f"invalid event: {exc}") from None
+    if event.seq != seq:
+        raise corrupt(path, seq + 2, f"event has seq {event.seq}, expected {seq}")
+    return event
 
 
 def split_header_line(data: bytes, path: str) -> tuple[bytes, int]:

@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 from sessionquery.model import SessionEvent, SessionHeader, SurfaceClass, TitleSnapshot
+from sessionquery.model.skeleton import EventSkeleton
 
 __all__ = [
     "ArchiveAware",
@@ -25,6 +26,7 @@ __all__ = [
     "ProblemSource",
     "ReadHandle",
     "SessionPersistence",
+    "SkeletonHandle",
     "TextDocument",
     "TitleSource",
     "WriteHandle",
@@ -78,6 +80,25 @@ class ReadHandle(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+@runtime_checkable
+class SkeletonHandle(ReadHandle, Protocol):
+    """A read handle that can outline its log without parsing every event's data.
+
+    After :meth:`skeletons`, :meth:`read` costs only the events it returns (the JSONL store
+    reads just their lines), so a window of a huge log is read without the rest. A wrapping
+    persistence (redaction, a combined corpus) offers it by passing it through.
+    """
+
+    def skeletons(self) -> list[EventSkeleton]:
+        """The skeleton of every event of the valid prefix (a torn tail is never included),
+        each line validated as strictly as :meth:`read` would validate it.
+
+        Raises:
+            PersistenceCorrupt: exactly when, and as, ``read()`` of the whole prefix would.
+        """
+        ...
 
 
 @runtime_checkable

@@ -272,10 +272,13 @@ class JsonlPersistence:
         path = self.path_of(session_id)
         fd = self._open_existing(path, session_id, os.O_RDONLY)
         try:
-            data = _files.read_from(fd, 0)
-            header, inherited, end = self._header_of(data, path, session_id)
+            # The header line, then the events read from where it ends: a huge log's bytes
+            # are read once and never copied to cut the header off.
+            line, end = read_header_line(fd, path)
+            header, inherited = self._parsed_header(line, path, session_id)
+            data = _files.read_from(fd, end)
             return JsonlReadHandle(
-                path=path, fd=fd, header=header, inherited=inherited, offset=end, data=data[end:]
+                path=path, fd=fd, header=header, inherited=inherited, offset=end, data=data
             )
         except BaseException:
             os.close(fd)
@@ -587,10 +590,15 @@ class JsonlPersistence:
 
     def _header_of(self, data: bytes, path: str, session_id: str) -> tuple[SessionHeader, int, int]:
         line, end = split_header_line(data, path)
+        header, inherited = self._parsed_header(line, path, session_id)
+        return header, inherited, end
+
+    @staticmethod
+    def _parsed_header(line: bytes, path: str, session_id: str) -> tuple[SessionHeader, int]:
         header, inherited = parse_header(line, path)
         if header.id != session_id:
             raise corrupt(path, 1, f"the header names session {header.id!r}, not {session_id!r}")
-        return header, inherited, end
+        return header, inherited
 
 
 def _unreadable(path: str, exc: OSError) -> str:

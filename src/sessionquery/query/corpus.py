@@ -49,6 +49,7 @@ from sessionquery.persistence.base import (
     DocumentSource,
     PersistedSession,
     SessionPersistence,
+    SkeletonHandle,
     TextDocument,
     TitleSource,
 )
@@ -56,6 +57,7 @@ from sessionquery.persistence.documents import checking, event_documents, title_
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken, check_cancel
+from sessionquery.query.outline import OutlinedLog
 from sessionquery.query.prepared import PreparedLog
 from sessionquery.query.types import SessionLog, SessionRecord
 
@@ -66,6 +68,7 @@ __all__ = [
     "ServiceCorpus",
     "busy",
     "documents_of",
+    "mapped",
     "not_found",
     "settle_attempts",
 ]
@@ -161,7 +164,7 @@ def _checking(cancel: CancelToken | None) -> AbstractContextManager[None]:
 
 
 @contextmanager
-def _mapped(session_id: str, action: str) -> Iterator[None]:
+def mapped(session_id: str, action: str) -> Iterator[None]:
     """Translate storage exceptions raised inside the block into ``SessionQueryError``."""
     try:
         yield
@@ -187,17 +190,21 @@ class ServiceCorpus:
         store: the live store, or ``None``.
         persistence: the durable store, or ``None``.
         cache: the prepared cold-read cache shared by every read of the service.
+        outlines: the cache of outlined logs (each holding its read handle), or ``None`` for
+            one of the default size.
     """
 
     def __init__(
         self,
         store: LiveStore | None,
         persistence: SessionPersistence | None,
-        cache: PreparedCache,
+        cache: PreparedCache[PreparedLog],
+        outlines: PreparedCache[OutlinedLog] | None = None,
     ) -> None:
         self._store = store
         self._persistence = persistence
         self._cache = cache
+        self._outlines = outlines or PreparedCache(cache.capacity, discard=OutlinedLog.close)
 
     # -- the Corpus protocol -------------------------------------------------------------
 
@@ -285,7 +292,7 @@ class ServiceCorpus:
         check_cancel(cancel)
         if self._persistence is None:
             return None
-        with _mapped(session_id, "look up"), _checking(cancel):
+        with mapped(session_id, "look up"), _checking(cancel):
             return self._persistence.stat(session_id)
 
     def changed_since(self, token: str) -> frozenset[str] | None:
@@ -318,9 +325,9 @@ class ServiceCorpus:
         if persistence is None:
             raise not_found(session_id)
         if isinstance(persistence, DocumentSource):
-            with _mapped(session_id, "read"), _checking(cancel):
+            with mapped(session_id, "read"), _checking(cancel):
                 return persistence.read_documents(session_id)
-        with _mapped(session_id, "look up"), _checking(cancel):
+        with mapped(session_id, "look up"), _checking(cancel):
             listed = persistence.stat(session_id)
         if listed is None:
             raise not_found(session_id)
@@ -420,7 +427,7 @@ class ServiceCorpus:
         if persistence is None:
             raise not_found(session_id)
         if listed is None:
-            with _mapped(session_id, "look up"), _checking(cancel):
+            with mapped(session_id, "look up"), _checking(cancel):
                 listed = persistence.stat(session_id)
             if listed is None:
                 raise not_found(session_id)
@@ -443,6 +450,83 @@ class ServiceCorpus:
             yield slot.log
         finally:
             self._cache.release(slot)
+
+    @contextmanager
+    def outlined_log(
+        self, session_id: str, cancel: CancelToken | None = None
+    ) -> Iterator[OutlinedLog]:
+        """Load one session live-first for outlines and windows; pinned inside the block.
+
+        A persisted log already prepared (read whole) is outlined from its events; else one
+        whose store gives skeletons is outlined from them (and kept, with its read handle, in
+        the outline cache); else it is read whole through :meth:`persisted_log`.
+
+        Raises:
+            SessionQueryError: as :meth:`open_log`.
+        """
+        check_cancel(cancel)
+        live = self.live_log(session_id)
+        if live is not None:
+            yield live.outlined(None)
+            return
+        persistence = self._persistence
+        if persistence is None:
+            raise not_found(session_id)
+        with mapped(session_id, "look up"), _checking(cancel):
+            listed = persistence.stat(session_id)
+        if listed is None:
+            raise not_found(session_id)
+        if listed.header.id != session_id:
+            raise _conflict(session_id, "the persistence listing (the listed id differs)")
+        prepared = self._cache.acquire(session_id, persistence, listed.revision)
+        if prepared is not None:
+            try:
+                self._check_listed(listed, prepared.log)
+                yield self._live_instead(session_id) or prepared.log.outlined(listed.revision)
+            finally:
+                self._cache.release(prepared)
+            return
+        slot = self._outlines.acquire(session_id, persistence, listed.revision)
+        if slot is None:
+            check_cancel(cancel)
+            with _checking(cancel):
+                outlined = self._outline_read(persistence, session_id, listed.revision)
+            if outlined is None:  # the store cannot outline: read it whole
+                with self.persisted_log(session_id, listed, cancel) as log:
+                    yield self._live_instead(session_id) or log.outlined(listed.revision)
+                return
+            slot = self._outlines.insert(session_id, persistence, listed.revision, outlined)
+        try:
+            if not listed.header.is_compatible(slot.log.header):
+                raise _conflict(session_id, "the persistence listing and the stored log")
+            check_cancel(cancel)
+            yield self._live_instead(session_id) or slot.log
+        finally:
+            self._outlines.release(slot)
+
+    def _live_instead(self, session_id: str) -> OutlinedLog | None:
+        """The session as live, when it went live while it was read cold (live wins)."""
+        live = self.live_log(session_id)
+        return None if live is None else live.outlined(None)
+
+    @staticmethod
+    def _outline_read(
+        persistence: SessionPersistence, session_id: str, revision: str
+    ) -> OutlinedLog | None:
+        """An outlined log read through a handle that gives skeletons, else ``None``."""
+        with mapped(session_id, "read"):
+            handle = persistence.open_read(session_id)
+            if not isinstance(handle, SkeletonHandle):
+                handle.close()
+                return None
+            try:
+                return OutlinedLog.of_handle(handle, revision=revision)
+            except BaseException:
+                try:
+                    handle.close()
+                except _STORAGE_ERRORS:
+                    pass
+                raise
 
     def persisted_title(
         self, session_id: str, listed: PersistedSession, cancel: CancelToken | None = None
@@ -468,7 +552,7 @@ class ServiceCorpus:
             finally:
                 self._cache.release(slot)
         if isinstance(persistence, TitleSource):
-            with _mapped(session_id, "read"), _checking(cancel):
+            with mapped(session_id, "read"), _checking(cancel):
                 header, title = persistence.read_title(session_id)
             if not listed.header.is_compatible(header):
                 raise _conflict(session_id, "the persistence listing and the stored log")
@@ -484,7 +568,7 @@ class ServiceCorpus:
 
     @staticmethod
     def _cold_read(persistence: SessionPersistence, session_id: str) -> PreparedLog:
-        with _mapped(session_id, "read"):
+        with mapped(session_id, "read"):
             handle = persistence.open_read(session_id)
             try:
                 header = handle.header

@@ -28,6 +28,7 @@ from sessionquery.model import (
     fold_surface,
     fold_title,
 )
+from sessionquery.query.outline import OutlinedLog
 
 __all__ = ["PreparedLog"]
 
@@ -47,6 +48,7 @@ class PreparedLog:
         "_fold",
         "_fold_error",
         "_lock",
+        "_outlined",
         "_texts",
         "_title",
         "_title_done",
@@ -75,6 +77,7 @@ class PreparedLog:
         self._title: TitleSnapshot | None = None
         self._title_done = False
         self._citations: dict[int, tuple[int, ...]] | None = None
+        self._outlined: OutlinedLog | None = None
 
     @property
     def session_id(self) -> str:
@@ -139,3 +142,17 @@ class PreparedLog:
                             citing.setdefault(source, []).append(event.seq)
                 self._citations = {key: tuple(value) for key, value in citing.items()}
             return self._citations.get(seq, ())
+
+    def outlined(self, revision: str | None) -> OutlinedLog:
+        """This log as an :class:`~sessionquery.query.outline.OutlinedLog` (built once; its
+        ``revision`` is the one given first, the revision this prepared log was read at)."""
+        with self._lock:
+            if self._outlined is None:
+                self._outlined = OutlinedLog.of_events(
+                    self.header,
+                    self.inherited_event_count,
+                    self.events,
+                    live=self.live,
+                    revision=None if self.live else revision,
+                )
+            return self._outlined

@@ -28,7 +28,7 @@ from sessionquery.persistence.base import ArchiveAware, SessionPersistence
 from sessionquery.query.backend import Corpus, SearchBackend, SearchMatch, validate_match
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken
-from sessionquery.query.corpus import LiveStore, ServiceCorpus
+from sessionquery.query.corpus import LiveStore, ServiceCorpus, mapped
 from sessionquery.query.filters import (
     EventFilter,
     SessionFilter,
@@ -38,8 +38,10 @@ from sessionquery.query.filters import (
     validate_session_filters,
 )
 from sessionquery.query.lineage import trace_lineage
+from sessionquery.query.outline import LogOutline, LogWindow, OutlinedLog
+from sessionquery.query.prepared import PreparedLog
 from sessionquery.query.titles import TitleMemo, read_titles
-from sessionquery.query.tracing import require_event, trace_event
+from sessionquery.query.tracing import event_not_found, require_event, trace_event
 from sessionquery.query.types import (
     EventDocument,
     EventRecord,
@@ -148,9 +150,10 @@ class SessionQuery(Closing):
         self._redactor = redactor
         self._search = search
         self._search_closed = False
-        self._cache = PreparedCache(cache_size)
+        self._cache: PreparedCache[PreparedLog] = PreparedCache(cache_size)
+        outlines: PreparedCache[OutlinedLog] = PreparedCache(cache_size, discard=OutlinedLog.close)
         self._persistence = persistence
-        self._corpus = ServiceCorpus(store, persistence, self._cache)
+        self._corpus = ServiceCorpus(store, persistence, self._cache, outlines)
         self._titles = TitleMemo()
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -350,6 +353,42 @@ class SessionQuery(Closing):
                 start_seq=start,
                 end_seq=end,
             )
+
+    def read_outline(self, session_id: str, *, cancel: CancelToken | None = None) -> LogOutline:
+        """The outline of one session: every event's skeleton and the surface fold, without
+        the events' data (:mod:`sessionquery.query.outline`).
+
+        The log is validated as :meth:`read_session` validates it and fails exactly when
+        that fails; a stored log whose store gives skeletons (the JSONL store) is read without
+        parsing its events' data, and kept outlined (with an open read handle) for
+        :meth:`read_window` until its revision changes.
+
+        Raises:
+            SessionQueryError: as :meth:`read_session`.
+        """
+        session_id = _session_id(session_id)
+        with self._corpus.outlined_log(session_id, cancel) as log, mapped(session_id, "read"):
+            return log.outline()
+
+    def read_window(
+        self, session_id: str, seqs: Iterable[int], *, cancel: CancelToken | None = None
+    ) -> LogWindow:
+        """The whole events at ``seqs`` (in that order) with the outline they were read with;
+        each equal to the event :meth:`read_session` returns at that seq. A store that gives
+        skeletons reads only their lines.
+
+        Raises:
+            SessionQueryError: ``EVENT_NOT_FOUND`` for a seq the log does not have (checked
+                against the outline), else as :meth:`read_outline`.
+        """
+        wanted = list(seqs)
+        session_id = _session_id(session_id)
+        with self._corpus.outlined_log(session_id, cancel) as log, mapped(session_id, "read"):
+            outline = log.outline()
+            for seq in wanted:
+                if type(seq) is not int or not 0 <= seq < outline.event_count:
+                    raise event_not_found(session_id, seq)
+            return LogWindow(outline, tuple(log.events(wanted)))
 
     def trace_event(
         self, session_id: str, seq: int, *, cancel: CancelToken | None = None

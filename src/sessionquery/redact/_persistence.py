@@ -22,6 +22,9 @@ Invariants:
   :attr:`~sessionquery.redact.Redactor.fingerprint`, so anything derived under another
   ruleset sees every session as changed, and a change token of another ruleset is never
   answered by the change journal;
+* the read handle passes skeletons through (``SkeletonHandle``: outlines and windows of a
+  huge log read through it stay windowed), with call ids and names redacted as the events'
+  are;
 * the optional capabilities are always offered, falling back to what the protocol allows:
   documents are folded from the redacted events when the wrapped store has no fast path, the
   change token is ``None`` and ``changed_since`` cannot tell when it keeps none,
@@ -32,11 +35,13 @@ from __future__ import annotations
 
 import bisect
 import builtins
+import operator
 from collections.abc import Sequence
 from dataclasses import replace
 
 from sessionquery.closing import Closing
 from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.model.skeleton import EventSkeleton
 from sessionquery.model.title import TitleSnapshot
 from sessionquery.persistence.base import (
     ArchiveAware,
@@ -49,6 +54,7 @@ from sessionquery.persistence.base import (
     ProblemSource,
     ReadHandle,
     SessionPersistence,
+    SkeletonHandle,
     TextDocument,
 )
 from sessionquery.persistence.documents import stored_documents
@@ -67,6 +73,11 @@ def redacted_event(event: SessionEvent, redactor: Redactor) -> SessionEvent:
 def redacted_events(events: Sequence[SessionEvent], redactor: Redactor) -> list[SessionEvent]:
     """Every event of ``events`` redacted (:func:`redacted_event`)."""
     return [redacted_event(event, redactor) for event in events]
+
+
+def _same(found: list[str], given: list[str]) -> bool:
+    """Whether :meth:`Redactor.redact_all` gave every string back as it was."""
+    return all(map(operator.is_, found, given))
 
 
 def _derived_from(event: SessionEvent) -> int | None:
@@ -166,6 +177,33 @@ class _RedactingHandle(Closing):
             if changed:
                 events[index] = _retitled(event, redacted, self._redactor)
         return events
+
+    def skeletons(self) -> list[EventSkeleton]:
+        """The inner handle's skeletons with their call ids and names redacted exactly as the
+        events' data is (types, seqs, times and surface operations are identifiers and pass
+        through); skeletons of the redacted events when the inner handle gives none."""
+        inner = self._inner
+        if not isinstance(inner, SkeletonHandle):
+            return [EventSkeleton.of(event) for event in self.read()]
+        skeletons = inner.skeletons()
+        # Each id under the key the event stores it under (a key rule masks it as it masks
+        # the event's): ``callId`` of a ``tool/call``, ``id`` of an assistant's block.
+        calling = [skeleton for skeleton in skeletons if skeleton.calls]
+        logged = [c for sk in calling if sk.type == "tool/call" for c, _name in sk.calls]
+        blocks = [c for sk in calling if sk.type != "tool/call" for c, _name in sk.calls]
+        names = [name for sk in calling for _c, name in sk.calls]
+        redact_all = self._redactor.redact_all
+        masked = (redact_all(logged, "callId"), redact_all(blocks, "id"), redact_all(names, "name"))
+        if all(map(_same, masked, (logged, blocks, names))):
+            return skeletons  # the usual case: no call id or name holds a secret
+        logged_ids, block_ids, masked_names = (iter(found) for found in masked)
+        for index, skeleton in enumerate(skeletons):
+            if skeleton.calls:
+                ids = logged_ids if skeleton.type == "tool/call" else block_ids
+                calls = tuple((next(ids), next(masked_names)) for _call in skeleton.calls)
+                if calls != skeleton.calls:
+                    skeletons[index] = skeleton._replace(calls=calls)
+        return skeletons
 
     def close(self) -> None:
         self._inner.close()

@@ -22,8 +22,10 @@ Invariants:
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -229,6 +231,49 @@ class Redactor:
     def is_clean(self, text: str) -> bool:
         """Whether ``text`` holds no secret."""
         return not self._spans(text)
+
+    def redact_all(self, texts: Sequence[str], key: str | None = None) -> list[str]:
+        """Each of ``texts`` as :meth:`redact_json` gives a string stored under ``key`` (as
+        :meth:`redact` gives it when ``key`` is ``None``): the same object when it holds no
+        secret.
+
+        Made for many short strings (the call ids and tool names of a huge log): the ASCII
+        ones are scanned for the rules' keywords and the known values in one pass over them
+        all, and only a string that holds one is redacted on its own; a string without any
+        can hold no secret, so it is returned as it is.
+        """
+        if key is not None and self._json_keys.get(key.lower().replace("-", "_")) is not None:
+            return [self._under_key(key, text) for text in texts]
+        out = list(texts)
+        batch = [
+            index
+            for index, text in enumerate(texts)
+            if len(text) >= MIN_SECRET_LENGTH and text.isascii()
+        ]
+        for index, text in enumerate(texts):
+            if len(text) >= MIN_SECRET_LENGTH and not text.isascii():
+                out[index] = self.redact(text)
+        if not batch:
+            return out
+        joined = b"\n".join(texts[index].encode("ascii") for index in batch).lower()
+        hits = self._ascii_automaton.find_matches_as_indexes(joined, overlapping=True)
+        if not hits:
+            return out
+        starts = list(itertools.accumulate((len(texts[i]) + 1 for i in batch[:-1]), initial=0))
+        touched: set[int] = set()
+        for _pattern, start, end in hits:
+            first = bisect.bisect_right(starts, start) - 1
+            last = bisect.bisect_right(starts, end - 1) - 1
+            touched.update(range(first, last + 1))
+        for position in touched:
+            index = batch[position]
+            out[index] = self.redact(texts[index])
+        return out
+
+    def _under_key(self, key: str, text: str) -> str:
+        """``text`` as :meth:`_redact_object` redacts a string value under ``key``."""
+        rule = self._json_rule(key, text)
+        return self.redact(text) if rule is None else f"[REDACTED:{self._names[rule + 1]}]"
 
     # -- JSON ----------------------------------------------------------------------------
 

@@ -48,7 +48,7 @@ from sessionquery.search.predicates import (
 from sessionquery.search.request import SearchRequest, event_request, session_request
 from sessionquery.search.update import IndexUpdate, ProgressCallback
 
-__all__ = ["OpenAt", "SearchBase", "Window"]
+__all__ = ["OpenAt", "SearchBase", "Window", "not_indexed_yet"]
 
 OpenAt = Literal["startup", "first-search", "never"]
 """When a backend opens its index: now, at the first search, or never (search disabled)."""
@@ -61,6 +61,25 @@ _HEADER_CACHE_SIZE: Final = 4096
 
 ConnT = TypeVar("ConnT")
 HitT = TypeVar("HitT")
+
+
+def not_indexed_yet(partial: PartialIndex) -> SessionQueryError:
+    """The error of an event search whose session the unfinished build has not reached yet:
+    the retryable ``INDEX_BUILDING`` with the build's counts, not ``SESSION_NOT_FOUND`` (the
+    session exists; the index does not hold it yet)."""
+    done, total = partial.sessions_indexed, partial.sessions_total
+    if total is None:  # no honest total yet (still listing, or a backend that keeps none)
+        return SessionQueryError(
+            ErrorCode.INDEX_BUILDING,
+            f"the history index is still being built ({done:,} sessions indexed so far); "
+            "try again shortly",
+        )
+    return SessionQueryError(
+        ErrorCode.INDEX_BUILDING,
+        f"the history index is still being built: {done:,} of {total:,} sessions; "
+        "try again shortly",
+        context={"sessions_indexed": done, "sessions_total": total},
+    )
 
 
 @dataclass(frozen=True, slots=True)

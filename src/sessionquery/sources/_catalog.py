@@ -241,6 +241,7 @@ class Catalog:
         self._headers: dict[str, SessionHeader] = {}  # public id -> public header
         self._scan_problems: tuple[Problem, ...] = ()
         self._fingerprint: str | None = None
+        self._archived: frozenset[str] = frozenset()  # archived_ids() of the last listing
 
     @property
     def root(self) -> Path:
@@ -261,12 +262,24 @@ class Catalog:
             self._fingerprint = None
 
     def archived_ids(self) -> frozenset[str]:
-        """Ids of the sessions the last listing read from an archive (no I/O)."""
-        with self._lock:
+        """Ids of the sessions the last listing read from an archive (no I/O, and no wait).
+
+        A search marks its hits with these after the index answered: while a listing holds
+        the source (a first listing parses every unit, for minutes on a large history), the
+        set of the listing before it is the answer, so a search never waits for a scan.
+        """
+        if not isinstance(self._store, ArchiveBacked):
+            return frozenset()
+        if not self._lock.acquire(blocking=False):
+            return self._archived
+        try:
             served = self._store.served() if isinstance(self._store, ArchiveBacked) else ()
-            if not served:
-                return frozenset()
-            return frozenset(pid for pid, (key, _index) in self._ids.items() if key in served)
+            self._archived = frozenset(
+                pid for pid, (key, _index) in self._ids.items() if key in served
+            )
+            return self._archived
+        finally:
+            self._lock.release()
 
     def close(self) -> None:
         """Close the metadata cache file (the source stays usable with an in-memory cache)."""
@@ -424,7 +437,8 @@ class Catalog:
         """Every imported session (reading only units that changed since they were cached)."""
         with self._lock:
             self._scan()
-            return [self._listing(public) for public in self._ids]
+            served = self._served()
+            return [self._listing(public, served) for public in self._ids]
 
     def _title(self, public: str) -> str | None:
         if not self._titles:
@@ -432,7 +446,9 @@ class Catalog:
         key, index = self._ids[public]
         return self._titles.get(self._entries[key].summaries[index].header.id)
 
-    def _listing(self, public: str) -> PersistedSession:
+    def _listing(self, public: str, served: frozenset[str] | None = None) -> PersistedSession:
+        """One session's listing entry; ``served`` is the archive-backed store's served keys
+        when the caller already asked for them (``None``: ask here)."""
         key, index = self._ids[public]
         entry = self._entries[key]
         count = entry.summaries[index].count
@@ -448,8 +464,12 @@ class Catalog:
             revision=revision,
             event_count=count,
             size_bytes=entry.unit.size,
-            archived=isinstance(self._store, ArchiveBacked) and key in self._store.served(),
+            archived=key in (self._served() if served is None else served),
         )
+
+    def _served(self) -> frozenset[str]:
+        """The unit keys the last scan served from an archive (none without one)."""
+        return self._store.served() if isinstance(self._store, ArchiveBacked) else frozenset()
 
     def session_units(self) -> dict[str, str]:
         """The unit key each listed session comes from, by public id (after :meth:`list`)."""

@@ -19,6 +19,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from sessionquery.model import validate_session_id
 from sessionquery.model.header import MAX_ID_LENGTH
@@ -59,6 +60,34 @@ def usable_cwd(value: object) -> str | None:
     except UnicodeEncodeError:
         return None
     return value if is_absolute_path(value) else None
+
+
+def file_uri_path(uri: object) -> str | None:
+    """The path of a ``file://`` URI (``file:///C:/x`` is ``C:/x``) if it is a usable ``cwd``,
+    else ``None``."""
+    if not isinstance(uri, str) or len(uri) > 8192:
+        return None
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    path = unquote(parsed.path)
+    if len(path) > 2 and path[0] == "/" and path[2] == ":":
+        path = path[1:]
+    return usable_cwd(path)
+
+
+def workspace_json_folder(data: bytes) -> str | None:
+    """The folder a VS Code-style ``workspace.json`` names (``folder``, or the folder of a
+    ``.code-workspace`` file), or ``None``."""
+    try:
+        manifest = as_dict(json.loads(data.decode("utf-8")))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    folder, workspace = manifest.get("folder"), manifest.get("workspace")
+    if isinstance(folder, str) and folder:
+        return file_uri_path(folder)
+    path = file_uri_path(workspace)
+    return None if path is None else usable_cwd(path.rsplit("/", 1)[0] or "/")
 
 
 def iso_to_ms(value: object) -> int | None:

@@ -89,6 +89,19 @@ class Sides:
         self.used[MISSING_PREFIX + suffix] = None
         return None
 
+    def where(self, key: str) -> str:
+        """The absolute path problems about unit ``key`` name."""
+        return self._store.where(key)
+
+    def has(self, key: str) -> bool:
+        """Whether unit ``key`` exists (recorded: the parse is redone when that changes; a
+        constant-time check, unlike :meth:`find`)."""
+        if key in self._units:
+            self.used.setdefault(key, PRESENT)
+            return True
+        self.used[key] = None
+        return False
+
     def read(self, key: str) -> bytes | None:
         """The bytes of unit ``key``, or ``None`` when it is absent or unreadable."""
         unit = self._units.get(key)

@@ -24,7 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-__all__ = ["DatabaseUnavailable", "database_stamp", "read_database"]
+from sessionquery.sources._files import SkippedFile
+
+__all__ = ["DatabaseUnavailable", "database_stamp", "read_database", "read_unit"]
 
 T = TypeVar("T")
 
@@ -113,3 +115,18 @@ def read_database(path: Path, read: Callable[[sqlite3.Connection], T]) -> T:
             last = str(exc)
             break
     raise DatabaseUnavailable(f"cannot read database ({last}); its sessions are not listed")
+
+
+def read_unit(path: Path, read: Callable[[sqlite3.Connection], T]) -> T:
+    """:func:`read_database` for one raw unit: a database that cannot be read now, or whose
+    schema is not the expected one, skips the unit (its message says why).
+
+    Raises:
+        SkippedFile: the database is unavailable or a query failed.
+    """
+    try:
+        return read_database(path, read)
+    except DatabaseUnavailable as exc:
+        raise SkippedFile(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise SkippedFile(f"unexpected schema ({exc}); skipped") from None

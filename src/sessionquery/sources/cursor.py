@@ -1,317 +1,247 @@
-"""Cursor agent transcripts (``~/.cursor/projects``) as read-only sessions.
+"""Cursor conversations as read-only sessions: its database and its agent transcripts, joined.
 
-Cursor keeps each agent conversation as ``projects/<project>/agent-transcripts/<id>.jsonl``
-(older: ``<id>.txt``; some releases nest it as ``<id>/<id>.jsonl``); when both a ``.jsonl`` and a
-``.txt`` exist for one id, the ``.jsonl`` is read. Cursor publishes no schema: the shapes below
-are the observed ones (as other history tools read them; see ``docs/importers.md``).
+Cursor keeps a conversation (a *composer*) in two places:
 
-* JSONL: one ``{"role": "user" | "assistant", "message": {"content": …}}`` per line, content a
-  string or Anthropic-style blocks (``text``, ``thinking``, ``tool_use``, ``tool_result``);
-* text: ``user:`` / ``assistant:`` lines start messages; the user's words sit in
-  ``<user_query>…</user_query>``; an assistant message holds ``[Thinking]``, ``[Tool call]
-  <name>`` (indented ``key=value`` or JSON arguments) and ``[Tool result]`` (indented output)
-  sections between its text.
+* its database, ``<Cursor user folder>/globalStorage/state.vscdb`` (``~/.config/Cursor/User``
+  on Linux, ``~/Library/Application Support/Cursor/User`` on macOS, ``%APPDATA%/Cursor/User``
+  on Windows): every conversation of the editor, with its name, dates, workspace, model, each
+  message ("bubble") with its time, thinking, tool calls and their results (:mod:`._cursor_db`,
+  :mod:`._cursor_composer`);
+* an agent transcript, ``~/.cursor/projects/<project>/agent-transcripts/<composerId>.jsonl``
+  (or ``.txt``, or ``<composerId>/<composerId>.jsonl``), written for agent runs only (the editor
+  and the ``cursor-agent`` command line): the messages without results, times or names
+  (:mod:`._cursor_transcripts`).
 
-Transcripts carry no timestamps (sessions are dated 0: listed last), no lineage and no
-compaction. ``<project>`` is the project path with ``/`` (and other characters) turned into
-``-``, which cannot be reversed by rule: the ``cwd`` is the one existing folder whose path
-encodes to it (looked up on this machine, below the root folder), else ``None``.
+They join on the id: a transcript's name is its composer's id. A conversation is one session,
+whose id is that composer id: read from the database when the database has it (dates, title,
+workspace and the richer events), from its transcript when the database holds no message of
+it (then dated and titled by the database), and from the transcript alone (undated) when the
+database does not know it. A source reads one location of either kind, or both: the default
+Cursor source reads the default projects folder *and* the default user folder (see
+:mod:`.registry`).
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import os
-import re
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Any
+from collections.abc import Iterable
+from pathlib import Path
 
-from sessionquery.model import SessionHeader
-from sessionquery.persistence.documents import read_check
-from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._common import Problem, as_dict, as_list, derived_id, dumps
-from sessionquery.sources._lines import parse_lines
-from sessionquery.sources._parsed import ParsedFile, ParsedSession, UnitInput
-from sessionquery.sources._tree import TreeSource
-from sessionquery.sources.units import FileTree, Role
+from sessionquery.sources._catalog import Catalog
+from sessionquery.sources._common import Problem
+from sessionquery.sources._cursor_composer import composer_facts, parse_composer, transcript_session
+from sessionquery.sources._cursor_db import COMPOSER_PREFIX, CursorDatabase, composer_id
+from sessionquery.sources._cursor_transcripts import (
+    parse_transcript,
+    project_folder,
+    select_cursor,
+    transcript_stem,
+)
+from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
+from sessionquery.sources._parsed import ParsedFile, Parser, UnitInput
+from sessionquery.sources.units import FileTree, SkippedFile, Unit
 
-__all__ = ["CursorSource", "cursor_units", "parse_cursor_unit", "project_folder"]
+__all__ = ["CursorSource", "CursorUnits", "cursor_units", "parse_cursor_unit", "project_folder"]
 
-_TRANSCRIPTS = "agent-transcripts"
-_QUERY = re.compile(r"<user_query>(.*?)</user_query>", re.DOTALL)
-
-
-def select_cursor(rel: str, is_dir: bool) -> Role | None:
-    """``<project>/agent-transcripts/<id>.jsonl|txt`` (flat or ``<id>/<id>.…``)."""
-    parts = rel.split("/")
-    if is_dir:
-        ok = len(parts) == 1 or (len(parts) >= 2 and parts[1] == _TRANSCRIPTS and len(parts) <= 3)
-        return "transcript" if ok else None
-    if len(parts) < 3 or parts[1] != _TRANSCRIPTS or not rel.endswith((".jsonl", ".txt")):
-        return None
-    stem = parts[-1].rsplit(".", 1)[0]
-    if len(parts) == 4 and parts[2] != stem:
-        return None
-    return "transcript" if len(parts) in (3, 4) else None
+_DATABASE = ("globalStorage", "state.vscdb")
+_USER_FOLDERS = (
+    (".config", "Cursor", "User"),
+    ("Library", "Application Support", "Cursor", "User"),
+    ("AppData", "Roaming", "Cursor", "User"),
+)
 
 
-def cursor_units(root: Path, *, follow_outside_links: bool = False) -> FileTree:
-    """The agent transcripts under a Cursor ``projects`` folder."""
-    return FileTree(Path(root), select_cursor, follow_outside_links=follow_outside_links)
+def _user_folder(path: Path) -> bool:
+    if (path / _DATABASE[0]).is_dir() or (path / "workspaceStorage").is_dir():
+        return True
+    return not path.exists() and path.name == "User"
 
 
-# -- the project folder ---------------------------------------------------------------------
+def _locate(path: Path) -> tuple[Path | None, Path | None]:
+    """``(projects folder, user folder)`` that one Cursor location stands for.
+
+    A location is a projects folder (``~/.cursor/projects``), a ``.cursor`` folder, a user
+    folder (``…/Cursor/User``) or the ``Cursor`` folder above it, a ``state.vscdb`` file, or a
+    home folder holding ``.cursor`` (and a user folder where the platforms keep it).
+    """
+    if path.name == "state.vscdb" or path.is_file():
+        parent = path.parent
+        return None, parent.parent if parent.name == _DATABASE[0] else parent
+    if _user_folder(path):
+        return None, path
+    if (path / "User" / _DATABASE[0]).is_dir():
+        return None, path / "User"
+    if path.name == ".cursor":
+        return path / "projects", None
+    if (path / ".cursor").is_dir():
+        users = (path.joinpath(*parts) for parts in _USER_FOLDERS)
+        return path / ".cursor" / "projects", next((u for u in users if u.is_dir()), None)
+    return path, None
 
 
-_ENCODED = re.compile(r"[^A-Za-z0-9]")
+class CursorUnits:
+    """The raw units of Cursor locations: agent transcripts (their relative paths under the
+    projects folder) and composers (``composer/<composerId>``, normalized JSON documents).
 
+    Args:
+        root: the location (see :func:`_locate`); problems and the archive name it.
+        also: further locations read with it (the default projects folder's user folder).
+        follow_outside_links: follow symbolic links that leave the projects folder.
+    """
 
-def _encode(path: str) -> str:
-    return _ENCODED.sub("-", path.strip("/"))
-
-
-@functools.lru_cache(maxsize=512)
-def project_folder(name: str, *, base: Path = Path("/"), limit: int = 4096) -> str | None:
-    """The one existing folder under ``base`` whose path Cursor encodes as ``name``, or
-    ``None`` when there is none or more than one (at most ``limit`` folders are looked at).
-
-    Answers are kept for the process's lifetime (a project folder created later is seen by the
-    next process; the metadata cache keeps each transcript's answer until it changes)."""
-    found: list[str] = []
-    budget = [limit]
-
-    def walk(folder: Path, rest: str) -> None:
-        if budget[0] <= 0 or len(found) > 1:
-            return
-        try:
-            with os.scandir(folder) as entries:
-                names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
-        except OSError:
-            return
-        budget[0] -= 1
-        for child in names:
-            encoded = _encode(child)
-            if not encoded:
-                continue
-            if rest == encoded:
-                found.append(str(folder / child))
-            elif rest.startswith(encoded + "-"):
-                walk(folder / child, rest[len(encoded) + 1 :])
-
-    walk(base, name)
-    return found[0] if len(found) == 1 else None
-
-
-# -- text transcripts -----------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Message:
-    role: str
-    line: int
-    lines: list[str]
-
-
-def _text_messages(text: str) -> list[_Message]:
-    out: list[_Message] = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        marker = line.strip()
-        if marker in ("user:", "assistant:"):
-            out.append(_Message(marker[:-1], number, []))
-        elif out:
-            out[-1].lines.append(line)
-    return out
-
-
-def _sections(lines: list[str]) -> list[tuple[str, str, list[str]]]:
-    """``(kind, title, body)`` runs of an assistant message: text, thinking, call, result."""
-    out: list[tuple[str, str, list[str]]] = []
-    for line in lines:
-        marker = line.strip()
-        if marker.startswith("[Thinking]"):
-            out.append(("thinking", "", [marker[len("[Thinking]") :].strip()]))
-        elif marker.startswith("[Tool call] "):
-            out.append(("call", marker[len("[Tool call] ") :].strip(), []))
-        elif marker.startswith("[Tool result]"):
-            out.append(("result", marker[len("[Tool result]") :].strip(), []))
-        elif out and out[-1][0] != "text" and (not line.strip() or line[:1] in (" ", "\t")):
-            out[-1][2].append(line)
-        elif out and out[-1][0] == "text":
-            out[-1][2].append(line)
-        else:
-            out.append(("text", "", [line]))
-    return out
-
-
-def _arguments(body: list[str]) -> str:
-    raw = "\n".join(line.strip() for line in body).strip()
-    try:
-        json.loads(raw)
-    except ValueError:
-        pairs = [line.strip().partition("=") for line in body if line.strip()]
-        if pairs and all(sep for _, sep, _ in pairs):
-            return dumps({k.strip(): v.strip() for k, _, v in pairs})
-        return dumps({"input": raw}) if raw else "{}"
-    return raw
-
-
-def _user_text(text: str) -> str:
-    match = _QUERY.search(text)
-    return (match.group(1) if match else text).strip()
-
-
-def _text_transcript(builder: LogBuilder, text: str) -> None:
-    tick = read_check()
-    for index, message in enumerate(_text_messages(text)):
-        tick(sum(len(line) for line in message.lines))
-        if message.role == "user":
-            words = _user_text("\n".join(message.lines))
-            prompt = [{"type": "text", "text": words}] if words else []
-            builder.open_turn(message.line, None, explicit=False)
-            seq = builder.user_message(f"message-{index}", prompt, "user", message.line, None)
-            builder.derive_title(seq, prompt, message.line, None)
-            continue
-        blocks: list[dict[str, Any]] = []
-        pending: list[str] = []
-        for kind, title, body in _sections(message.lines):
-            if kind == "text" and "\n".join(body).strip():
-                blocks.append({"type": "text", "text": "\n".join(body).strip()})
-            elif kind == "thinking":
-                blocks.append({"type": "reasoning", "text": "\n".join(body).strip()})
-            elif kind == "call":
-                call_id = f"line-{message.line}-{len(blocks)}"
-                blocks.append(
-                    {
-                        "type": "tool-call",
-                        "id": call_id,
-                        "name": title,
-                        "arguments": _arguments(body),
-                    }
-                )
-                pending.append(call_id)
-            elif kind == "result":
-                builder.assistant_message(blocks, message.line, None)
-                blocks = []
-                output = "\n".join(line.strip() for line in body).strip() or title
-                call_id = pending.pop(0) if pending else f"unknown-call-line-{message.line}"
-                content = [{"type": "text", "text": output}] if output else []
-                builder.tool_result(call_id, False, content, message.line, None)
-        if blocks:
-            builder.assistant_message(blocks, message.line, None)
-
-
-# -- JSONL transcripts ----------------------------------------------------------------------
-
-
-def _jsonl_transcript(
-    builder: LogBuilder, unit: UnitInput, where: Path, problems: list[Problem]
-) -> None:
-    lines, found = parse_lines(where, unit.data, "empty transcript; no session imported")
-    problems.extend(found)
-    tick = read_check()
-    for line in lines:
-        tick(len(line.raw))
-        record = as_dict(line.record)
-        role = record.get("role")
-        content = as_dict(record.get("message")).get("content")
-        blocks = (
-            [{"type": "text", "text": content}] if isinstance(content, str) else as_list(content)
-        )
-        if role == "user":
-            _jsonl_user(builder, blocks, line.number)
-        elif role == "assistant":
-            _jsonl_assistant(builder, blocks, line.number)
-        else:
-            builder.log_only(f"cursor/{role or 'unknown'}", line.raw, line.number, None)
-
-
-def _jsonl_user(builder: LogBuilder, blocks: list[Any], number: int) -> None:
-    texts: list[dict[str, Any]] = []
-    for block in map(as_dict, blocks):
-        if block.get("type") == "tool_result":
-            output = block.get("content")
-            content = (
-                [{"type": "text", "text": output}]
-                if isinstance(output, str)
-                else [b for b in map(as_dict, as_list(output)) if b.get("type") == "text"]
+    def __init__(
+        self, root: Path, *, also: Iterable[Path] = (), follow_outside_links: bool = False
+    ) -> None:
+        self._root = Path(root).absolute()
+        projects, user = _locate(self._root)
+        self._primary_db = user is not None
+        for other in (Path(p).absolute() for p in also):
+            more_projects, more_user = _locate(other)
+            projects = projects or more_projects
+            user = user or more_user
+        self._tree = None
+        if projects is not None:
+            self._tree = FileTree(
+                projects, select_cursor, follow_outside_links=follow_outside_links
             )
-            call_id = str(block.get("tool_use_id") or f"unknown-call-line-{number}")
-            builder.tool_result(call_id, block.get("is_error") is True, content, number, None)
-        elif block.get("type") == "text" and isinstance(block.get("text"), str):
-            words = _user_text(block["text"])
-            if words:
-                texts.append({"type": "text", "text": words})
-    if texts:
-        builder.open_turn(number, None, explicit=False)
-        seq = builder.user_message(f"line-{number}", texts, "user", number, None)
-        builder.derive_title(seq, texts, number, None)
+        self._db = None if user is None else CursorDatabase(user.joinpath(*_DATABASE), user)
+
+    @property
+    def location(self) -> Path:
+        """The location this store was opened on."""
+        return self._root
+
+    @property
+    def database(self) -> Path | None:
+        """The ``state.vscdb`` read, if any."""
+        return None if self._db is None else self._db.path
+
+    def present(self) -> bool:
+        """Whether the transcripts folder or the database is there (the archive serves every
+        unit itself when neither is)."""
+        tree = self._tree is not None and self._tree.location.is_dir()
+        return tree or (self._db is not None and self._db.path.is_file())
+
+    def where(self, key: str) -> str:
+        """The database (for a composer) or the transcript file a problem names."""
+        if composer_id(key) is not None and self._db is not None:
+            return str(self._db.path)
+        return self._tree.where(key) if self._tree is not None else str(self._root / key)
+
+    def fingerprint(self) -> str | None:
+        """The database's stamp when there is no transcripts folder, else ``None``."""
+        if self._db is None or (self._tree is not None and self._tree.location.is_dir()):
+            return None
+        return self._db.fingerprint() + ("|no transcripts" if self._tree is not None else "")
+
+    def scan(self) -> tuple[list[Unit], list[Problem]]:
+        """Every transcript and every composer, sorted by key."""
+        units: list[Unit] = []
+        problems: list[Problem] = []
+        tree = self._tree if self._tree is not None and self._tree.location.is_dir() else None
+        if self._tree is not None and (tree is not None or self._db is None):
+            found, trouble = self._tree.scan()
+            units += found
+            problems += trouble
+        if self._db is not None and self._db.path.is_file():
+            found, trouble = self._db.scan()
+            units += found
+            problems += trouble
+        elif self._db is not None and (self._primary_db or tree is None):
+            message = "no globalStorage/state.vscdb here; no Cursor conversations imported"
+            problems.append(Problem(str(self._db.path), None, message))
+        units.sort(key=lambda unit: unit.key)
+        return units, problems
+
+    def stat(self, key: str) -> Unit | None:
+        """One unit's current stamp, or ``None`` when it is gone."""
+        cid = composer_id(key)
+        if cid is not None:
+            return None if self._db is None else self._db.stat(cid)
+        return None if self._tree is None else self._tree.stat(key)
+
+    def read(self, key: str, max_bytes: int) -> tuple[bytes, Unit]:
+        """A unit's bytes and stamp.
+
+        Raises:
+            SkippedFile: the unit cannot be read now (the message says why).
+        """
+        cid = composer_id(key)
+        if cid is not None:
+            if self._db is None:
+                raise SkippedFile("no Cursor database here")
+            return self._db.read(cid, max_bytes)
+        if self._tree is None:
+            raise SkippedFile("no Cursor projects folder here")
+        return self._tree.read(key, max_bytes)
 
 
-def _jsonl_assistant(builder: LogBuilder, blocks: list[Any], number: int) -> None:
-    out: list[dict[str, Any]] = []
-    for index, block in enumerate(map(as_dict, blocks)):
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            out.append({"type": "text", "text": block["text"]})
-        elif kind in ("thinking", "reasoning"):
-            out.append(
-                {"type": "reasoning", "text": str(block.get("thinking") or block.get("text") or "")}
-            )
-        elif kind == "tool_use":
-            call_id = block.get("id")
-            out.append(
-                {
-                    "type": "tool-call",
-                    "id": call_id
-                    if isinstance(call_id, str) and call_id
-                    else f"line-{number}-{index}",
-                    "name": str(block.get("name") or "unknown"),
-                    "arguments": dumps(block.get("input", {})),
-                }
-            )
-    builder.assistant_message(out, number, None)
-
-
-# -- the file -------------------------------------------------------------------------------
+def cursor_units(
+    root: Path, *, also: Iterable[Path] = (), follow_outside_links: bool = False
+) -> CursorUnits:
+    """The raw units of a Cursor location (and the locations read with it)."""
+    return CursorUnits(Path(root), also=also, follow_outside_links=follow_outside_links)
 
 
 def parse_cursor_unit(unit: UnitInput) -> ParsedFile:
-    """Parse one agent transcript into its session and problems."""
-    where = Path(unit.where)
-    key = PurePosixPath(unit.key)
-    problems: list[Problem] = []
-    if key.suffix == ".txt" and unit.sides.find(str(key.with_suffix(".jsonl"))) is not None:
+    """Parse one unit: a composer's document, or an agent transcript (which yields nothing when
+    the database holds its conversation's messages, and takes the database's date, title and
+    workspace when the database knows the conversation without them)."""
+    if composer_id(unit.key) is not None:
+        return parse_composer(unit)
+    key = COMPOSER_PREFIX + transcript_stem(unit.key)
+    if not unit.sides.has(key):
+        return parse_transcript(unit)
+    facts = unit.sides.memo(key, "cursor-facts", composer_facts, None)
+    if facts is None or facts.id != transcript_stem(unit.key):
+        return parse_transcript(unit)
+    if facts.spoken:
+        return ParsedFile((), ())
+    if unit.key.endswith(".txt") and unit.sides.find(unit.key[:-4] + ".jsonl") is not None:
         return ParsedFile((), ())  # the .jsonl of the same conversation is read instead
-    stem = key.name.rsplit(".", 1)[0]
-    session_id = derived_id(stem)
-    project = unit.parts[0]
-    cwd = project_folder(project)
-    if cwd is None:
-        message = f"no folder on this machine encodes as {project!r}; cwd is None"
-        problems.append(Problem(str(where), None, message))
-    builder = LogBuilder(file=unit.key, last_time=0)
-    if key.suffix == ".jsonl":
-        _jsonl_transcript(builder, unit, where, problems)
-    else:
-        try:
-            text = unit.data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            problems.append(Problem(str(where), None, f"not valid UTF-8 ({exc.reason}); skipped"))
-            return ParsedFile((), tuple(problems))
-        _text_transcript(builder, text)
-    if not builder.events:
-        problems.append(Problem(str(where), None, "no messages; no session imported"))
-        return ParsedFile((), tuple(problems))
-    builder.finish(len(unit.data.split(b"\n")))
-    header = SessionHeader(id=session_id, created_at=0, cwd=cwd)
-    session = ParsedSession(header, tuple(builder.events), tuple(builder.surface), True)
-    return ParsedFile((session,), tuple(problems))
+    return transcript_session(unit, facts)
 
 
-class CursorSource(TreeSource, kind="cursor", units=cursor_units, parser=parse_cursor_unit):
-    """A read-only ``SessionPersistence`` over Cursor's agent transcripts.
+class CursorSource(Catalog):
+    """A read-only ``SessionPersistence`` over Cursor's conversations.
 
-    ``root`` is ``~/.cursor/projects``. Arguments and errors: :class:`~._tree.TreeSource`.
+    Args:
+        root: a Cursor location: the projects folder ``~/.cursor/projects`` (agent
+            transcripts), a Cursor user folder (``~/.config/Cursor/User``: its
+            ``globalStorage/state.vscdb``), that database file, or a home folder holding both.
+        also: further locations read together with ``root`` as one source (the default
+            source reads the default projects folder and the default user folder).
+        metadata_cache: a SQLite file that keeps what each unit yields between runs
+            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
+        max_file_bytes: transcripts and conversations larger than this are reported and not
+            read (256 MiB).
+        follow_outside_links: follow symbolic links that lead outside the projects folder.
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
+            an importer cache (it is left untouched).
+        ValueError: ``max_file_bytes`` is not a positive integer.
     """
+
+    kind = "cursor"
+
+    @classmethod
+    def unit_parser(cls) -> Parser:
+        """The parser of this kind's units."""
+        return parse_cursor_unit
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        also: Iterable[str | os.PathLike[str]] = (),
+        metadata_cache: str | os.PathLike[str] | None = None,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        follow_outside_links: bool = False,
+    ) -> None:
+        units = cursor_units(
+            Path(root), also=[Path(p) for p in also], follow_outside_links=follow_outside_links
+        )
+        super().__init__(
+            units, parse_cursor_unit, metadata_cache=metadata_cache, max_file_bytes=max_file_bytes
+        )

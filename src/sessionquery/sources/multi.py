@@ -20,6 +20,7 @@ from dataclasses import replace
 from sessionquery.closing import Closing
 from sessionquery.errors import PersistenceNotFound
 from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.model.skeleton import EventSkeleton
 from sessionquery.persistence.base import (
     ArchiveAware,
     DocumentLog,
@@ -28,6 +29,7 @@ from sessionquery.persistence.base import (
     ProblemSource,
     ReadHandle,
     SessionPersistence,
+    SkeletonHandle,
 )
 from sessionquery.persistence.documents import stored_documents
 from sessionquery.sources._catalog import Catalog
@@ -59,6 +61,12 @@ class _RenamedHandle(Closing):
 
     def read(self, offset: int = 0, length: int | None = None) -> list[SessionEvent]:
         return self._inner.read(offset, length)
+
+    def skeletons(self) -> list[EventSkeleton]:
+        inner = self._inner
+        if isinstance(inner, SkeletonHandle):
+            return inner.skeletons()
+        return [EventSkeleton.of(event) for event in inner.read()]
 
     def close(self) -> None:
         self._inner.close()
@@ -116,7 +124,7 @@ class MultiSource:
             for entry in listing:
                 renamed = self._renamed(entry.header, index, owners)
                 routes[renamed.id] = (index, entry.header.id)
-                out.append(replace(entry, header=renamed))
+                out.append(entry if renamed is entry.header else replace(entry, header=renamed))
         with self._lock:
             self._routes, self._owners = routes, owners
         return out

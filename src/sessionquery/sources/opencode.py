@@ -44,8 +44,13 @@ from sessionquery.sources._builder import LogBuilder
 from sessionquery.sources._catalog import Catalog
 from sessionquery.sources._common import Problem, as_dict, as_list, checked_id, dumps, usable_cwd
 from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES, FileStamp, read_regular
-from sessionquery.sources._parsed import ParsedFile, ParsedSession, UnitInput
-from sessionquery.sources._sqlite import DatabaseUnavailable, database_stamp, read_database
+from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
+from sessionquery.sources._sqlite import (
+    DatabaseUnavailable,
+    database_stamp,
+    read_database,
+    read_unit,
+)
 from sessionquery.sources.units import SkippedFile, Unit
 
 __all__ = ["DOCUMENT_FORMAT", "OpenCodeSource", "OpenCodeUnits", "parse_opencode_unit"]
@@ -178,12 +183,7 @@ class OpenCodeUnits:
         if key in self._legacy:
             return self._read_legacy(key, max_bytes)
         sid = key.removeprefix("session/")
-        try:
-            document, stamp = read_database(self._db, lambda c: _document(c, sid, max_bytes))
-        except DatabaseUnavailable as exc:
-            raise SkippedFile(str(exc)) from None
-        except sqlite3.Error as exc:
-            raise SkippedFile(f"unexpected schema ({exc}); skipped") from None
+        document, stamp = read_unit(self._db, lambda c: _document(c, sid, max_bytes))
         if document is None:
             raise SkippedFile(f"session {sid!r} is no longer in the database")
         data = json.dumps(document, ensure_ascii=False).encode("utf-8")
@@ -260,6 +260,44 @@ def _document(
         "session": session,
         "messages": list(messages.values()),
     }, stamp
+
+
+class OpenCodeSource(Catalog):
+    """A read-only ``SessionPersistence`` over an OpenCode data folder.
+
+    Args:
+        root: ``~/.local/share/opencode`` (``$XDG_DATA_HOME/opencode`` when set), holding
+            ``opencode.db`` and/or the legacy ``storage/`` tree; or the database file itself.
+        metadata_cache: a SQLite file that keeps what each session yields between runs
+            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
+        max_file_bytes: sessions whose rows exceed this are reported and not read (256 MiB).
+
+    Raises:
+        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
+            an importer cache (it is left untouched).
+        ValueError: ``max_file_bytes`` is not a positive integer.
+    """
+
+    kind = "opencode"
+
+    @classmethod
+    def unit_parser(cls) -> Parser:
+        """The parser of this kind's units."""
+        return parse_opencode_unit
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        metadata_cache: str | os.PathLike[str] | None = None,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> None:
+        super().__init__(
+            OpenCodeUnits(Path(root)),
+            parse_opencode_unit,
+            metadata_cache=metadata_cache,
+            max_file_bytes=max_file_bytes,
+        )
 
 
 # -- the document to events -----------------------------------------------------------------
@@ -444,34 +482,3 @@ def parse_opencode_unit(unit: UnitInput) -> ParsedFile:
     builder.finish(max(len(messages), 1))
     parsed = ParsedSession(header, tuple(builder.events), tuple(builder.surface), True)
     return ParsedFile((parsed,), tuple(problems))
-
-
-class OpenCodeSource(Catalog, kind="opencode", units=OpenCodeUnits, parser=parse_opencode_unit):
-    """A read-only ``SessionPersistence`` over an OpenCode data folder.
-
-    Args:
-        root: ``~/.local/share/opencode`` (``$XDG_DATA_HOME/opencode`` when set), holding
-            ``opencode.db`` and/or the legacy ``storage/`` tree; or the database file itself.
-        metadata_cache: a SQLite file that keeps what each session yields between runs
-            (derived, disposable, shareable by processes), or ``None`` to keep it in memory.
-        max_file_bytes: sessions whose rows exceed this are reported and not read (256 MiB).
-
-    Raises:
-        SessionQueryError: ``INVALID_CONFIG`` when ``metadata_cache`` names a file that is not
-            an importer cache (it is left untouched).
-        ValueError: ``max_file_bytes`` is not a positive integer.
-    """
-
-    def __init__(
-        self,
-        root: str | os.PathLike[str],
-        *,
-        metadata_cache: str | os.PathLike[str] | None = None,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    ) -> None:
-        super().__init__(
-            OpenCodeUnits(Path(root)),
-            parse_opencode_unit,
-            metadata_cache=metadata_cache,
-            max_file_bytes=max_file_bytes,
-        )

@@ -5,7 +5,9 @@ A kind (``store``, ``claude``, ``codex``, ...) is a :class:`SourceKind`: its dis
 given a :class:`SourceEnvironment` (the environment variables and directories the one
 configuration reader, ``Config.from_env``, resolved; this module never reads ``os.environ`` or
 the home directory itself), and how to open a location of that kind. Adding a format is one
-module, its fixtures and one entry in :data:`KINDS`.
+module, its fixtures and one entry in :data:`KINDS`. A kind may read a default location together
+with others as one source (:meth:`SourceKind.companions`: Cursor's projects folder with its user
+folder, so that a conversation kept in both is listed once).
 
 For the archive, a kind also tells how to enumerate a location's raw units
 (:meth:`SourceKind.units`, a :class:`~sessionquery.sources.units.UnitStore`) and how to parse
@@ -17,11 +19,10 @@ Importing this module is cheap: the importers themselves are imported when a kin
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypedDict, cast
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from sessionquery.persistence.base import SessionPersistence
@@ -77,8 +78,9 @@ class SourceEnvironment:
 
 
 Locate = Callable[[SourceEnvironment], tuple[Path, ...]]
-Open = Callable[[Path, "Path | None"], "SessionPersistence"]
-Units = Callable[[Path], "UnitStore"]
+Together = Callable[[SourceEnvironment, Path], tuple[Path, ...]]
+Open = Callable[[Path, "Path | None", tuple[Path, ...]], "SessionPersistence"]
+Units = Callable[[Path, tuple[Path, ...]], "UnitStore"]
 FromUnits = Callable[["UnitStore", "Path | None"], "SessionPersistence"]
 
 
@@ -95,11 +97,15 @@ class SourceKind:
         where: where the producer keeps its sessions, in words (for advice and docs).
         noun: what one location of this kind is called (``Claude Code projects directory``).
         locate: the default locations (possibly several; only existing ones are used).
-        opener: opens one location: ``(path, metadata_cache) -> SessionPersistence``.
+        opener: opens one location: ``(path, metadata_cache, also) -> SessionPersistence``
+            (``also``: the locations read together with it, see ``together``).
         unit_store: the raw units of one location, or ``None`` for a kind the archive does not
             copy (the store is sessionquery's own).
         from_units: a persistence that parses any store of this kind's units as the importer
             does, or ``None``.
+        together: further locations a *default* location is read with, as one source (Cursor:
+            the user folder whose database holds the conversations of the default projects
+            folder's transcripts), or ``None``.
     """
 
     kind: str
@@ -112,22 +118,29 @@ class SourceKind:
     opener: Open
     unit_store: Units | None = None
     from_units: FromUnits | None = None
+    together: Together | None = None
 
     def defaults(self, environment: SourceEnvironment) -> tuple[Path, ...]:
         """The default locations of this kind (absolute; they need not exist)."""
         return self.locate(environment)
 
-    def open(self, path: Path, *, metadata_cache: Path | None = None) -> SessionPersistence:
-        """Open one location of this kind.
+    def companions(self, environment: SourceEnvironment, path: Path) -> tuple[Path, ...]:
+        """The locations the default location ``path`` is read with (they need not exist)."""
+        return () if self.together is None else self.together(environment, path)
+
+    def open(
+        self, path: Path, *, metadata_cache: Path | None = None, also: tuple[Path, ...] = ()
+    ) -> SessionPersistence:
+        """Open one location of this kind (with ``also``, the locations read with it).
 
         Raises:
             SessionQueryError: ``INVALID_CONFIG`` for a metadata cache that is not ours.
         """
-        return self.opener(path, metadata_cache)
+        return self.opener(path, metadata_cache, also)
 
-    def units(self, path: Path) -> UnitStore | None:
+    def units(self, path: Path, *, also: tuple[Path, ...] = ()) -> UnitStore | None:
         """The raw units of one location (for the archive), or ``None``."""
-        return None if self.unit_store is None else self.unit_store(path)
+        return None if self.unit_store is None else self.unit_store(path, also)
 
     def open_units(
         self, units: UnitStore, *, metadata_cache: Path | None = None
@@ -139,45 +152,118 @@ class SourceKind:
 # -- the kinds ---------------------------------------------------------------------------------
 
 
-def _store(path: Path, _cache: Path | None) -> SessionPersistence:
+def _store(path: Path, _cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
     from sessionquery.persistence import JsonlPersistence
 
     return JsonlPersistence(path)
 
 
-class _Importer(Protocol):
-    """What the registry needs of an importer class (:class:`~._catalog.Catalog`)."""
+def _claude(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
+    from sessionquery.sources.claude import ClaudeCodeSource
 
-    def __call__(self, root: Path, *, metadata_cache: Path | None = None) -> SessionPersistence:
-        """Open one location."""
-
-    def units_at(self, root: Path) -> UnitStore:
-        """The raw units of one location."""
-
-    def from_units(
-        self, units: UnitStore, *, metadata_cache: Path | None = None
-    ) -> SessionPersistence:
-        """A source over another store of this kind's units."""
+    return ClaudeCodeSource(path, metadata_cache=cache)
 
 
-class _Recipe(TypedDict):
-    opener: Open
-    unit_store: Units
-    from_units: FromUnits
+def _claude_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
+    from sessionquery.sources.claude import claude_units
+
+    return claude_units(path)
 
 
-def _importer(module: str, name: str) -> _Recipe:
-    """The opener, units and parse-from-units of the importer ``module.name``, imported when
-    first used (so that this module stays cheap to import)."""
+def _claude_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.claude import ClaudeCodeSource
 
-    def load() -> _Importer:
-        return cast(_Importer, getattr(importlib.import_module(module), name))
+    return ClaudeCodeSource.from_units(units, metadata_cache=cache)
 
-    return {
-        "opener": lambda path, cache: load()(path, metadata_cache=cache),
-        "unit_store": lambda path: load().units_at(path),
-        "from_units": lambda units, cache: load().from_units(units, metadata_cache=cache),
-    }
+
+def _codex(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
+    from sessionquery.sources.codex import CodexSource
+
+    return CodexSource(path, metadata_cache=cache)
+
+
+def _codex_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
+    from sessionquery.sources.codex import codex_units
+
+    return codex_units(path)
+
+
+def _codex_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.codex import CodexSource
+
+    return CodexSource.from_units(units, metadata_cache=cache)
+
+
+def _gemini(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
+    from sessionquery.sources.gemini import GeminiSource
+
+    return GeminiSource(path, metadata_cache=cache)
+
+
+def _gemini_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
+    from sessionquery.sources.gemini import gemini_units
+
+    return gemini_units(path)
+
+
+def _gemini_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.gemini import GeminiSource
+
+    return GeminiSource.from_units(units, metadata_cache=cache)
+
+
+def _qwen(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
+    from sessionquery.sources.qwen import QwenSource
+
+    return QwenSource(path, metadata_cache=cache)
+
+
+def _qwen_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
+    from sessionquery.sources.qwen import qwen_units
+
+    return qwen_units(path)
+
+
+def _qwen_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.qwen import QwenSource
+
+    return QwenSource.from_units(units, metadata_cache=cache)
+
+
+def _copilot(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
+    from sessionquery.sources.copilot import CopilotCliSource
+
+    return CopilotCliSource(path, metadata_cache=cache)
+
+
+def _copilot_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
+    from sessionquery.sources.copilot import copilot_units
+
+    return copilot_units(path)
+
+
+def _copilot_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.copilot import CopilotCliSource
+
+    return CopilotCliSource.from_units(units, metadata_cache=cache)
+
+
+def _vscode(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
+    from sessionquery.sources.vscode import VscodeCopilotSource
+
+    return VscodeCopilotSource(path, metadata_cache=cache)
+
+
+def _vscode_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
+    from sessionquery.sources.vscode import vscode_units
+
+    return vscode_units(path)
+
+
+def _vscode_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.vscode import VscodeCopilotSource
+
+    return VscodeCopilotSource.from_units(units, metadata_cache=cache)
 
 
 _VSCODE_FLAVOURS = ("Code", "Code - Insiders", "VSCodium")
@@ -188,6 +274,46 @@ def _vscode_homes(env: SourceEnvironment) -> tuple[Path, ...]:
     if portable is not None:
         return (portable / "user-data" / "User",)
     return tuple(env.config_home() / name / "User" for name in _VSCODE_FLAVOURS)
+
+
+def _cursor(path: Path, cache: Path | None, also: tuple[Path, ...]) -> SessionPersistence:
+    from sessionquery.sources.cursor import CursorSource
+
+    return CursorSource(path, also=also, metadata_cache=cache)
+
+
+def _cursor_units(path: Path, also: tuple[Path, ...]) -> UnitStore:
+    from sessionquery.sources.cursor import cursor_units
+
+    return cursor_units(path, also=also)
+
+
+def _cursor_user_folder(env: SourceEnvironment, _path: Path) -> tuple[Path, ...]:
+    return (env.config_home() / "Cursor" / "User",)
+
+
+def _cursor_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.cursor import CursorSource
+
+    return CursorSource.from_units(units, metadata_cache=cache)
+
+
+def _opencode(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
+    from sessionquery.sources.opencode import OpenCodeSource
+
+    return OpenCodeSource(path, metadata_cache=cache)
+
+
+def _opencode_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
+    from sessionquery.sources.opencode import OpenCodeUnits
+
+    return OpenCodeUnits(path)
+
+
+def _opencode_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
+    from sessionquery.sources.opencode import OpenCodeSource
+
+    return OpenCodeSource.from_units(units, metadata_cache=cache)
 
 
 def _home_var(env: SourceEnvironment, name: str, default: str) -> Path:
@@ -213,7 +339,9 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects)",
         noun="Claude Code projects directory",
         locate=lambda env: (_home_var(env, "CLAUDE_CONFIG_DIR", ".claude") / "projects",),
-        **_importer("sessionquery.sources.claude", "ClaudeCodeSource"),
+        opener=_claude,
+        unit_store=_claude_units,
+        from_units=_claude_from,
     ),
     SourceKind(
         kind="codex",
@@ -223,7 +351,9 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.codex/sessions (or $CODEX_HOME/sessions)",
         noun="Codex sessions directory",
         locate=lambda env: (_home_var(env, "CODEX_HOME", ".codex") / "sessions",),
-        **_importer("sessionquery.sources.codex", "CodexSource"),
+        opener=_codex,
+        unit_store=_codex_units,
+        from_units=_codex_from,
     ),
     SourceKind(
         kind="gemini",
@@ -233,7 +363,9 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.gemini (or $GEMINI_CLI_HOME/.gemini)",
         noun="Gemini CLI home",
         locate=lambda env: ((env.var("GEMINI_CLI_HOME") or env.user_home) / ".gemini",),
-        **_importer("sessionquery.sources.gemini", "GeminiSource"),
+        opener=_gemini,
+        unit_store=_gemini_units,
+        from_units=_gemini_from,
     ),
     SourceKind(
         kind="qwen",
@@ -245,7 +377,9 @@ KINDS: tuple[SourceKind, ...] = (
         locate=lambda env: (
             env.var("QWEN_RUNTIME_DIR") or env.var("QWEN_HOME") or env.user_home / ".qwen",
         ),
-        **_importer("sessionquery.sources.qwen", "QwenSource"),
+        opener=_qwen,
+        unit_store=_qwen_units,
+        from_units=_qwen_from,
     ),
     SourceKind(
         kind="copilot",
@@ -255,7 +389,9 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.copilot/session-state (or $COPILOT_HOME/session-state)",
         noun="Copilot CLI home",
         locate=lambda env: (_home_var(env, "COPILOT_HOME", ".copilot"),),
-        **_importer("sessionquery.sources.copilot", "CopilotCliSource"),
+        opener=_copilot,
+        unit_store=_copilot_units,
+        from_units=_copilot_from,
     ),
     SourceKind(
         kind="opencode",
@@ -265,17 +401,25 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.local/share/opencode (or $XDG_DATA_HOME/opencode): opencode.db, storage/",
         noun="OpenCode data folder",
         locate=lambda env: (env.data_dir() / "opencode",),
-        **_importer("sessionquery.sources.opencode", "OpenCodeSource"),
+        opener=_opencode,
+        unit_store=_opencode_units,
+        from_units=_opencode_from,
     ),
     SourceKind(
         kind="cursor",
         name="Cursor",
         label="cursor",
         env_vars=(),
-        where="~/.cursor/projects (agent transcripts)",
-        noun="Cursor projects directory",
+        where=(
+            "~/.cursor/projects (agent transcripts) and its user folder's "
+            "globalStorage/state.vscdb (~/.config/Cursor/User on Linux)"
+        ),
+        noun="Cursor projects or user folder",
         locate=lambda env: (env.user_home / ".cursor" / "projects",),
-        **_importer("sessionquery.sources.cursor", "CursorSource"),
+        opener=_cursor,
+        unit_store=_cursor_units,
+        from_units=_cursor_from,
+        together=_cursor_user_folder,
     ),
     SourceKind(
         kind="vscode",
@@ -285,7 +429,9 @@ KINDS: tuple[SourceKind, ...] = (
         where="<VS Code user folder>/User (~/.config/Code/User on Linux)",
         noun="VS Code user folder",
         locate=_vscode_homes,
-        **_importer("sessionquery.sources.vscode", "VscodeCopilotSource"),
+        opener=_vscode,
+        unit_store=_vscode_units,
+        from_units=_vscode_from,
     ),
 )
 """Every kind, in the order sources are listed and combined."""

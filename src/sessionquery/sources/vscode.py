@@ -32,7 +32,6 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from sessionquery.model import SessionHeader
 from sessionquery.persistence.documents import read_check
@@ -44,7 +43,7 @@ from sessionquery.sources._common import (
     checked_id,
     derived_id,
     dumps,
-    usable_cwd,
+    workspace_json_folder,
 )
 from sessionquery.sources._lines import parse_lines
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, Sides, UnitInput
@@ -332,26 +331,9 @@ def workspace_folder(sides: Sides, key: str) -> str | None:
     parts = key.split("/")
     if parts[0] != _WORKSPACES or len(parts) < 4:
         return None
-    return sides.memo(f"{_WORKSPACES}/{parts[1]}/workspace.json", "folder", _folder, None)
-
-
-def _folder(data: bytes) -> str | None:
-    try:
-        manifest = json.loads(data.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        return None
-    uri = as_dict(manifest).get("folder") or as_dict(manifest).get("workspace")
-    if not isinstance(uri, str):
-        return None
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        return None
-    path = unquote(parsed.path)
-    if len(path) > 2 and path[0] == "/" and path[2] == ":":  # file:///C:/x on Windows
-        path = path[1:]
-    if uri == manifest.get("workspace"):  # a .code-workspace file: its folder
-        path = path.rsplit("/", 1)[0] or "/"
-    return usable_cwd(path)
+    return sides.memo(
+        f"{_WORKSPACES}/{parts[1]}/workspace.json", "folder", workspace_json_folder, None
+    )
 
 
 def parse_vscode_unit(unit: UnitInput) -> ParsedFile:

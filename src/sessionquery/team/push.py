@@ -27,12 +27,18 @@ Invariants:
   Workspace ids are resolved before a batch's transaction, in their own.
 * Every written row carries the session's workspace and machine (``ws``, ``mid``), the
   columns row-level security filters by (:mod:`.schema`).
+* **Reading overlaps writing.** The calling thread reads (and tokenises) the next batch while
+  one writer thread resolves and writes the previous one; the database connection is used by
+  that thread only, batches are written one at a time in order, and at most two batches are
+  held in memory. The sources are read only by the calling thread (a source may be bound to
+  the thread that opened it).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -49,6 +55,7 @@ from sessionquery.persistence.postgres._schema import (
     parse_event,
 )
 from sessionquery.search.postgres import schema as index_schema
+from sessionquery.search.postgres.sync import DocRow
 from sessionquery.team import schema as team_schema
 from sessionquery.team import tables
 from sessionquery.team.rows import (
@@ -158,6 +165,10 @@ class _Local:
     lines: list[str]
     workspace: str | None
     size: int
+    docs: Docs | SurfaceError
+    """The log's index documents, or why it does not fold (raised when they are written)."""
+    rows: list[tuple[DocRow, frozenset[str]]] | None
+    """``index_rows`` of ``docs`` (``None`` when it does not fold)."""
     ws: int | None = None
     digest: str = ""
     anchor: str = ""
@@ -271,13 +282,21 @@ class _Pusher:
         lines = event_lines(events)
         size = sum(len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines)
         workspace = self.workspace(header.cwd)
-        return _Local(entry, header, inherited, events, lines, workspace, size)
+        docs: Docs | SurfaceError
+        try:
+            docs = documents(events)
+        except SurfaceError as exc:
+            docs, rows = exc, None
+        else:
+            rows = index_rows(sid, docs)
+        return _Local(entry, header, inherited, events, lines, workspace, size, docs, rows)
 
     # -- writing one batch -----------------------------------------------------------
 
     def write(self, batch: Sequence[_Local]) -> None:
         deltas: dict[int | None, Delta] = {}
         changed: list[str] = []
+        changed_ws: list[int | None] = []
         with self.conn.transaction():
             fresh = [local for local in batch if local.header.id not in self.state]
             inserted = self._insert_sessions(fresh)
@@ -292,12 +311,13 @@ class _Pusher:
                     self.totals.unchanged += 1
                     continue
                 changed.append(local.header.id)
+                changed_ws.append(local.ws)
                 setattr(self.totals, kind, getattr(self.totals, kind) + 1)
             tables.write_index_sessions(self.conn, self._index_new, self._index_changed)
             tables.insert_rows(self.conn, self._events, self._docs_out)
             tables.write_statistics(self.conn, self.mid, deltas)
             if changed:
-                tables.record_changes(self.conn, self.mid, self.store_id, changed)
+                tables.record_changes(self.conn, self.mid, self.store_id, changed, changed_ws)
         for queue in (self._index_new, self._index_changed, self._events, self._docs_out):
             queue.clear()
         for local in batch:
@@ -386,7 +406,7 @@ class _Pusher:
         """The events and index rows of a session whose row :meth:`_insert_sessions` wrote."""
         self._copy_events(local, 0)
         self._index_session(local, insert=True)
-        self._add_docs(local, self._docs(local.header.id, local.events), deltas)
+        self._add_docs(local, self._docs_of(local), deltas)
         return "new"
 
     _UPDATE_SESSION: Final = (
@@ -427,7 +447,7 @@ class _Pusher:
             *local.events[:same],
             *(parse_event(sid, same + n, line) for n, line in enumerate(tail[same - start :])),
         ]
-        gone, added = changed(self._docs(sid, old_events), self._docs(sid, local.events))
+        gone, added = changed(self._docs(sid, old_events), self._docs_of(local))
         delta = deltas.setdefault(local.ws, Delta())
         if gone:
             self.conn.execute(
@@ -457,7 +477,7 @@ class _Pusher:
             raise _failed(f"session {sid!r} changed in the database during the push")
         self._copy_events(local, 0)
         self._index_session(local, insert=False)
-        self._add_docs(local, self._docs(sid, local.events), deltas)
+        self._add_docs(local, self._docs_of(local), deltas)
 
     def _docs(self, sid: str, events: Sequence[SessionEvent]) -> Docs:
         try:
@@ -465,8 +485,17 @@ class _Pusher:
         except SurfaceError as exc:
             raise _failed(f"session {sid!r} does not fold", exc) from None
 
+    def _docs_of(self, local: _Local) -> Docs:
+        """The documents :meth:`read` found for the whole log."""
+        if isinstance(local.docs, SurfaceError):
+            raise _failed(f"session {local.header.id!r} does not fold", local.docs) from None
+        return local.docs
+
     def _add_docs(self, local: _Local, docs: Docs, deltas: dict[int | None, Delta]) -> None:
-        rows = index_rows(local.header.id, docs)
+        if docs is local.docs and local.rows is not None:
+            rows = local.rows  # tokenised while the previous batch was written
+        else:
+            rows = index_rows(local.header.id, docs)
         self._copy_docs(local, rows)
         delta = deltas.setdefault(local.ws, Delta())
         for row, terms in rows:
@@ -538,6 +567,35 @@ def _batches(pusher: _Pusher, source: SessionPersistence, todo: Sequence[Persist
         yield batch
 
 
+def _write(pusher: _Pusher, batch: Sequence[_Local]) -> int:
+    pusher.resolve(batch)
+    pusher.write(batch)
+    return len(batch)
+
+
+def _overlapped(pusher: _Pusher, batches: Iterator[list[_Local]]) -> Iterator[int]:
+    """Write each batch in one writer thread while the next is read here; yield each batch's
+    size once it committed. An error of a write is raised here after the batch being read;
+    leaving early waits for the write under way (the connection is closed after it)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessionquery-push") as writer:
+        pending: Future[int] | None = None
+        try:
+            for batch in batches:
+                if pending is not None:
+                    yield pending.result()
+                pending = writer.submit(_write, pusher, batch)
+            if pending is not None:
+                yield pending.result()
+                pending = None
+        finally:
+            if pending is not None:
+                pending.cancel()
+                try:
+                    pending.result()
+                except BaseException:  # the error being raised is the first one
+                    pass
+
+
 def push_sessions(
     source: SessionPersistence,
     dsn: str,
@@ -579,10 +637,8 @@ def push_sessions(
         done = 0
         if progress is not None:
             progress(0, len(todo))
-        for batch in _batches(pusher, source, todo):
-            pusher.resolve(batch)
-            pusher.write(batch)
-            done += len(batch)
+        for written in _overlapped(pusher, _batches(pusher, source, todo)):
+            done += written
             if progress is not None:
                 progress(done, len(todo))
         tables.prune_journal(conn, pusher.mid, JOURNAL_KEEP)

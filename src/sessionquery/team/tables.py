@@ -62,60 +62,70 @@ def write_index_sessions(
 ) -> None:
     """Insert (``new``) or update (``changed``) ``sqi_sessions`` rows, each
     ``(created_at, cwd, parent_session, header_json, ws, id, mid)``."""
-    with conn.cursor() as cur:
-        if new:
-            cur.executemany(
-                "INSERT INTO sqi_sessions (created_at, cwd, parent_session, header_json, ws, "
-                "id, mid, revision, generation) VALUES (%s, %s, %s, %s, %s, %s, %s, '', 0)",
-                new,
-            )
-        if changed:
-            cur.executemany(
-                "UPDATE sqi_sessions SET created_at = %s, cwd = %s, parent_session = %s, "
-                "header_json = %s, ws = %s WHERE id = %s AND mid = %s",
-                changed,
-            )
+    arrays = "%s::bigint[], %s::text[], %s::text[], %s::text[], %s::int[], %s::text[], %s::int[]"
+    if new:
+        conn.execute(
+            "INSERT INTO sqi_sessions (created_at, cwd, parent_session, header_json, ws, "
+            f"id, mid, revision, generation) SELECT u.*, '', 0 FROM unnest({arrays}) AS u",
+            [list(column) for column in zip(*new, strict=True)],
+        )
+    if changed:
+        conn.execute(
+            "UPDATE sqi_sessions AS t SET created_at = u.c, cwd = u.w, parent_session = u.p, "
+            f"header_json = u.h, ws = u.ws FROM unnest({arrays}) AS u(c, w, p, h, ws, id, mid) "
+            "WHERE t.id = u.id AND t.mid = u.mid",
+            [list(column) for column in zip(*changed, strict=True)],
+        )
 
 
 def write_statistics(
     conn: psycopg.Connection[Any], mid: int, deltas: Mapping[int | None, Delta]
 ) -> None:
-    """Add a batch's changes to the machine's relevance statistics, workspace by workspace
-    (``-1`` keys the sessions without a workspace)."""
-    for ws, delta in sorted(deltas.items(), key=lambda item: (item[0] is None, item[0] or 0)):
-        key = -1 if ws is None else ws
-        if delta.documents or delta.tokens:
-            conn.execute(
-                "INSERT INTO sqi_team_counts (ws, mid, documents, tokens) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (ws, mid) DO UPDATE SET "
-                "documents = sqi_team_counts.documents + excluded.documents, "
-                "tokens = sqi_team_counts.tokens + excluded.tokens",
-                (key, mid, delta.documents, delta.tokens),
-            )
-        terms = sorted(term for term, n in delta.terms.items() if n)
-        if not terms:
-            continue
-        counts = [delta.terms[term] for term in terms]
+    """Add a batch's changes to the machine's relevance statistics (``-1`` keys the sessions
+    without a workspace): one statement for the counts and one for the terms of every
+    workspace of the batch, then one deleting the terms no document holds any more."""
+    keyed = sorted(
+        (((-1 if ws is None else ws), delta) for ws, delta in deltas.items()),
+        key=lambda item: item[0],
+    )
+    counts = [(ws, d.documents, d.tokens) for ws, d in keyed if d.documents or d.tokens]
+    if counts:
         conn.execute(
-            "INSERT INTO sqi_team_terms (term, ws, mid, docs) SELECT t, %s, %s, n "
-            "FROM unnest(%s::text[], %s::bigint[]) AS g(t, n) "
-            "ON CONFLICT (term, ws, mid) DO UPDATE SET docs = sqi_team_terms.docs + "
-            "excluded.docs",
-            (key, mid, terms, counts),
+            "INSERT INTO sqi_team_counts (ws, mid, documents, tokens) SELECT w, %s, n, t "
+            "FROM unnest(%s::int[], %s::bigint[], %s::bigint[]) AS g(w, n, t) "
+            "ON CONFLICT (ws, mid) DO UPDATE SET "
+            "documents = sqi_team_counts.documents + excluded.documents, "
+            "tokens = sqi_team_counts.tokens + excluded.tokens",
+            (mid, *(list(column) for column in zip(*counts, strict=True))),
         )
-        fewer = [term for term, n in zip(terms, counts, strict=True) if n < 0]
-        if fewer:
-            conn.execute(
-                "DELETE FROM sqi_team_terms WHERE ws = %s AND mid = %s AND "
-                "term = ANY(%s::text[]) AND docs <= 0",
-                (key, mid, fewer),
-            )
+    terms = sorted((term, ws, n) for ws, delta in keyed for term, n in delta.terms.items() if n)
+    if not terms:
+        return
+    conn.execute(
+        "INSERT INTO sqi_team_terms (term, ws, mid, docs) SELECT t, w, %s, n "
+        "FROM unnest(%s::text[], %s::int[], %s::bigint[]) AS g(t, w, n) "
+        "ON CONFLICT (term, ws, mid) DO UPDATE SET docs = sqi_team_terms.docs + "
+        "excluded.docs",
+        (mid, *(list(column) for column in zip(*terms, strict=True))),
+    )
+    fewer = [(term, ws) for term, ws, n in terms if n < 0]
+    if fewer:
+        conn.execute(
+            "DELETE FROM sqi_team_terms AS k USING unnest(%s::text[], %s::int[]) AS g(t, w) "
+            "WHERE k.term = g.t AND k.ws = g.w AND k.mid = %s AND k.docs <= 0",
+            (*(list(column) for column in zip(*fewer, strict=True)), mid),
+        )
 
 
 def record_changes(
-    conn: psycopg.Connection[Any], mid: int, store_id: str, changed: Sequence[str]
+    conn: psycopg.Connection[Any],
+    mid: int,
+    store_id: str,
+    changed: Sequence[str],
+    workspaces: Sequence[int | None],
 ) -> None:
-    """Journal the batch's changed sessions and bump the two shared counters (last)."""
+    """Journal the batch's changed sessions (``workspaces``: each one's ``ws``, as just
+    written) and bump the two shared counters (last)."""
     row = conn.execute(
         "UPDATE sq_store SET change_counter = change_counter + %s RETURNING change_counter",
         (len(changed),),
@@ -125,10 +135,9 @@ def record_changes(
     counters = list(range(last - len(changed) + 1, last + 1))
     ids = list(changed)
     conn.execute(
-        "INSERT INTO sq_changes (change_id, session_id, ws, mid) "
-        "SELECT c, s, (SELECT ws FROM sq_sessions WHERE id = s), %s "
-        "FROM unnest(%s::bigint[], %s::text[]) AS u(c, s)",
-        (mid, counters, ids),
+        "INSERT INTO sq_changes (change_id, session_id, ws, mid) SELECT c, s, w, %s "
+        "FROM unnest(%s::bigint[], %s::text[], %s::int[]) AS u(c, s, w)",
+        (mid, counters, ids, list(workspaces)),
     )
     conn.execute(
         "UPDATE sq_sessions AS t SET revision = u.c FROM unnest(%s::text[], %s::bigint[]) "

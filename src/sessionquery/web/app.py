@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from importlib import resources
 from urllib.parse import parse_qs, quote, unquote, urlsplit
@@ -113,6 +114,11 @@ class ViewerApp:
     ) -> None:
         self.guard = guard
         self._routes = Routes(catalog, export=export)
+
+    def serving(self) -> AbstractContextManager[None]:
+        """Marks one request being answered and sent (:meth:`Catalog.serving`: background
+        listings wait for it)."""
+        return self._routes.catalog.serving()
 
     def handle(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
         """Answer one request (``headers`` keyed by lower-case name)."""

@@ -6,12 +6,15 @@ persistence it reads) for a long-running server:
 * the session listing, joined with each session's size, revision and source, is kept for
   :data:`LISTING_TTL_S` seconds, so paging and filtering a 10,000-session history costs one
   listing per few seconds, not one per request; its :meth:`stamp` changes whenever a session
-  is added, removed or changed, which the pages poll for live updates;
+  is added, removed or changed, which the pages poll for live updates; a new listing is taken
+  in the background once no request is being answered (:meth:`serving`), so it never slows
+  the answer that found the old one stale;
 * titles are remembered per (id, revision) and read within a time budget; the pages ask for
   the rest afterwards;
-* a session's events with their fold and call index (:class:`SessionView`) are kept for the
-  few sessions last opened, keyed by the identity of the service's cached events, so a
-  50,000-event session is folded once per revision.
+* a session is shown over its outline (``SessionQuery.read_outline``: skeletons and fold, kept
+  by the service per revision) and the events of the window shown
+  (``SessionQuery.read_window``), so opening a 50,000-event session reads its envelopes once
+  and the data of 150 events, never parsing the rest.
 
 Invariants: every read goes through the service (and so through the redaction and the cold
 read cache it was built with); nothing here writes; errors are the service's
@@ -26,14 +29,17 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sessionquery.app import SessionIds
-from sessionquery.model import fold_surface
+from sessionquery.model import SessionEvent, fold_title
+from sessionquery.model.title import TITLE_TYPE
 from sessionquery.persistence.base import PersistedSession, ReadHandle, SessionPersistence
+from sessionquery.query.outline import LogOutline
 from sessionquery.query.service import SessionQuery
-from sessionquery.query.types import SessionLog, SessionRecord
+from sessionquery.query.types import SessionRecord
 from sessionquery.resume import resume_command
 from sessionquery.web.conversation import SessionView
 
@@ -136,6 +142,8 @@ class Catalog:
         self._titles_reader = titles
         self._clock = clock
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._serving = 0
         self._rows: list[Row] | None = None
         self._refreshing = False
         self._plain = live_store is None
@@ -145,7 +153,7 @@ class Catalog:
         self._listed_at = 0.0
         self._titles: dict[str, tuple[str | None, str | None]] = {}
         self._ids: tuple[str, SessionIds] | None = None
-        self._views: OrderedDict[str, tuple[SessionLog, SessionView]] = OrderedDict()
+        self._views: OrderedDict[str, tuple[LogOutline, SessionView]] = OrderedDict()
 
     # -- the listing ---------------------------------------------------------------------
 
@@ -171,7 +179,25 @@ class Catalog:
             ).start()
         return rows
 
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        """Mark a request being answered while the block runs: a listing that falls due
+        meanwhile starts when no request is being answered (or after
+        :data:`LISTING_TTL_S`), since it would only take the processor from the answer
+        (which is given from the last listing anyway)."""
+        with self._idle:
+            self._serving += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._serving -= 1
+                if not self._serving:
+                    self._idle.notify_all()
+
     def _refresh_quietly(self) -> None:
+        with self._idle:
+            self._idle.wait_for(lambda: not self._serving, timeout=LISTING_TTL_S)
         try:
             self._refresh()
         except Exception:  # the thread's top level: keep serving the last listing
@@ -299,31 +325,48 @@ class Catalog:
             out[session_id] = result.title.title if result.title else None
         return out
 
-    # -- one session ---------------------------------------------------------------------
-
-    def view(self, session_id: str) -> tuple[SessionLog, SessionView]:
-        """One session's log and its view (folded once per revision).
+    def own_title(self, session_id: str, view: SessionView) -> str | None:
+        """The title of a session being shown: remembered, else folded from the title events
+        of its outline (a window of a few events, not a read of the whole log), and then
+        remembered as :meth:`titles` remembers it.
 
         Raises:
-            SessionQueryError: as :meth:`SessionQuery.read_session`.
+            SessionQueryError: as :meth:`SessionQuery.read_window`.
         """
-        log = self.query.read_session(session_id)
-        events = log.events
+        row = self.row(session_id)
+        revision = row.revision if row is not None else None
+        known = self._titles.get(session_id)
+        if known is not None and known[0] == revision:
+            return known[1]
+        seqs = [s.seq for s in view.outline.skeletons if s.type == TITLE_TYPE]
+        snapshot = fold_title(view.events_at(seqs)) if seqs else None
+        title = snapshot.title if snapshot is not None else None
+        if row is not None:
+            self._titles[session_id] = (revision, title)
+        return title
+
+    # -- one session ---------------------------------------------------------------------
+
+    def view(self, session_id: str) -> tuple[LogOutline, SessionView]:
+        """One session's outline and its view (outlined once per revision, by the service).
+
+        Raises:
+            SessionQueryError: as :meth:`SessionQuery.read_outline`.
+        """
+        outline = self.query.read_outline(session_id)
         with self._lock:
             kept = self._views.get(session_id)
-            if kept is not None and _same_events(kept[0].events, events):
+            if kept is not None and kept[0] is outline:
                 self._views.move_to_end(session_id)
                 return kept
-        view = SessionView(events, fold_surface(events))
+        query = self.query
+
+        def read(seqs: Sequence[int]) -> Sequence[SessionEvent]:
+            return query.read_window(session_id, seqs).events
+
+        view = SessionView(outline, read)
         with self._lock:
-            self._views[session_id] = (log, view)
+            self._views[session_id] = (outline, view)
             while len(self._views) > _VIEWS_KEPT:
                 self._views.popitem(last=False)
-        return log, view
-
-
-def _same_events(kept: Sequence[object], new: Sequence[object]) -> bool:
-    """The service hands out its cached event objects: same objects, same revision."""
-    if len(kept) != len(new):
-        return False
-    return not kept or (kept[0] is new[0] and kept[-1] is new[-1])
+        return outline, view

@@ -8,17 +8,19 @@ range of positions, the :class:`Item` list a page shows. Two views exist:
   imported raw lines) as thin rows; shadowed and log-only events carry their class;
 * ``"surface"``: only the current surface, in surface order: what the model sees now.
 
-Invariants: nothing here formats HTML; items are computed only for the requested window (a
-50,000-event session costs one pass over its events for the call names, never one item per
-event); a tool-call block of an assistant message is shown in the log view only when the log
-has no ``tool/call`` event of the same id (importers write both), and always in the surface
-view (where ``tool/call`` events, being log-only, are not shown).
+Invariants: nothing here formats HTML; a view is built over the log's outline
+(:class:`~sessionquery.query.outline.LogOutline`: skeletons, fold, call names) and reads whole
+events only for the window it is asked for (a 50,000-event session costs its outline and the
+150 events shown, never one item per event); a tool-call block of an assistant message is
+shown in the log view only when the log has no ``tool/call`` event of the same id (importers
+write both), and always in the surface view (where ``tool/call`` events, being log-only, are
+not shown).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,10 +28,11 @@ from sessionquery.model import (
     Replace,
     SessionEvent,
     SurfaceClass,
-    SurfaceFold,
     interrupted_turn_closers,
     thaw,
 )
+from sessionquery.query.outline import LogOutline, OutlinedLog
+from sessionquery.query.types import SessionLog
 
 __all__ = [
     "STRUCTURAL_TYPES",
@@ -183,54 +186,62 @@ def _block_calls(content: object) -> list[ToolCall]:
     return calls
 
 
+EventReader = Callable[[Sequence[int]], Sequence[SessionEvent]]
+"""``(seqs) -> events at those seqs, in that order``: how a view reads the events it shows."""
+
+
 class SessionView:
-    """One session's events, fold and call index, ready to be shown in windows.
+    """One session's outline, ready to be shown in windows whose events it reads on demand.
 
     Args:
-        events: the whole log in seq order (as read: crash-tail closers included).
-        fold: its surface fold.
+        outline: the log's outline (its fold, call names and skeletons).
+        read: reads the whole events of some seqs (the service's ``read_window``).
+        stored: events of the log that are stored (the rest were added by the read);
+            ``outline.stored_event_count`` by default.
     """
 
-    def __init__(self, events: Sequence[SessionEvent], fold: SurfaceFold) -> None:
-        self.events = events
-        self.fold = fold
-        self.stored = len(events) - added_on_read(events)
+    def __init__(
+        self, outline: LogOutline, read: EventReader, *, stored: int | None = None
+    ) -> None:
+        self.outline = outline
+        self.fold = outline.fold
+        self._read = read
+        self.stored = outline.stored_event_count if stored is None else stored
         """Events that are in the stored log (the rest were added by the read)."""
-        self._logged_calls: set[str] = set()
-        self._names: dict[str, str] = {}
-        self._block_names: dict[str, str] | None = None
-        for event in events:
-            if event.type == "tool/call":
-                data = _dict(event.data)
-                call_id = str(data.get("callId"))
-                self._logged_calls.add(call_id)
-                self._names[call_id] = str(data.get("name") or "tool")
+
+    @classmethod
+    def whole(cls, log: SessionLog) -> SessionView:
+        """The view of a whole log already read (the export's)."""
+        events = log.events
+        outline = OutlinedLog.of_events(
+            log.session, log.inherited_event_count, events, live=False, revision=None
+        ).outline()
+        return cls(
+            outline,
+            lambda seqs: [events[seq] for seq in seqs],
+            stored=len(events) - added_on_read(events),
+        )
+
+    @property
+    def event_count(self) -> int:
+        """Events of the log (as read)."""
+        return self.outline.event_count
 
     def _name(self, call_id: str) -> str:
         """The tool name of a call id: from its ``tool/call`` event, else from the
-        assistant message that made it (that index is built on first need)."""
-        name = self._names.get(call_id)
-        if name is not None:
-            return name
-        if self._block_names is None:
-            self._block_names = {}
-            for event in self.events:
-                if event.type == "assistant/message":
-                    message = _dict(_dict(event.data).get("message"))
-                    for call in _block_calls(message.get("content")):
-                        self._block_names.setdefault(call.call_id, call.name)
-        return self._block_names.get(call_id, "")
+        assistant message that made it."""
+        return self.outline.calls.get(call_id, "")
 
     def order(self, view: View) -> Sequence[int]:
         """The seqs a view shows, in the order it shows them."""
         if view == "surface":
             return self.fold.nodes
-        return range(len(self.events))
+        return range(self.event_count)
 
     def position(self, view: View, seq: int) -> int | None:
         """Where ``seq`` is in a view's order, or ``None`` when the view does not show it."""
         if view == "log":
-            return seq if 0 <= seq < len(self.events) else None
+            return seq if 0 <= seq < self.event_count else None
         try:
             return self.fold.nodes.index(seq)
         except ValueError:
@@ -239,11 +250,22 @@ class SessionView:
     def items(self, view: View, start: int, end: int) -> list[Item]:
         """The items at positions ``start`` (inclusive) to ``end`` (exclusive) of a view."""
         order = self.order(view)
-        return [self.item(order[index], view) for index in range(start, min(end, len(order)))]
+        return self.items_at([order[index] for index in range(start, min(end, len(order)))], view)
+
+    def events_at(self, seqs: Sequence[int]) -> Sequence[SessionEvent]:
+        """The whole events at ``seqs``, in that order (read together)."""
+        return self._read(seqs) if seqs else ()
+
+    def items_at(self, seqs: Sequence[int], view: View = "log") -> list[Item]:
+        """The items of the events at ``seqs`` (read together), in that order."""
+        return [self._item_of(event, view) for event in self._read(seqs)] if seqs else []
 
     def item(self, seq: int, view: View = "log") -> Item:
         """The item of one event."""
-        event = self.events[seq]
+        return self.items_at([seq], view)[0]
+
+    def _item_of(self, event: SessionEvent, view: View) -> Item:
+        seq = event.seq
         fold = self.fold
         base: dict[str, Any] = {
             "seq": seq,
@@ -271,7 +293,7 @@ class SessionView:
             calls = [
                 call
                 for call in _block_calls(content)
-                if view == "surface" or call.call_id not in self._logged_calls
+                if view == "surface" or call.call_id not in self.outline.logged_calls
             ]
             return Item(
                 "assistant",

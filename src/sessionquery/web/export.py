@@ -18,7 +18,7 @@ import base64
 import hashlib
 from collections.abc import Sequence
 
-from sessionquery.model import TitleSnapshot, fold_surface
+from sessionquery.model import TitleSnapshot
 from sessionquery.query.filters import ParentIn
 from sessionquery.query.service import SessionQuery
 from sessionquery.query.types import SessionLog, SessionRecord
@@ -166,4 +166,4 @@ def export_session(query: SessionQuery, session_id: str) -> str:
 
 def view_of(log: SessionLog) -> SessionView:
     """The conversation view of a whole log."""
-    return SessionView(log.events, fold_surface(log.events))
+    return SessionView.whole(log)

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, cast, get_args
 
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.model import SessionEvent
 from sessionquery.query.backend import SearchMatch
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import CwdIn
@@ -236,7 +235,7 @@ class Routes:
         text = request.get("q").strip()
         match = request.choice("mode", MATCHES, DEFAULT_MATCH)
         log, view = self.catalog.view(session_id)
-        if seq is not None and not 0 <= seq < len(log.events):
+        if seq is not None and not 0 <= seq < log.event_count:
             raise SessionQueryError(
                 ErrorCode.EVENT_NOT_FOUND, f"session {session_id!r} has no event {seq}"
             )
@@ -265,8 +264,8 @@ class Routes:
         row = self.catalog.row(session_id)
         children = [r for r in self.catalog.rows() if r.record.header.parent_session == session_id]
         titles = self.catalog.titles([c.id for c in children[:8]], TITLE_BUDGET_S)
-        # The session's own log was just read, so its title costs no further read.
-        titles.update(self.catalog.titles([session_id], TITLE_API_BUDGET_S))
+        # The session's own outline was just read: its title events are a window of it.
+        titles[session_id] = self.catalog.own_title(session_id, view)
         return session_page(
             log,
             view,
@@ -302,8 +301,7 @@ class Routes:
 
     def raw_event(self, session_id: str, seq: int) -> object:
         """One event's wire JSON."""
-        window = self.catalog.query.read_event(session_id, seq)
-        event: SessionEvent = window.target
+        (event,) = self.catalog.query.read_window(session_id, [seq]).events
         return event.to_json()
 
     # -- fragments and polling -------------------------------------------------------------
@@ -321,15 +319,16 @@ class Routes:
         )
 
     def replaced(self, session_id: str, seq: int) -> Markup:
-        """The events one replace event took off the surface (``trace_event``)."""
-        trace = self.catalog.query.trace_event(session_id, seq)
-        _log, view = self.catalog.view(session_id)
+        """The events one replace event took off the surface (what ``trace_event`` names)."""
+        outline, view = self.catalog.view(session_id)
+        if not 0 <= seq < outline.event_count:
+            raise SessionQueryError(
+                ErrorCode.EVENT_NOT_FOUND, f"session {session_id!r} has no event at seq {seq!r}"
+            )
         links = server_links(session_id, "log")
-        items = [
-            render_item(view.item(s), links, anchor=False)
-            for s in trace.replaced_event_seqs[:WINDOW]
-        ]
-        more = len(trace.replaced_event_seqs) - WINDOW
+        removed = outline.fold.replaced.get(seq, ())
+        items = [render_item(item, links, anchor=False) for item in view.items_at(removed[:WINDOW])]
+        more = len(removed) - WINDOW
         note = Markup(f'<p class="muted">{more:,} more not shown.</p>') if more > 0 else None
         return join(items, note)
 
@@ -337,9 +336,9 @@ class Routes:
         """How many events a session and a view have now (the page polls this)."""
         mode = request.view()
         log, view = self.catalog.view(session_id)
-        last = log.events[-1].time if log.events else None
+        last = log.skeletons[-1].time if log.skeletons else None
         return {
-            "events": len(log.events),
+            "events": log.event_count,
             "total": len(view.order(mode)),
             "last": iso_time(last) if last is not None else None,
         }

@@ -7,7 +7,8 @@ concurrency needed; an ASGI stack would add two dependencies and run every call 
 thread anyway.
 
 Invariants: the server binds only the address it is given (loopback by default); each
-request is answered by :meth:`ViewerApp.handle`, which never raises; request lines and
+request is answered by :meth:`ViewerApp.handle`, which never raises, and sent inside
+:meth:`ViewerApp.serving` (a background listing that falls due waits for it); request lines and
 headers are bounded by ``http.server``'s own limits; access logging is off (the browser's
 polling would flood the terminal) and failures are logged by :mod:`sessionquery.web.app`.
 """
@@ -51,8 +52,8 @@ class _Handler(BaseHTTPRequestHandler):
         if app is None:
             self._send(Response(503, b"starting", "text/plain; charset=utf-8"))
             return
-        response = app.handle(self.command, self.path, headers)
-        self._send(response)
+        with app.serving():  # a listing that falls due waits until the answer is sent
+            self._send(app.handle(self.command, self.path, headers))
 
     def _send(self, response: Response) -> None:
         self.send_response(response.status)

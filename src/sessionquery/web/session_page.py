@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sessionquery.query.types import SessionLog
+from sessionquery.query.outline import LogOutline
 from sessionquery.web.catalog import Row
 from sessionquery.web.conversation import SessionView, View
 from sessionquery.web.layout import badge, page, session_url, size_text
@@ -188,7 +188,7 @@ def _hits(query: str, match: str, seqs: Sequence[int], target: int | None) -> Ma
 
 
 def session_page(
-    log: SessionLog,
+    log: LogOutline,
     view: SessionView,
     *,
     mode: View,
@@ -214,7 +214,7 @@ def session_page(
         badge(row.source, f"src src-{row.source.rstrip('0123456789')}") if row else None,
         el("span", None, header.cwd or "no workspace"),
         el("span", None, "created ", iso_time(header.created_at, short=True), " UTC"),
-        el("span", None, size_text(row.size_bytes if row else None, len(log.events))),
+        el("span", None, size_text(row.size_bytes if row else None, log.event_count)),
     ]
     lineage = []
     if header.parent_session:
@@ -245,7 +245,7 @@ def session_page(
             "data-start": start,
             "data-end": end,
             "data-total": total,
-            "data-events": len(log.events),
+            "data-events": log.event_count,
             "data-target": target,
             "data-inherited": log.inherited_event_count,
         },
@@ -267,7 +267,7 @@ def session_page(
         el("div", {"class": "meta lineage"}, lineage) if lineage else None,
         _actions(row, session_id, mode, neighbours),
         _hits(query, match, hit_seqs, target),
-        el("p", {"class": "viewnote muted"}, _view_note(mode, total, len(log.events))),
+        el("p", {"class": "viewnote muted"}, _view_note(mode, total, log.event_count)),
         empty,
         conversation,
     ]

@@ -78,6 +78,26 @@ def test_written_events_read_back_equal_and_are_listed(store: PostgresPersistenc
     assert store.stat("missing") is None
 
 
+def test_a_listing_reads_a_header_changed_in_the_database_since_the_last_listing(
+    store: PostgresPersistence, postgres_dsn: str
+) -> None:
+    write(store, "a", "hello")
+    write(store, "b", "world")
+    first = {entry.header.id: entry.header for entry in store.list()}
+    assert first["a"].cwd == "/w"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE sq_sessions SET header_json = replace(header_json, '/w', '/moved') "
+            "WHERE id = 'a'"
+        )
+        conn.execute("DELETE FROM sq_events WHERE session_id = 'b'")
+        conn.execute("DELETE FROM sq_sessions WHERE id = 'b'")
+    again = {entry.header.id: entry.header for entry in store.list()}
+    assert set(again) == {"a"}
+    assert again["a"].cwd == "/moved"
+    assert store.list()[0].header == again["a"]
+
+
 @settings(max_examples=25)
 @given(
     data=st.recursive(

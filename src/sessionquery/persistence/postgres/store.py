@@ -26,6 +26,9 @@ Invariants:
 * A flushed event is durable when ``flush()`` returns (the server's commit); a failed flush
   leaves the events queued in the handle.
 * Reads never write; a read handle returns the events stored when it was opened.
+* A listing parses a header only when its stored JSON differs from the one parsed last for
+  that id (a long-running server lists the same sessions again and again); the memo keeps one
+  entry per listed session and is exact (it compares the whole stored text).
 """
 
 from __future__ import annotations
@@ -99,6 +102,7 @@ class PostgresPersistence(Closing):
         self._lock = threading.Lock()
         self._closed = False
         self._idle: builtins.list[psycopg.Connection[Any]] = []
+        self._headers: dict[str, tuple[str, SessionHeader]] = {}
         self._conn: psycopg.Connection[Any] | None = self._connect(autocommit=False)
         try:
             self._store_id = migrate(self._conn)
@@ -214,10 +218,20 @@ class PostgresPersistence(Closing):
 
     # -- reading -----------------------------------------------------------------------
 
-    def _describe(self, row: Sequence[Any]) -> PersistedSession:
+    def _describe(
+        self, row: Sequence[Any], memo: dict[str, tuple[str, SessionHeader]] | None = None
+    ) -> PersistedSession:
         sid, header_json, _inherited, count, size, revision = row
+        sid, header_json = str(sid), str(header_json)
+        seen = self._headers.get(sid)
+        if seen is not None and seen[0] == header_json:
+            header = seen[1]
+        else:
+            header = parse_header(sid, header_json)
+            seen = (header_json, header)
+        (self._headers if memo is None else memo)[sid] = seen
         return PersistedSession(
-            header=parse_header(str(sid), str(header_json)),
+            header=header,
             revision=f"{self._store_id}:{revision}",
             event_count=int(count),
             size_bytes=int(size),
@@ -234,7 +248,10 @@ class PostgresPersistence(Closing):
             PersistenceCorrupt: a stored header is invalid.
         """
         rows = self._fetch(f"SELECT {self._SESSION_COLUMNS} FROM sq_sessions")
-        return [self._describe(row) for row in rows]
+        memo: dict[str, tuple[str, SessionHeader]] = {}  # sessions gone since drop out
+        listing = [self._describe(row, memo) for row in rows]
+        self._headers = memo
+        return listing
 
     def stat(self, session_id: str) -> PersistedSession | None:
         """One session's listing entry, or ``None`` when it is not stored."""

@@ -41,7 +41,7 @@ from sessionquery.query.types import (
     SessionRecord,
     SessionSearchHit,
 )
-from sessionquery.search.base import OpenAt, SearchBase, Window
+from sessionquery.search.base import OpenAt, SearchBase, Window, not_indexed_yet
 from sessionquery.search.bounded import is_long
 from sessionquery.search.cursor import CursorPosition, page_offset
 from sessionquery.search.postgres import schema
@@ -353,7 +353,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
                 window: list[Any] = found[offset : offset + page_size + 1]
                 hits = [_live_event_hit(hit, self._snippet(plan, hit.doc.text)) for hit in window]
             else:
-                header, generation = self._persisted_target(conn, corpus, session_id)
+                header, generation = self._persisted_target(conn, corpus, session_id, partial)
                 offset = page_offset(position, generation)
                 window = []
                 if plan is not None:
@@ -383,14 +383,22 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
     # -- helpers ---------------------------------------------------------------------
 
     def _persisted_target(
-        self, conn: psycopg.Connection[Any], corpus: Corpus, session_id: str
+        self,
+        conn: psycopg.Connection[Any],
+        corpus: Corpus,
+        session_id: str,
+        partial: PartialIndex | None = None,
     ) -> tuple[SessionHeader, str]:
+        """The header and generation of an indexed stored session; ``INDEX_BUILDING`` (not
+        ``SESSION_NOT_FOUND``) for one an unfinished build (``partial``) has not reached."""
         if corpus.persistence is not None:
             row = conn.execute(
                 "SELECT header_json, generation FROM sqi_sessions WHERE id = %s", (session_id,)
             ).fetchone()
             if row is not None:
                 return self._header(str(row[0])), f"persisted:{row[1]}"
+            if partial is not None:
+                raise not_indexed_yet(partial)
         raise SessionQueryError(ErrorCode.SESSION_NOT_FOUND, f"session {session_id!r} not found")
 
     def _snippet(self, plan: MatchPlan | None, text: str) -> str:

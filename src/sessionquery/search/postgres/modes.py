@@ -61,7 +61,11 @@ class ModeSearches:
         ) -> PartialIndex | None: ...
 
         def _persisted_target(
-            self, conn: psycopg.Connection[Any], corpus: Corpus, session_id: str
+            self,
+            conn: psycopg.Connection[Any],
+            corpus: Corpus,
+            session_id: str,
+            partial: PartialIndex | None = None,
         ) -> tuple[SessionHeader, str]: ...
 
         def _header(self, header_json: str) -> SessionHeader: ...
@@ -83,7 +87,9 @@ class ModeSearches:
     ) -> list[bounded.Found]:
         phrases = phrases_of(words, mode)
         overlay = self._overlay
-        if not bounded.all_present(conn, overlay, words, include_persisted=persisted):
+        if not bounded.all_present(
+            conn, overlay, words, include_persisted=persisted, cancel=cancel
+        ):
             return []
         events = request.event_filters
 
@@ -169,7 +175,7 @@ class ModeSearches:
             if live is not None:
                 header, generation = live.header, f"live:{live.generation}"
             else:
-                header, generation = self._persisted_target(conn, corpus, session_id)
+                header, generation = self._persisted_target(conn, corpus, session_id, partial)
             offset = page_offset(position, generation)
             found = self._long_found(
                 conn,
@@ -292,7 +298,7 @@ class ModeSearches:
             if live is not None:
                 header, generation = live.header, f"live:{live.generation}"
             else:
-                header, generation = self._persisted_target(conn, corpus, session_id)
+                header, generation = self._persisted_target(conn, corpus, session_id, partial)
             offset = page_offset(position, generation)
             plan = self._plan(conn, request, compiled, persisted, session_id)
             if plan is None:

@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 
 from sessionquery.search.postgres.overlay import LiveOverlay, LiveSession
-from sessionquery.search.postgres.sql import COLUMNS
+from sessionquery.search.postgres.sql import documents_of
 from sessionquery.search.postgres.tokens import lexeme, normal_form
 from sessionquery.search.predicates import CompiledFilters
 from sessionquery.search.relevance import PHRASE_FACTOR, TITLE_WEIGHT, CorpusStats, RelevancePlan
@@ -41,6 +41,17 @@ __all__ = [
     "relevance_params",
     "session_relevance_sql",
 ]
+
+_COLUMNS = {
+    "id": "s.id",
+    "cwd": "s.cwd",
+    "parent": "s.parent_session",
+    "created_at": "s.created_at",
+    "seq": "d.seq",
+    "time": "d.time",
+    "type": "d.type",
+    "surface": "d.surface",
+}
 
 
 def corpus_stats(
@@ -85,7 +96,7 @@ def document_counts(
 
 
 def _session_where(filters: CompiledFilters) -> str:
-    return "".join(f" AND {p.format_map(COLUMNS)}" for p in filters.session_predicates)
+    return "".join(f" AND {p.format_map(_COLUMNS)}" for p in filters.session_predicates)
 
 
 def in_scope(
@@ -110,7 +121,7 @@ def in_scope(
         else (" AND NOT (d.session_id = ANY(%(live)s::text[]))")
     )
     row = conn.execute(
-        "SELECT 1 FROM sqi_docs AS d JOIN sqi_sessions AS s ON s.id = d.session_id "
+        f"SELECT 1 FROM {documents_of(filters) if session_id is None else 'sqi_docs AS d'} "
         "WHERE (d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL) AND strpos(d.norm, %(pattern)s) > 0"
         f"{scope}{_session_where(filters) if session_id is None else ''} LIMIT 1",
         {
@@ -161,13 +172,13 @@ def _scored(plan: RelevancePlan, filters: CompiledFilters, extra: str) -> str:
     count = len(plan.terms)
     contains = " OR ".join(f"strpos(d.norm, %(rp{i})s) > 0" for i in range(count))
     frequencies = ", ".join(f"{_frequency(i)} AS tf{i}" for i in range(count))
-    where = filters.where(COLUMNS)
+    where = filters.where(_COLUMNS)
     phrase = "strpos(d.norm, %(rphrase)s) > 0" if plan.phrase else "false"
     inner = (
         f"SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, d.title, "
-        f"d.ntokens, {phrase} AS ph, {frequencies} FROM sqi_docs AS d JOIN sqi_sessions AS s "
-        f"ON s.id = d.session_id WHERE (d.tsv @@ %(rtsq)s::tsquery OR (d.tsv IS NULL AND "
-        f"({contains}))){extra}{where} OFFSET 0"
+        f"d.ntokens, {phrase} AS ph, {frequencies} FROM {documents_of(filters)} "
+        f"WHERE (d.tsv @@ %(rtsq)s::tsquery OR (d.tsv IS NULL AND ({contains})))"
+        f"{extra}{where} OFFSET 0"
     )
     # Python's event_score, operation for operation: 0.0, then for each term with tf > 0
     # score += w * (tf * c1) / (tf + (c2 + c3 * D)); then * phrase factor (when the phrase

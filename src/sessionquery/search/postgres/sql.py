@@ -9,6 +9,10 @@ Invariants:
 * Candidates: the position-less tsvector contains every lexeme of the query (or the document
   is oversized and has none), **and** the normal form contains every phrase pattern. Match
   spans are counted on the normal form; the order is SPEC §7's.
+* Candidates are read from ``sqi_docs`` joined with ``sqi_sessions`` only when a session
+  filter needs the session's columns (:func:`documents_of`): every document has its session
+  row (a foreign key), and in a team database both rows carry the same workspace and machine,
+  so row-level security keeps a document exactly when it keeps its session.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ __all__ = [
     "SESSION_PREDICATE_LIMIT",
     "CompiledFilters",
     "compile_filters",
+    "documents_of",
     "event_search_sql",
     "match_params",
     "session_search_sql",
@@ -64,6 +69,14 @@ COLUMNS = {
     "surface": "d.surface",
 }
 """The index's column of each filter field (``s`` sessions, ``d`` documents)."""
+
+
+def documents_of(filters: CompiledFilters) -> str:
+    """The ``FROM`` of a candidate scan: ``sqi_docs AS d``, joined with ``sqi_sessions AS s``
+    when a session filter reads ``s``."""
+    if filters.session_predicates:
+        return "sqi_docs AS d JOIN sqi_sessions AS s ON s.id = d.session_id"
+    return "sqi_docs AS d"
 
 
 def match_params(plan: MatchPlan) -> dict[str, object]:
@@ -112,7 +125,7 @@ def session_search_sql(plan: MatchPlan, filters: CompiledFilters) -> str:
     return (
         "WITH cand AS MATERIALIZED ("
         "SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, "
-        f"{count} AS mc FROM sqi_docs AS d JOIN sqi_sessions AS s ON s.id = d.session_id "
+        f"{count} AS mc FROM {documents_of(filters)} "
         f"WHERE {predicate} AND NOT (d.session_id = ANY(%(live)s::text[])){where}), "
         "ranked AS (SELECT *, row_number() OVER (PARTITION BY session_id ORDER BY "
         f"{EVENT_ORDER}) AS rn FROM cand), "

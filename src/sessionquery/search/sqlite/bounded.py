@@ -42,10 +42,11 @@ __all__ = [
 
 
 def all_present(conn: db.Connection, tokens: Sequence[str], *, include_persisted: bool) -> bool:
-    """Whether every distinct token is held by some stored or live document."""
+    """Whether every distinct token is held by some stored or live document (the lookups
+    stop at the first token that none holds)."""
     wanted = json.dumps(list(dict.fromkeys(tokens)))
     missing = conn.execute(
-        "WITH t(value) AS (SELECT value FROM json_each(:tokens)) SELECT count(*) FROM t "
+        "WITH t(value) AS (SELECT value FROM json_each(:tokens)) SELECT EXISTS (SELECT 1 FROM t "
         "WHERE NOT EXISTS (SELECT 1 FROM temp.live_fts WHERE live_fts MATCH "
         "'\"' || replace(t.value, '\"', '\"\"') || '\"' LIMIT 1)"
         + (
@@ -53,7 +54,8 @@ def all_present(conn: db.Connection, tokens: Sequence[str], *, include_persisted
             "'\"' || replace(t.value, '\"', '\"\"') || '\"' LIMIT 1)"
             if include_persisted
             else ""
-        ),
+        )
+        + ")",
         {"tokens": wanted},
     ).fetchone()
     return missing is not None and int(missing[0]) == 0

@@ -51,7 +51,7 @@ from sessionquery.query.types import (
     PartialIndex,
     SessionSearchHit,
 )
-from sessionquery.search.base import OpenAt, SearchBase, Window
+from sessionquery.search.base import OpenAt, SearchBase, Window, not_indexed_yet
 from sessionquery.search.cursor import CursorPosition, page_offset
 from sessionquery.search.request import SearchRequest
 from sessionquery.search.sqlite import db, relevance, schema
@@ -357,7 +357,12 @@ class SqliteSearch(SearchBase[db.Connection]):
             _snapshot(conn),
         ):
             pages = self._pages()
-            live, key, header, generation = pages.target(conn, corpus, session_id)
+            try:
+                live, key, header, generation = pages.target(conn, corpus, session_id)
+            except SessionQueryError as exc:
+                if partial is None or exc.code is not ErrorCode.SESSION_NOT_FOUND:
+                    raise
+                raise not_indexed_yet(partial) from None
             offset = page_offset(position, generation)
             window = pages.event_page(
                 conn, request, compiled, live, key, session_id, offset, generation, cancel
