@@ -143,14 +143,15 @@ def _cluster_cpu(dsn: str) -> float:
     import psycopg
 
     tick = os.sysconf("SC_CLK_TCK")
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute("SELECT pg_backend_pid()").fetchone()
-    assert row is not None
 
     def stat(pid: int | str) -> list[str]:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
-    postmaster = int(stat(row[0])[1])  # the backend's parent
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        assert row is not None
+        # read while the connection is open: its backend ends when it closes
+        postmaster = int(stat(row[0])[1])  # the backend's parent
     fields = stat(postmaster)
     total = sum(int(fields[k]) for k in (11, 12, 13, 14))
     for entry in Path("/proc").iterdir():

@@ -34,7 +34,7 @@ from sessionquery.model.skeleton import EventSkeleton
 from sessionquery.model.surface import FoldEvent, rewrite_seqs
 from sessionquery.persistence.base import SkeletonHandle
 
-__all__ = ["LogOutline", "LogWindow", "OutlinedLog"]
+__all__ = ["LogOutline", "LogWindow", "OutlinedLog", "fold_failure"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,15 +239,7 @@ class OutlinedLog:
                     )
             if self._outline is not None:
                 return self._outline
-        if self.live:
-            raise SessionQueryError(
-                ErrorCode.INVALID_SURFACE,
-                f"session {self.session_id!r} has an invalid surface: {self._fold_error}",
-            )
-        raise SessionQueryError(
-            ErrorCode.CORRUPT_SESSION,
-            f"stored session {self.session_id!r} is corrupt: {self._fold_error}",
-        )
+        raise fold_failure(self.session_id, live=self.live, error=self._fold_error)
 
     def _fold(self) -> SurfaceFold:
         if self._events is not None:
@@ -262,3 +254,15 @@ class OutlinedLog:
         handle, self._handle = self._handle, None
         if handle is not None:
             handle.close()
+
+
+def fold_failure(session_id: str, *, live: bool, error: str | None) -> SessionQueryError:
+    """What a log that does not fold is: ``INVALID_SURFACE`` when live, ``CORRUPT_SESSION``
+    when stored (SPEC §6), for a prepared log and an outline alike."""
+    if live:
+        return SessionQueryError(
+            ErrorCode.INVALID_SURFACE, f"session {session_id!r} has an invalid surface: {error}"
+        )
+    return SessionQueryError(
+        ErrorCode.CORRUPT_SESSION, f"stored session {session_id!r} is corrupt: {error}"
+    )

@@ -17,7 +17,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import (
     SessionEvent,
     SessionHeader,
@@ -28,7 +27,7 @@ from sessionquery.model import (
     fold_surface,
     fold_title,
 )
-from sessionquery.query.outline import OutlinedLog
+from sessionquery.query.outline import OutlinedLog, fold_failure
 
 __all__ = ["PreparedLog"]
 
@@ -106,15 +105,7 @@ class PreparedLog:
                     self._fold_error = str(error)
             if self._fold is not None:
                 return self._fold
-        if self.live:
-            raise SessionQueryError(
-                ErrorCode.INVALID_SURFACE,
-                f"session {self.session_id!r} has an invalid surface: {self._fold_error}",
-            )
-        raise SessionQueryError(
-            ErrorCode.CORRUPT_SESSION,
-            f"stored session {self.session_id!r} is corrupt: {self._fold_error}",
-        )
+        raise fold_failure(self.session_id, live=self.live, error=self._fold_error)
 
     def texts(self) -> tuple[str, ...]:
         """The semantic text of every event, indexed by seq (computed once)."""

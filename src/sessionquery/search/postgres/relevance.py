@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 
 from sessionquery.search.postgres.overlay import LiveOverlay, LiveSession
-from sessionquery.search.postgres.sql import documents_of
+from sessionquery.search.postgres.sql import COLUMNS, documents_of
 from sessionquery.search.postgres.tokens import lexeme, normal_form
 from sessionquery.search.predicates import CompiledFilters
 from sessionquery.search.relevance import PHRASE_FACTOR, TITLE_WEIGHT, CorpusStats, RelevancePlan
@@ -41,17 +41,6 @@ __all__ = [
     "relevance_params",
     "session_relevance_sql",
 ]
-
-_COLUMNS = {
-    "id": "s.id",
-    "cwd": "s.cwd",
-    "parent": "s.parent_session",
-    "created_at": "s.created_at",
-    "seq": "d.seq",
-    "time": "d.time",
-    "type": "d.type",
-    "surface": "d.surface",
-}
 
 
 def corpus_stats(
@@ -96,7 +85,7 @@ def document_counts(
 
 
 def _session_where(filters: CompiledFilters) -> str:
-    return "".join(f" AND {p.format_map(_COLUMNS)}" for p in filters.session_predicates)
+    return "".join(f" AND {p.format_map(COLUMNS)}" for p in filters.session_predicates)
 
 
 def in_scope(
@@ -172,7 +161,7 @@ def _scored(plan: RelevancePlan, filters: CompiledFilters, extra: str) -> str:
     count = len(plan.terms)
     contains = " OR ".join(f"strpos(d.norm, %(rp{i})s) > 0" for i in range(count))
     frequencies = ", ".join(f"{_frequency(i)} AS tf{i}" for i in range(count))
-    where = filters.where(_COLUMNS)
+    where = filters.where(COLUMNS)
     phrase = "strpos(d.norm, %(rphrase)s) > 0" if plan.phrase else "false"
     inner = (
         f"SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, d.title, "
