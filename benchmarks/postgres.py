@@ -61,7 +61,7 @@ def _now() -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
 
-def _backend_cpu(dsn: str) -> float:
+def backend_cpu(dsn: str) -> float:
     """CPU seconds the server's processes serving ``dsn``'s database have used so far (from
     ``/proc``: the server runs on this machine), this monitor's own backend left out."""
     import psycopg
@@ -85,13 +85,13 @@ def _backend_cpu(dsn: str) -> float:
 def _cpu(fn: Callable[[], Any], reps: int, dsn: str | None = None) -> float:
     """Mean CPU milliseconds of one call: this process's, plus the database server's for
     ``dsn`` (load inflates it far less than wall time)."""
-    server = _backend_cpu(dsn) if dsn else 0.0
+    server = backend_cpu(dsn) if dsn else 0.0
     started = time.process_time()
     for _ in range(reps):
         fn()
     used = time.process_time() - started
     if dsn:
-        used += _backend_cpu(dsn) - server
+        used += backend_cpu(dsn) - server
     return used * 1000 / reps
 
 

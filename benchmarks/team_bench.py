@@ -56,6 +56,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from corpus import CorpusManifest, CorpusSpec, generate  # noqa: E402
+from postgres import backend_cpu  # noqa: E402
 
 from sessionquery import JsonlPersistence, SessionQuery  # noqa: E402
 from sessionquery.model import SessionEvent, SessionHeader  # noqa: E402
@@ -113,27 +114,6 @@ class _Renamed:
                 self.close()
 
         return Handle()
-
-
-def _backend_cpu(dsn: str) -> float:
-    """CPU seconds the server's processes serving ``dsn``'s database have used so far (from
-    ``/proc``: the server runs on this machine), this monitor's own backend left out."""
-    import psycopg
-
-    tick = os.sysconf("SC_CLK_TCK")
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid()"
-        ).fetchall()
-    total = 0.0
-    for (pid,) in rows:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-    return total
 
 
 def _cluster_cpu(dsn: str) -> float:
@@ -284,13 +264,13 @@ def _single(
     plus the server's serving ``dsn``)."""
     query.search_sessions(text, match=_mode(mode))
     out = []
-    server = _backend_cpu(dsn) if dsn else 0.0
+    server = backend_cpu(dsn) if dsn else 0.0
     cpu = time.process_time()
     for _ in range(ROUNDS):
         started = time.perf_counter()
         query.search_sessions(text, match=_mode(mode))
         out.append((time.perf_counter() - started) * 1000)
-    used = time.process_time() - cpu + (_backend_cpu(dsn) - server if dsn else 0.0)
+    used = time.process_time() - cpu + (backend_cpu(dsn) - server if dsn else 0.0)
     return out, used * 1000 / ROUNDS
 
 
