@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from postgres_support import PostgresServer
-from search_sqlite_support import build_corpus, corpus_of
+from search_sqlite_support import all_session_pages, build_corpus, corpus_of
 from sessionquery.query.filters import CwdIn
 from sessionquery.query.types import SessionSearchPage
 from sessionquery.search.postgres import PostgresSearch, walk
@@ -32,14 +32,7 @@ def shape(page: SessionSearchPage) -> list[tuple[object, ...]]:
 
 
 def all_pages(search: object, corpus: object, query: str, **kw: object) -> list[object]:
-    out: list[object] = []
-    cursor = None
-    while True:
-        page = search.search_sessions(corpus, query, limit=2, cursor=cursor, **kw)  # type: ignore[attr-defined]
-        out += shape(page)
-        cursor = page.next_cursor
-        if cursor is None:
-            return out
+    return list(all_session_pages(search, corpus, query, shape, **kw))
 
 
 docs = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join)
