@@ -20,6 +20,7 @@ from postgres_support import PostgresServer
 from search_sqlite_support import FakeCorpus, FakePersistence, build_corpus, header, titled
 from sessionquery import SessionQuery, SessionStore
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.match_modes import search_mode
 from sessionquery.model import SessionHeader
 from sessionquery.persistence import JsonlPersistence
 from sessionquery.persistence.base import DocumentLog, PersistedSession
@@ -109,7 +110,7 @@ def test_text_is_tokenized_like_unicode61(text: str, expected: list[str]) -> Non
 def test_match_spans_merge_overlapping_instances_like_highlight(
     doc: str, query: str, match: str, spans: int
 ) -> None:
-    plan = match_plan(query, match)  # type: ignore[arg-type]
+    plan = match_plan(query, search_mode(match).plan.words)
     assert plan is not None
     assert span_count(tokens(doc), plan) == spans
 
@@ -221,7 +222,7 @@ def test_database_counts_equal_the_live_overlay_counts_in_both_match_modes(
             db = pg.search_events(persisted, "s", query, match=match)  # type: ignore[arg-type]
             mem = pg.search_events(live, "s", query, match=match)  # type: ignore[arg-type]
             assert shape_events(db) == shape_events(mem)
-            plan = match_plan(" ".join(query.split()), match)  # type: ignore[arg-type]
+            plan = match_plan(" ".join(query.split()), search_mode(match).plan.words)
             expected = sum(1 for text in docs if plan and span_count(tokens(text), plan))
             assert len(db.items) == min(expected, 20)
     finally:
@@ -410,7 +411,7 @@ def test_headers_survive_the_index_round_trip(pg: PostgresSearch) -> None:
 def test_the_first_match_is_where_the_first_highlighted_span_starts(
     text: str, query: str, match: str
 ) -> None:
-    plan = match_plan(query, match)  # type: ignore[arg-type]
+    plan = match_plan(query, search_mode(match).plan.words)
     assert plan is not None
     spans = token_spans(text)
     words = [token for token, _start in spans]

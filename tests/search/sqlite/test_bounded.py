@@ -14,6 +14,7 @@ from builders import log
 from conftest import raises_code
 from search_sqlite_support import FakeCorpus, FakePersistence, header
 from sessionquery.errors import ErrorCode
+from sessionquery.match_modes import search_mode
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import CwdIn, TypeIn
 from sessionquery.search.bounded import EXPRESSION_TERMS, count_spans, phrases_of
@@ -44,7 +45,7 @@ def _expected(texts: dict[str, list[str]], query: str, mode: str) -> list[tuple[
     from sessionquery.search.sqlite import db
 
     with db.connect(":memory:") as conn:
-        phrases = phrases_of(query_tokens(conn, query), mode)  # type: ignore[arg-type]
+        phrases = phrases_of(query_tokens(conn, query), search_mode(mode).plan.words)
         ranked = []
         for sid, docs in texts.items():
             best = None
