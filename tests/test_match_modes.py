@@ -90,7 +90,8 @@ def test_a_request_carries_the_plan_of_its_modes_record(name: str) -> None:
 def test_an_unknown_mode_is_invalid_query_naming_every_accepted_one(match: object) -> None:
     with raises_code(ErrorCode.INVALID_QUERY) as caught:
         search_mode(match)
-    assert "'phrase', 'words' or 'relevance'" in caught.value.message
+    listed = ", ".join(f"'{name}'" for name in SEARCH_MATCHES[:-1])
+    assert f"must be {listed} or '{SEARCH_MATCHES[-1]}', not {match!r}" in caught.value.message
 
 
 @pytest.mark.parametrize("command", ["search", "search-events"])

@@ -20,7 +20,7 @@ from postgres_support import PostgresServer
 from search_sqlite_support import FakeCorpus, FakePersistence, build_corpus, header, titled
 from sessionquery import SessionQuery, SessionStore
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.match_modes import search_mode
+from sessionquery.match_modes import SEARCH_MATCHES, SEARCH_MODES, search_mode
 from sessionquery.model import SessionHeader
 from sessionquery.persistence import JsonlPersistence
 from sessionquery.persistence.base import DocumentLog, PersistedSession
@@ -169,7 +169,7 @@ def all_pages(
         min_size=1,
         max_size=3,
     ).map(" ".join),
-    match=st.sampled_from(["phrase", "words", "relevance"]),
+    match=st.sampled_from(SEARCH_MATCHES),
 )
 def test_session_and_event_search_answer_exactly_as_sqlite(
     postgres_server: PostgresServer,
@@ -208,7 +208,7 @@ def test_session_and_event_search_answer_exactly_as_sqlite(
     query=st.lists(
         st.sampled_from([*WORDS, "a a", "a.b.a", "foo.bar"]), min_size=1, max_size=3
     ).map(" ".join),
-    match=st.sampled_from(["phrase", "words"]),
+    match=st.sampled_from([m.name for m in SEARCH_MODES if not m.plan.ranked]),
 )
 @pytest.mark.slow
 def test_database_counts_equal_the_live_overlay_counts_in_both_match_modes(
@@ -406,7 +406,7 @@ def test_headers_survive_the_index_round_trip(pg: PostgresSearch) -> None:
     query=st.lists(
         st.sampled_from(["a", "b", "foo", "x y", "cafe", "i"]), min_size=1, max_size=3
     ).map(" ".join),
-    match=st.sampled_from(["phrase", "words"]),
+    match=st.sampled_from([m.name for m in SEARCH_MODES if not m.plan.ranked]),
 )
 def test_the_first_match_is_where_the_first_highlighted_span_starts(
     text: str, query: str, match: str
