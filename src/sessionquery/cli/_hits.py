@@ -12,7 +12,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from sessionquery.cli import _terminal as term
-from sessionquery.cli._render import Style, _or_dash, header_json, record_json, time_text
+from sessionquery.cli._render import (
+    Style,
+    _or_dash,
+    event_record_json,
+    header_json,
+    record_json,
+    time_text,
+)
 from sessionquery.match_modes import SEARCH_MODES
 from sessionquery.query.types import EventSearchHit, EventSearchPage, SessionSearchPage
 
@@ -28,13 +35,7 @@ __all__ = [
 
 
 def _hit_json(hit: EventSearchHit) -> dict[str, Any]:
-    return {
-        "seq": hit.seq,
-        "type": hit.type,
-        "time": hit.time,
-        "surface": hit.surface,
-        "snippet": hit.snippet,
-    }
+    return {**event_record_json(hit), "snippet": hit.snippet}
 
 
 def session_hits_json(
