@@ -92,6 +92,13 @@ class _ListClause:
             _values(self.values, self.kind, nullable=self.nullable, allowed=self.allowed),
         )
 
+    def canonical(self) -> dict[str, Any]:
+        """What the clause selects, however it was written: its kind and its values, ``None``
+        first and the rest sorted (a cursor's request fingerprint is made of these)."""
+        nulls = [value for value in self.values if value is None]
+        rest = sorted(value for value in self.values if value is not None)
+        return {"kind": self.kind, "values": nulls + rest}
+
 
 class _RangeClause:
     kind: ClassVar[str]
@@ -109,6 +116,15 @@ class _RangeClause:
         return (self.start is None or value >= self.start) and (
             self.end is None or value <= self.end
         )
+
+    def canonical(self) -> dict[str, Any]:
+        """What the clause selects: its kind and bounds (``3`` and ``3.0`` bound the same
+        range, so they are written the same)."""
+        return {"kind": self.kind, "from": _whole(self.start), "to": _whole(self.end)}
+
+
+def _whole(value: float | None) -> float | int | None:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +232,10 @@ class TextContains:
     def matches(self, text: str) -> bool:
         """Whether ``text`` contains the filter text."""
         return self.pattern.found_in(text)
+
+    def canonical(self) -> dict[str, Any]:
+        """What the clause selects: its kind and text."""
+        return {"kind": self.kind, "text": self.text}
 
 
 SessionFilter = IdIn | CwdIn | CreatedBetween | ParentIn | AvailabilityIn

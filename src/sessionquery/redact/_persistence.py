@@ -39,8 +39,7 @@ import operator
 from collections.abc import Sequence
 from dataclasses import replace
 
-from sessionquery.closing import Closing
-from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.model import SessionEvent
 from sessionquery.model.skeleton import EventSkeleton
 from sessionquery.model.title import TitleSnapshot
 from sessionquery.persistence.base import (
@@ -60,6 +59,7 @@ from sessionquery.persistence.base import (
     TextDocument,
 )
 from sessionquery.persistence.documents import stored_documents
+from sessionquery.persistence.handles import WrappingHandle
 from sessionquery.query.filters import SessionFilter
 from sessionquery.query.listing import newest_entries
 from sessionquery.redact._redactor import Redactor
@@ -148,20 +148,12 @@ def _redacted_titles(
     return titles
 
 
-class _RedactingHandle(Closing):
+class _RedactingHandle(WrappingHandle):
     """A read handle whose events come out redacted."""
 
     def __init__(self, inner: ReadHandle, redactor: Redactor) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._redactor = redactor
-
-    @property
-    def header(self) -> SessionHeader:
-        return self._inner.header
-
-    @property
-    def inherited_event_count(self) -> int:
-        return self._inner.inherited_event_count
 
     def read(self, offset: int = 0, length: int | None = None) -> list[SessionEvent]:
         stored = self._inner.read(offset, length)
@@ -188,7 +180,7 @@ class _RedactingHandle(Closing):
         through); skeletons of the redacted events when the inner handle gives none."""
         inner = self._inner
         if not isinstance(inner, SkeletonHandle):
-            return [EventSkeleton.of(event) for event in self.read()]
+            return super().skeletons()  # those of the redacted events
         skeletons = inner.skeletons()
         # Each id under the key the event stores it under (a key rule masks it as it masks
         # the event's): ``callId`` of a ``tool/call``, ``id`` of an assistant's block.
@@ -208,9 +200,6 @@ class _RedactingHandle(Closing):
                 if calls != skeleton.calls:
                     skeletons[index] = skeleton._replace(calls=calls)
         return skeletons
-
-    def close(self) -> None:
-        self._inner.close()
 
 
 class RedactingPersistence:
