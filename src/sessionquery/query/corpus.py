@@ -232,6 +232,10 @@ class ServiceCorpus:
             return frozenset()
         return frozenset(session.id for session in self._store.sessions())
 
+    def live_headers(self) -> list[SessionHeader]:
+        """The header of every live session."""
+        return [] if self._store is None else [s.header for s in self._store.sessions()]
+
     def live_snapshots(self) -> list[LiveSnapshot]:
         """Every live session, each cut at its current length."""
         if self._store is None:

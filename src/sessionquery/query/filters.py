@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, get_args
 
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.model import SURFACE_CLASSES, SurfaceClass
+from sessionquery.model import SURFACE_CLASSES, SessionHeader, SurfaceClass
 from sessionquery.model.textmatch import LiteralPattern, literal_pattern, split_words
 from sessionquery.query.types import Availability
 
@@ -34,6 +34,7 @@ __all__ = [
     "TimeBetween",
     "TypeIn",
     "event_matches",
+    "header_matches",
     "session_matches",
     "validate_event_filters",
     "validate_session_filters",
@@ -296,6 +297,21 @@ def session_matches(
         if not ok:
             return False
     return True
+
+
+def header_matches(
+    filters: Sequence[SessionFilter], header: SessionHeader, *, live: bool, persisted: bool
+) -> bool:
+    """Whether a session with this header and availability passes every clause."""
+    return session_matches(
+        filters,
+        id=header.id,
+        cwd=header.cwd,
+        created_at=header.created_at,
+        parent=header.parent_session,
+        live=live,
+        persisted=persisted,
+    )
 
 
 def event_matches(

@@ -48,6 +48,8 @@ from sessionquery.persistence.base import (
     ChangeTokenSource,
     DocumentLog,
     DocumentSource,
+    ListingKey,
+    NewestListing,
     PersistedSession,
     Problem,
     ProblemSource,
@@ -58,6 +60,8 @@ from sessionquery.persistence.base import (
 )
 from sessionquery.persistence.documents import stored_documents
 from sessionquery.persistence.handles import WrappingHandle
+from sessionquery.query.filters import SessionFilter
+from sessionquery.query.listing import newest_entries
 from sessionquery.redact._redactor import Redactor
 from sessionquery.sources._builder import title_from_prompt
 
@@ -239,6 +243,18 @@ class RedactingPersistence:
     def list(self) -> builtins.list[PersistedSession]:
         """The wrapped listing, each revision carrying the redactor's fingerprint."""
         return [self._entry(entry) for entry in self._inner.list()]
+
+    def list_newest(
+        self, filters: Sequence[SessionFilter], *, after: ListingKey | None, limit: int
+    ) -> builtins.list[PersistedSession]:
+        """A page of the listing in the listing order (as :meth:`list`): the wrapped store's
+        own ``list_newest`` when it has one, else its listing sorted and cut."""
+        inner = self._inner
+        if isinstance(inner, NewestListing):
+            entries = inner.list_newest(filters, after=after, limit=limit)
+        else:
+            entries = newest_entries(inner.list(), filters, after=after, limit=limit)
+        return [self._entry(entry) for entry in entries]
 
     def stat(self, session_id: str) -> PersistedSession | None:
         """One listing entry (as :meth:`list`), or ``None``."""
