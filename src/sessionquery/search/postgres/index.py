@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from typing import Any, Final
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from sessionquery.errors import (
     ErrorCode,
@@ -127,6 +128,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
         self._binding: object = None
         self._token: str | None = None
         self._generation = 0
+        self._cancel_sent = threading.Event()
         if open_at == "startup":
             with self._lock:
                 self._open()
@@ -184,14 +186,17 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
             self._check_open()
             check_cancel(cancel)
             conn = self._open()
+            self._cancel_sent.clear()
             try:
-                with _watch(conn, cancel):
+                with _watch(conn, cancel, self._cancel_sent):
                     yield conn
             except psycopg.Error as exc:
                 check_cancel(cancel)
                 raise SessionQueryError(
                     ErrorCode.INDEX_FAILED, f"session-search PostgreSQL query failed: {exc}"
                 ) from exc
+            finally:
+                _hang_up_if_unsettled(conn, self._cancel_sent)
         finally:
             self._lock.release()
 
@@ -270,7 +275,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
         left = cancel.deadline - time.monotonic()
         token = cancel.sooner(min(_PARTIAL_RESERVE_SECONDS, max(left, 0.0) / 3))
         try:
-            with _watch(conn, token):
+            with _watch(conn, token, self._cancel_sent):
                 self._reconcile(conn, corpus, token)
         except SessionQueryError as exc:
             if exc.code is not ErrorCode.ABORTED or cancel.expired:
@@ -452,8 +457,11 @@ def _live_event_hit(hit: LiveHit, snippet: str) -> EventSearchHit:
 
 
 @contextmanager
-def _watch(conn: psycopg.Connection[Any], cancel: CancelToken | None) -> Iterator[None]:
-    """Cancel the running statement on the server as soon as ``cancel`` expires."""
+def _watch(
+    conn: psycopg.Connection[Any], cancel: CancelToken | None, sent: threading.Event
+) -> Iterator[None]:
+    """Cancel the running statement on the server as soon as ``cancel`` expires (``sent``
+    is set once a cancel request went out)."""
     if cancel is None:
         yield
         return
@@ -462,6 +470,7 @@ def _watch(conn: psycopg.Connection[Any], cancel: CancelToken | None) -> Iterato
     def watch() -> None:
         while not done.wait(_WATCH_SECONDS):
             if cancel.expired:
+                sent.set()
                 try:
                     conn.cancel_safe(timeout=1.0)
                 except psycopg.Error:
@@ -475,3 +484,14 @@ def _watch(conn: psycopg.Connection[Any], cancel: CancelToken | None) -> Iterato
     finally:
         done.set()
         watcher.join()
+
+
+def _hang_up_if_unsettled(conn: psycopg.Connection[Any], cancel_sent: threading.Event) -> None:
+    """Close ``conn`` when a cancel request went out for it or a transaction is left open.
+
+    A cancel request is asynchronous: it stops whatever statement the server runs when it
+    arrives, which may be the ``ROLLBACK`` that ends the cancelled transaction (leaving the
+    connection in a failed transaction) or the next call's first statement. The next call
+    opens a fresh connection instead (:meth:`PostgresSearch._open`)."""
+    if cancel_sent.is_set() or conn.info.transaction_status is not TransactionStatus.IDLE:
+        conn.close()
