@@ -16,9 +16,10 @@ workspace across all machines. Steps, with the load average beside each:
 3. search latency, ``relevance`` and ``phrase``, for a rare word, the most common word and a
    two-word phrase, with 20 client threads each on its own connection, for a role that sees
    everything (``*``) and a role granted two of the eight repositories; then one client;
-4. listing: ``list_sessions()`` (every visible session), once and again (a server lists
-   again and again; headers unchanged since are not parsed again), and the newest 50 (one
-   query, read from ``sqi_sessions`` in the listing order by its index);
+4. listing: ``list_page(limit=50)``, the newest page and the next one (keyset-paged by the
+   store's listing index), ``list_sessions()`` (every visible session), once and again (a
+   server lists again and again; headers unchanged since are not parsed again), and the
+   newest 50 of the search index's own table (one query, ``sqi_sessions`` by its index);
 5. the same searches and listing on the SQLite backend (``SqliteSearch`` over the machines'
    sessions in one JSONL store, after a full build), same machine, same moment;
 6. a push of a Claude Code history whose events have realistic sizes, through the importer
@@ -379,6 +380,14 @@ def run(machines: int, sessions: int, before: Path | None = None) -> str:
                     t0 = time.perf_counter()
                     query.list_sessions()
                     again_ms = (time.perf_counter() - t0) * 1000
+                    first_ms, next_ms = [], []
+                    for _ in range(ROUNDS):
+                        t0 = time.perf_counter()
+                        page = query.list_page(limit=50)
+                        first_ms.append((time.perf_counter() - t0) * 1000)
+                        t0 = time.perf_counter()
+                        query.list_page(limit=50, cursor=page.next_cursor)
+                        next_ms.append((time.perf_counter() - t0) * 1000)
                 with psycopg.connect(as_role(role), autocommit=True) as conn:
                     newest = []
                     for _ in range(ROUNDS):
@@ -392,6 +401,7 @@ def run(machines: int, sessions: int, before: Path | None = None) -> str:
                     "samples": samples,
                     "single": single,
                     "list": (listed, list_ms, again_ms),
+                    "pages": (statistics.median(first_ms), statistics.median(next_ms)),
                     "newest": statistics.median(newest),
                     "load": load,
                 }
@@ -415,6 +425,9 @@ def run(machines: int, sessions: int, before: Path | None = None) -> str:
             t0 = time.perf_counter()
             sqlite_listed = len(query.list_sessions())
             sqlite_list_ms = (time.perf_counter() - t0) * 1000
+            t0 = time.perf_counter()
+            query.list_page(limit=50)
+            sqlite_page_ms = (time.perf_counter() - t0) * 1000
         sqlite_samples = _concurrent(
             lambda: SessionQuery(persistence=local, search=SqliteSearch(index)), queries
         )
@@ -501,9 +514,18 @@ def run(machines: int, sessions: int, before: Path | None = None) -> str:
                 )
             )
         listed, list_ms, again_ms = r["list"]
+        first_ms, next_ms = r["pages"]
         lines.append(
             row(
-                f"`list_sessions()`, {label} ({listed:,} sessions)",
+                f"`list_page(limit=50)`, the newest page, {label} (median of {ROUNDS})",
+                _fmt(first_ms),
+                f"{_fmt(sqlite_page_ms)} (listed whole and cut)" if role == "bench_all" else "—",
+            )
+        )
+        lines.append(row(f"`list_page` of the next 50 (its cursor), {label}", _fmt(next_ms), "—"))
+        lines.append(
+            row(
+                f"`list_sessions()`, {label} ({listed:,} sessions: the whole listing)",
                 _fmt(list_ms),
                 f"{_fmt(sqlite_list_ms)} ({sqlite_listed:,})" if role == "bench_all" else "—",
             )

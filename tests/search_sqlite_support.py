@@ -4,9 +4,10 @@ tests of both backends, built from real ``SessionEvent`` logs, and readers of an
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import apsw
 
@@ -198,3 +199,21 @@ def build_corpus(persisted: dict[str, list[str]], live: dict[str, list[str]]) ->
     for sid, docs in live.items():
         corpus.live[sid] = (header(sid, created_at=9, cwd="/w"), titled(docs))
     return corpus
+
+
+def all_session_pages(
+    search: object,
+    corpus: object,
+    query: str,
+    shape: Callable[[Any], list[tuple[object, ...]]],
+    **kw: object,
+) -> list[tuple[object, ...]]:
+    """Every page of a session search, two hits a page, each page shaped by ``shape``."""
+    out: list[tuple[object, ...]] = []
+    cursor = None
+    while True:
+        page = search.search_sessions(corpus, query, limit=2, cursor=cursor, **kw)  # type: ignore[attr-defined]
+        out += shape(page)
+        cursor = page.next_cursor
+        if cursor is None:
+            return out

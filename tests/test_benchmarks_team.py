@@ -40,6 +40,7 @@ def test_a_tiny_run_replaces_its_section_with_every_row(tmp_path: Path) -> None:
         "| push of a Claude Code history with realistic event sizes",
         "| relevance search, 20 clients at once, role granted `*`",
         "| phrase search, 20 clients at once, role granted 2 of 8 repositories",
-        "| `list_sessions()`, role granted `*` (36 sessions)",
+        "| `list_sessions()`, role granted `*` (36 sessions: the whole listing)",
+        "| `list_page(limit=50)`, the newest page, role granted 2 of 8 repositories",
     ):
         assert row in section, row

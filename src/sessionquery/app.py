@@ -449,7 +449,8 @@ class ListedOnce:
     seconds loses nothing by reusing its first listing. Everything else is delegated, and a
     capability the wrapped persistence lacks is missing here too, except :meth:`problems`
     (a :class:`~sessionquery.persistence.base.ProblemSource` always; empty when the wrapped
-    persistence reports none). Not for long-running servers, and never for the search index.
+    persistence reports none) and :meth:`list_newest` (pages cut from the one listing).
+    Not for long-running servers, and never for the search index.
     """
 
     def __init__(self, inner: SessionPersistence) -> None:
@@ -465,6 +466,13 @@ class ListedOnce:
     def problems(self) -> builtins.list[Problem]:
         """The wrapped persistence's problems (:func:`problems_of`), read each time."""
         return problems_of(self._inner)
+
+    def list_newest(self, filters: Any, *, after: Any, limit: int) -> builtins.list[Any]:
+        """A page of the one listing in the listing order (``NewestListing``): a command's
+        pages, short ids and titles all come from the same snapshot."""
+        from sessionquery.query.listing import newest_entries
+
+        return newest_entries(self.list(), filters, after=after, limit=limit)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -22,6 +22,7 @@ from sessionquery.model import (
     loads_json,
     thaw,
 )
+from sessionquery.model.jsonvalue import as_dict, as_list, compact_json
 from strategies import json_values
 
 DICT_MUTATIONS: list[tuple[str, Callable[[Any], object]]] = [
@@ -288,3 +289,22 @@ def test_loads_json_raises_json_decode_error_for_malformed_text() -> None:
 def test_loads_json_refuses_nesting_too_deep_with_value_error(depth: int) -> None:
     with pytest.raises(ValueError, match="nested too deeply"):
         loads_json("[" * depth + "]" * depth)
+
+
+def test_as_dict_and_as_list_keep_json_structure_and_give_an_empty_one_for_anything_else() -> None:
+    frozen = freeze_json({"a": [1]})
+    assert as_dict(frozen) is frozen
+    assert as_list(frozen["a"]) is frozen["a"]
+    for other in (None, "text", 3, [1], {"a": 1}):
+        assert as_dict(other) == ({"a": 1} if isinstance(other, dict) else {})
+        assert as_list(other) == ([1] if isinstance(other, list) else [])
+
+
+@given(json_values())
+def test_compact_json_is_json_without_spaces_that_keeps_key_order_and_non_ascii_text(
+    value: Any,
+) -> None:
+    text = compact_json(value)
+    assert json.loads(text) == value
+    assert text == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert compact_json({"b": "é", "a": 1}) == '{"b":"é","a":1}'

@@ -169,3 +169,10 @@ def test_search_backends_can_refuse_text_clauses() -> None:
     assert validate_event_filters(clauses) == (TextContains("x"),)
     with raises_code(ErrorCode.INVALID_FILTER):
         validate_event_filters(clauses, allow_text=False)
+
+
+def test_every_clause_states_a_canonical_form_of_what_it_selects() -> None:
+    assert CwdIn(["/b", None, "/a"]).canonical() == {"kind": "cwd", "values": [None, "/a", "/b"]}
+    assert SeqBetween(1.0, None).canonical() == {"kind": "seq", "from": 1, "to": None}
+    assert TimeBetween(1.5, 2).canonical() == {"kind": "time", "from": 1.5, "to": 2}
+    assert TextContains("x  y").canonical() == {"kind": "text", "text": "x  y"}

@@ -120,6 +120,21 @@ def test_the_library_shows_a_restricted_role_only_its_workspaces(
             assert query.search_sessions("appwork", match=match).items == []
         found = query.search_sessions("linter", match="relevance").items
         assert [hit.record.id for hit in found] == [tools_id]
+        assert [record.id for record in query.list_page().items] == [tools_id]
+
+
+def test_a_paged_listing_shows_a_role_the_pushed_sessions_of_its_workspaces_only(
+    pushed: TeamDb, machines: tuple[Machine, Machine]
+) -> None:
+    alpha, beta = machines
+    app = {alpha.sessions[0].id, beta.sessions[0].id}
+    with _query(pushed.dsn("carol")) as query:
+        first = query.list_page(limit=1)
+        rest = query.list_page(limit=5, cursor=first.next_cursor)
+        assert rest.next_cursor is None
+        listed = [record.id for record in (*first.items, *rest.items)]
+        assert listed == [record.id for record in query.list_sessions()]
+        assert app <= set(listed) and alpha.sessions[1].id not in listed  # another repository
 
 
 TABLES = (

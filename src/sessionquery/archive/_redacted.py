@@ -18,6 +18,7 @@ import json
 from typing import Any, Protocol
 
 from sessionquery.archive._segments import Form
+from sessionquery.model.jsonvalue import compact_json
 
 __all__ = ["LineRedactor", "redacted_form"]
 
@@ -57,7 +58,7 @@ def redacted_form(redactor: LineRedactor) -> Form:
             if masked == value:
                 out.append(line)
             else:
-                dumped = json.dumps(masked, ensure_ascii=False, separators=(",", ":"))
+                dumped = compact_json(masked)
                 out.append(dumped.encode("utf-8", "surrogateescape") + end)
         return b"".join(out)
 

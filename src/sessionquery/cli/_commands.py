@@ -24,18 +24,8 @@ from sessionquery.cli._parser import UsageError
 from sessionquery.cli._services import EXIT_OK, Invocation, Progress, emit
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import KNOWN_EVENT_TYPES, SessionEvent
+from sessionquery.query import filters as clauses
 from sessionquery.query.backend import SearchMatch
-from sessionquery.query.filters import (
-    CreatedBetween,
-    CwdIn,
-    EventFilter,
-    IdIn,
-    ParentIn,
-    SeqBetween,
-    SessionFilter,
-    SurfaceIn,
-    TypeIn,
-)
 from sessionquery.query.service import SessionQuery
 from sessionquery.query.types import (
     EventSearchPage,
@@ -123,7 +113,7 @@ def cmd_list(inv: Invocation) -> int:
         everything = query.list_sessions()
         records = everything
         if args.cwd:
-            records = query.filter_sessions([CwdIn(tuple(args.cwd))])
+            records = query.filter_sessions([clauses.CwdIn(tuple(args.cwd))])
         total = len(records)
         if args.limit is not None and not args.all:
             records = records[: args.limit]
@@ -149,7 +139,7 @@ def cmd_show(inv: Invocation) -> int:
             return _show_conversation(inv, query, session_id)
         log = query.read_session(session_id)
         (result,) = query.read_title_snapshots([session_id])
-        archived = any(r.archived for r in query.filter_sessions([IdIn((session_id,))]))
+        archived = any(r.archived for r in query.filter_sessions([clauses.IdIn((session_id,))]))
     if result.error is not None:
         raise result.error
     header = log.session
@@ -189,7 +179,7 @@ def _conversation_parts(
 
     log = query.read_session(session_id)
     (result,) = query.read_title_snapshots([session_id])
-    children = query.filter_sessions([ParentIn((session_id,))])
+    children = query.filter_sessions([clauses.ParentIn((session_id,))])
     child_titles = {k: v for k, v in titles_of(query, [c.id for c in children]).items() if v}
     return log, result.title, children, conversation.entries(log, children, child_titles)
 
@@ -266,15 +256,15 @@ def cmd_trace_event(inv: Invocation) -> int:
     return emit(inv, document, lambda s: render.event_trace_text(trace, s))
 
 
-def _event_filters(inv: Invocation) -> list[EventFilter]:
+def _event_filters(inv: Invocation) -> list[clauses.EventFilter]:
     args = inv.args
-    filters: list[EventFilter] = []
+    filters: list[clauses.EventFilter] = []
     if args.types:
         for unknown in sorted(set(args.types) - KNOWN_EVENT_TYPES):
             inv.warn(_unknown_type(unknown))
-        filters.append(TypeIn(tuple(args.types)))
+        filters.append(clauses.TypeIn(tuple(args.types)))
     if args.surfaces:
-        filters.append(SurfaceIn(tuple(args.surfaces)))
+        filters.append(clauses.SurfaceIn(tuple(args.surfaces)))
     return filters
 
 
@@ -290,19 +280,19 @@ def _unknown_type(name: str) -> str:
     )
 
 
-def _session_filters(inv: Invocation) -> list[SessionFilter]:
+def _session_filters(inv: Invocation) -> list[clauses.SessionFilter]:
     args = inv.args
-    filters: list[SessionFilter] = []
+    filters: list[clauses.SessionFilter] = []
     if args.cwd:
-        filters.append(CwdIn(tuple(args.cwd)))
+        filters.append(clauses.CwdIn(tuple(args.cwd)))
     if args.session:
-        filters.append(IdIn(tuple(inv.resolve(i) for i in args.session)))
+        filters.append(clauses.IdIn(tuple(inv.resolve(i) for i in args.session)))
     if args.parent or args.roots:
         named = tuple(inv.resolve(i) for i in args.parent or ())
         parents: tuple[str | None, ...] = (*named, *((None,) if args.roots else ()))
-        filters.append(ParentIn(parents))
+        filters.append(clauses.ParentIn(parents))
     if args.since is not None or args.until is not None:
-        filters.append(CreatedBetween(args.since, args.until))
+        filters.append(clauses.CreatedBetween(args.since, args.until))
     return filters
 
 
@@ -341,8 +331,8 @@ def collect_session_hits(
     query: SessionQuery,
     text: str,
     limit: int,
-    session_filters: Sequence[SessionFilter] = (),
-    event_filters: Sequence[EventFilter] = (),
+    session_filters: Sequence[clauses.SessionFilter] = (),
+    event_filters: Sequence[clauses.EventFilter] = (),
     *,
     mode: SearchMatch = "relevance",
 ) -> SessionSearchPage:
@@ -371,7 +361,7 @@ def _search_events(
     session_id: str,
     text: str,
     limit: int,
-    filters: Sequence[EventFilter],
+    filters: Sequence[clauses.EventFilter],
     *,
     mode: SearchMatch,
 ) -> EventSearchPage:
@@ -439,7 +429,7 @@ def cmd_search_events(inv: Invocation) -> int:
     args.query = _query_text(args.query)
     filters = _event_filters(inv)
     if args.seq_from is not None or args.seq_to is not None:
-        filters.append(SeqBetween(args.seq_from, args.seq_to))
+        filters.append(clauses.SeqBetween(args.seq_from, args.seq_to))
     with inv.query(search=True) as query:
         session_id = inv.resolve(args.session_id)
         page = _search_events(query, session_id, args.query, args.limit, filters, mode=mode)

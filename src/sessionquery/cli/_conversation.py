@@ -24,6 +24,7 @@ from typing import Any, Literal
 from sessionquery.cli import _terminal as term
 from sessionquery.cli._render import Style, header_json, time_text, title_json
 from sessionquery.model import Replace, SessionEvent, SessionHeader, TitleSnapshot, thaw
+from sessionquery.model.jsonvalue import as_dict, as_list
 from sessionquery.query.types import SessionLog, SessionRecord
 from sessionquery.web.conversation import block_text
 
@@ -76,14 +77,6 @@ class Entry:
     detail: str = ""
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _arguments(value: object) -> str:
     if isinstance(value, str):
         return value
@@ -91,13 +84,13 @@ def _arguments(value: object) -> str:
 
 
 def _message_entries(event: SessionEvent, calls: set[str]) -> Iterator[Entry]:
-    data = _dict(event.data)
+    data = as_dict(event.data)
     if event.type == "user/message":
         text = block_text(data.get("content"))
         if text:
             yield Entry("user", event.seq, event.time, text)
         return
-    message = _dict(data.get("message"))
+    message = as_dict(data.get("message"))
     content = message.get("content")
     if event.type == "system/message":
         if block_text(content):
@@ -109,12 +102,12 @@ def _message_entries(event: SessionEvent, calls: set[str]) -> Iterator[Entry]:
         text = block_text(content)
         if text:
             yield Entry("assistant", event.seq, event.time, text)
-        for block in map(_dict, _list(content)):
+        for block in map(as_dict, as_list(content)):
             if block.get("type") == "tool-call" and str(block.get("id")) not in calls:
                 args = _arguments(block.get("arguments"))
                 yield Entry("tool-call", event.seq, event.time, args, str(block.get("name")))
     elif event.type == "tool/result":
-        failed = any(_dict(b).get("isError") is True for b in _list(content)) or bool(
+        failed = any(as_dict(b).get("isError") is True for b in as_list(content)) or bool(
             data.get("error")
         )
         yield Entry(
@@ -126,21 +119,21 @@ def _event_entries(event: SessionEvent, calls: set[str]) -> Iterator[Entry]:
     op = event.surface_op
     if isinstance(op, Replace) and event.type != "tool/result":
         span = f"replaces seq {op.start_seq} to {op.end_seq}"
-        text = block_text(_dict(_dict(event.data).get("message")).get("content")) or block_text(
-            _dict(event.data).get("content")
+        text = block_text(as_dict(as_dict(event.data).get("message")).get("content")) or block_text(
+            as_dict(event.data).get("content")
         )
         yield Entry("compaction", event.seq, event.time, text, "", span)
         return
     if event.type == "tool/call":
-        data = _dict(event.data)
+        data = as_dict(event.data)
         args = _arguments(data.get("arguments"))
         yield Entry("tool-call", event.seq, event.time, args, str(data.get("name")))
         return
     if event.type == "turn/end":
-        reason = _dict(_dict(event.data).get("reason"))
+        reason = as_dict(as_dict(event.data).get("reason"))
         kind = reason.get("kind")
         if isinstance(kind, str) and kind not in ("stop", "end-turn", "completed", "tool-use"):
-            message = _dict(reason.get("error")).get("message")
+            message = as_dict(reason.get("error")).get("message")
             yield Entry("turn-end", event.seq, event.time, str(message or ""), "", kind)
         return
     yield from _message_entries(event, calls)
@@ -152,7 +145,7 @@ def entries(
     log: SessionLog, children: Sequence[SessionRecord] = (), titles: dict[str, str] | None = None
 ) -> list[Entry]:
     """The conversation of ``log``, with its direct child sessions placed at their start time."""
-    calls = {str(_dict(e.data).get("callId")) for e in log.events if e.type == "tool/call"}
+    calls = {str(as_dict(e.data).get("callId")) for e in log.events if e.type == "tool/call"}
     out: list[Entry] = []
     pending = sorted(children, key=lambda r: (r.header.created_at, r.id))
     inherited = log.inherited_event_count

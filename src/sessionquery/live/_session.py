@@ -18,6 +18,7 @@ from sessionquery.model import (
     SurfaceOp,
     freeze_json,
 )
+from sessionquery.model.header import HeaderedLog
 from sessionquery.persistence.base import WriteHandle
 
 __all__ = ["Session", "SessionClosed"]
@@ -29,7 +30,7 @@ class SessionClosed(RuntimeError):
     """An append to a session that was closed; the message names the session."""
 
 
-class Session:
+class Session(HeaderedLog):
     """One live, append-only session log. Create sessions with :class:`SessionStore`.
 
     All methods are thread-safe (one lock per session).
@@ -68,16 +69,6 @@ class Session:
     def id(self) -> str:
         """The session id."""
         return self._header.id
-
-    @property
-    def header(self) -> SessionHeader:
-        """The immutable session header."""
-        return self._header
-
-    @property
-    def inherited_event_count(self) -> int:
-        """How many leading events were inherited from the seed (0 when not seeded)."""
-        return self._inherited
 
     @property
     def events(self) -> EventLogView:

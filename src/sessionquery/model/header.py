@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
-__all__ = ["FORMAT_VERSION", "MAX_ID_LENGTH", "SessionHeader", "validate_session_id"]
+__all__ = ["FORMAT_VERSION", "MAX_ID_LENGTH", "HeaderedLog", "SessionHeader", "validate_session_id"]
 
 FORMAT_VERSION = 3
 """The version of the event-log format this library reads and writes."""
@@ -187,3 +187,24 @@ _HEADER_KEYS = frozenset(
         "agentPreset",
     }
 )
+
+
+class HeaderedLog:
+    """Mixin of an open session log (a live session, a stored log's handle): its ``header``
+    and ``inherited_event_count``, both fixed when it was opened. The subclass sets
+    ``_header`` and ``_inherited`` once, in its constructor."""
+
+    __slots__ = ()
+
+    _header: SessionHeader
+    _inherited: int
+
+    @property
+    def header(self) -> SessionHeader:
+        """The session header (it never changes)."""
+        return self._header
+
+    @property
+    def inherited_event_count(self) -> int:
+        """How many leading events were inherited from a seed (0 when not seeded)."""
+        return self._inherited

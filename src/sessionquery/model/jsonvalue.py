@@ -22,7 +22,10 @@ __all__ = [
     "FrozenDict",
     "FrozenList",
     "JsonValue",
+    "as_dict",
+    "as_list",
     "canonical_json",
+    "compact_json",
     "freeze_json",
     "loads_json",
     "thaw",
@@ -297,3 +300,21 @@ def thaw(value: JsonValue) -> JsonValue:
 def canonical_json(value: JsonValue) -> str:
     """The one canonical JSON text used for hashing and comparing values."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def compact_json(value: JsonValue) -> str:
+    """Compact JSON text, keys in their given order and non-ASCII kept readable: the one
+    spelling of a JSON line or a JSON string a log stores (a stored line, an importer's tool
+    arguments)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """``value`` if it is a JSON object (a frozen one too), else an empty one: for reading
+    optional structure without a check at every step."""
+    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+def as_list(value: object) -> list[Any]:
+    """``value`` if it is a JSON array (a frozen one too), else an empty one."""
+    return value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]

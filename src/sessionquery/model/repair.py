@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sessionquery.model.event import SessionEvent
+from sessionquery.model.jsonvalue import as_dict
 
 __all__ = ["NOT_STARTED_TEXT", "OUTCOME_UNKNOWN_TEXT", "interrupted_turn_closers"]
 
@@ -74,7 +75,7 @@ def interrupted_turn_closers(events: Sequence[SessionEvent]) -> list[SessionEven
             if entry is not None:
                 entry.call_seq = event.seq  # the last logged call is the one to cite
         elif kind == "tool/result":
-            source = _dict(_dict(data.get("message")).get("source"))
+            source = as_dict(as_dict(data.get("message")).get("source"))
             pending.pop(source.get("callId"), None)  # type: ignore[arg-type]
     if not turn_open or not events:
         return []
@@ -125,12 +126,8 @@ def _interrupted_result(
     )
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-
-
 def _content(message: object) -> list[dict[str, Any]]:
-    content = _dict(message).get("content")
+    content = as_dict(message).get("content")
     if not isinstance(content, list):
         return []
     return [block for block in content if isinstance(block, dict)]  # pyright: ignore

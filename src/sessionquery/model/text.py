@@ -8,9 +8,9 @@ types) have no text.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from sessionquery.model.event import SessionEvent
+from sessionquery.model.jsonvalue import as_dict, as_list
 from sessionquery.model.textmatch import trim
 
 __all__ = ["extract_event_text", "extract_text"]
@@ -18,17 +18,9 @@ __all__ = ["extract_event_text", "extract_text"]
 _TURN_END_TEXT = {"aborted": "aborted", "max-tokens": "max-tokens", "interrupted": "interrupted"}
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]
-
-
 def _block_parts(blocks: object) -> Iterator[object]:
-    for item in _list(blocks):
-        block = _dict(item)
+    for item in as_list(blocks):
+        block = as_dict(item)
         kind = block.get("type")
         if kind == "text":
             yield block.get("text")
@@ -40,30 +32,30 @@ def _block_parts(blocks: object) -> Iterator[object]:
 
 
 def _parts(kind: str, raw: object) -> Iterator[object]:
-    data = _dict(raw)
+    data = as_dict(raw)
     if kind == "user/message":
         yield from _block_parts(data.get("content"))
     elif kind == "assistant/message":
-        yield from _block_parts(_dict(data.get("message")).get("content"))
+        yield from _block_parts(as_dict(data.get("message")).get("content"))
     elif kind == "tool/call":
         yield data.get("name")
         yield data.get("arguments")
     elif kind == "tool/result":
-        yield from _block_parts(_dict(data.get("message")).get("content"))
-        error = _dict(data.get("error"))
+        yield from _block_parts(as_dict(data.get("message")).get("content"))
+        error = as_dict(data.get("error"))
         yield error.get("name")
         yield error.get("code")
     elif kind == "todo/write":
-        for item in _list(data.get("todos")):
-            todo = _dict(item)
+        for item in as_list(data.get("todos")):
+            todo = as_dict(item)
             yield todo.get("status")
             yield todo.get("content")
     elif kind == "turn/end":
-        reason = _dict(data.get("reason"))
+        reason = as_dict(data.get("reason"))
         reason_kind = reason.get("kind")
         if reason_kind == "error":
             yield "error"
-            yield _dict(reason.get("error")).get("message")
+            yield as_dict(reason.get("error")).get("message")
         elif isinstance(reason_kind, str) and reason_kind in _TURN_END_TEXT:
             yield _TURN_END_TEXT[reason_kind]
 

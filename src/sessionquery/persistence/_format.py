@@ -21,6 +21,7 @@ from typing import Any
 
 from sessionquery.errors import PersistenceCorrupt
 from sessionquery.model import FORMAT_VERSION, SessionEvent, SessionHeader
+from sessionquery.model.jsonvalue import compact_json
 
 __all__ = [
     "HEADER_TYPE",
@@ -45,8 +46,7 @@ _HEADER_KEYS = frozenset(_REQUIRED_HEADER_KEYS + _OPTIONAL_HEADER_KEYS)
 
 def dumps_line(record: dict[str, Any]) -> bytes:
     """One compact JSON line (keys in their given order), newline-terminated."""
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-    return text.encode("utf-8") + b"\n"
+    return compact_json(record).encode("utf-8") + b"\n"
 
 
 def encode_header(header: SessionHeader, inherited_event_count: int) -> bytes:

@@ -27,8 +27,9 @@ from sessionquery.model.skeleton import EventSkeleton
 from sessionquery.persistence import _files, _lock
 from sessionquery.persistence._changes import ChangeLog
 from sessionquery.persistence._format import corrupt, dumps_line, parse_events
-from sessionquery.persistence._shared import BufferedWriteHandle, LogHandle
+from sessionquery.persistence._shared import BufferedWriteHandle
 from sessionquery.persistence._skeletons import skeleton_lines
+from sessionquery.persistence.handles import LogHandle
 
 __all__ = ["JsonlReadHandle", "JsonlWriteHandle"]
 

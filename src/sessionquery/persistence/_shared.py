@@ -1,5 +1,6 @@
 """What the bundled writable stores (JSONL files, PostgreSQL) share: the checks of ``create``
-and the bodies of their read and write handles.
+and the body of their write handles (their read handles' is :class:`~.handles.LogHandle`,
+which every read handle shares).
 
 Invariants of :class:`BufferedWriteHandle`:
 
@@ -16,13 +17,13 @@ from __future__ import annotations
 
 import builtins
 import threading
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Generic, TypeVar
 
-from sessionquery.closing import Closing
 from sessionquery.errors import PersistenceClosed
 from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.persistence.handles import LogHandle
 
 __all__ = ["BufferedWriteHandle", "LogHandle", "check_new_session"]
 
@@ -45,29 +46,6 @@ def check_new_session(header: object, inherited_event_count: object) -> int:
     if count and not header.is_seeded:
         raise ValueError("inherited_event_count > 0 requires a seeded header (is_seeded)")
     return count
-
-
-class LogHandle(Closing, ABC):
-    """An open handle on one stored log: its header, its inherited prefix, a context manager
-    that closes it."""
-
-    def __init__(self, header: SessionHeader, inherited: int) -> None:
-        self._header = header
-        self._inherited = inherited
-
-    @property
-    def header(self) -> SessionHeader:
-        """The session header (fixed when the handle was opened)."""
-        return self._header
-
-    @property
-    def inherited_event_count(self) -> int:
-        """How many leading events were inherited from a seed (0 when not seeded)."""
-        return self._inherited
-
-    @abstractmethod
-    def close(self) -> None:
-        """Release the handle; idempotent."""
 
 
 class BufferedWriteHandle(LogHandle, Generic[EntryT]):

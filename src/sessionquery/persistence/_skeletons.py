@@ -34,7 +34,7 @@ from __future__ import annotations
 import bisect
 import gc
 import threading
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -52,6 +52,8 @@ _LONG_DIGITS: Final = 200
 _Whole = Annotated[int, msgspec.Meta(ge=0, le=_MAX)]
 """An integer the strict parse accepts as a seq, time or source: in ``[0, 2**63 - 1]``."""
 
+D = TypeVar("D")
+
 
 class _ReplaceWire(msgspec.Struct, forbid_unknown_fields=True):
     op: Literal["replace"]
@@ -59,14 +61,21 @@ class _ReplaceWire(msgspec.Struct, forbid_unknown_fields=True):
     endSeq: _Whole
 
 
-class _Wire(msgspec.Struct, forbid_unknown_fields=True):
+class _Line(msgspec.Struct, Generic[D], forbid_unknown_fields=True):
+    """One line's envelope with its ``data`` decoded as ``D``: kept raw in general, decoded
+    with its calls in the same pass for the line of a calling event (``tool/call``,
+    ``assistant/message``)."""
+
     type: Annotated[str, msgspec.Meta(min_length=1)]
     seq: int
     time: _Whole
-    data: msgspec.Raw
+    data: D
     surfaceOp: Literal["append"] | _ReplaceWire | None = None
     sourceEventSeqs: tuple[_Whole, ...] | None = None
     ignorable: bool = False
+
+
+_Wire = _Line[msgspec.Raw]
 
 
 class _CallData(msgspec.Struct):
@@ -88,30 +97,6 @@ class _AssistantData(msgspec.Struct):
     message: _Message | None = None
 
 
-class _CallWire(msgspec.Struct, forbid_unknown_fields=True):
-    """A ``tool/call`` line decoded with its call in the same pass."""
-
-    type: str
-    seq: int
-    time: _Whole
-    data: _CallData
-    surfaceOp: Literal["append"] | _ReplaceWire | None = None
-    sourceEventSeqs: tuple[_Whole, ...] | None = None
-    ignorable: bool = False
-
-
-class _AssistantWire(msgspec.Struct, forbid_unknown_fields=True):
-    """An ``assistant/message`` line decoded with its tool-call blocks in the same pass."""
-
-    type: str
-    seq: int
-    time: _Whole
-    data: _AssistantData
-    surfaceOp: Literal["append"] | _ReplaceWire | None = None
-    sourceEventSeqs: tuple[_Whole, ...] | None = None
-    ignorable: bool = False
-
-
 _WIRE = msgspec.json.Decoder(_Wire)
 _CALLING = frozenset({"tool/call", "assistant/message"})
 _CALL = msgspec.json.Decoder(_CallData)
@@ -120,8 +105,8 @@ _ASSISTANT = msgspec.json.Decoder(_AssistantData)
 # with its calls at once (any other start, or a surprise inside, takes the general path).
 _CALL_LINE = b'{"type":"tool/call",'
 _ASSISTANT_LINE = b'{"type":"assistant/message",'
-_CALL_WIRE = msgspec.json.Decoder(_CallWire)
-_ASSISTANT_WIRE = msgspec.json.Decoder(_AssistantWire)
+_CALL_WIRE = msgspec.json.Decoder(_Line[_CallData])
+_ASSISTANT_WIRE = msgspec.json.Decoder(_Line[_AssistantData])
 
 # Digits become "0"; "e", "E" and the signs become "e" (so "1E+308" reads "0ee000"): a
 # number the strict parse may refuse then shows as "e000" or as a long run of "0".
@@ -235,7 +220,7 @@ _cycles_paused = _CyclesPaused()
 
 
 def _skeleton(
-    wire: _Wire | _CallWire | _AssistantWire, seq: int, calls: tuple[tuple[str, str], ...]
+    wire: _Line[Any], seq: int, calls: tuple[tuple[str, str], ...]
 ) -> EventSkeleton | None:
     """The skeleton of a decoded line (its ranges checked by the decoder), or ``None`` when
     it is not event ``seq``."""
@@ -325,7 +310,7 @@ def _skeletons_of(
     for index, (start, end) in enumerate(zip([0, *ends], ends)):  # noqa: B905 (one more start)
         line = data[start : end - 1]
         seq = first_seq + index
-        wire: _Wire | _CallWire | _AssistantWire | None = None
+        wire: _Line[Any] | None = None
         calls: tuple[tuple[str, str], ...] | None = ()
         if index not in suspects:
             try:

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 from sessionquery.model import SessionEvent, SessionHeader, SurfaceClass, TitleSnapshot
 from sessionquery.model.skeleton import EventSkeleton
+
+if TYPE_CHECKING:
+    from sessionquery.query.filters import SessionFilter
 
 __all__ = [
     "ArchiveAware",
@@ -21,6 +24,8 @@ __all__ = [
     "ChangeTokenSource",
     "DocumentLog",
     "DocumentSource",
+    "ListingKey",
+    "NewestListing",
     "PersistedSession",
     "Problem",
     "ProblemSource",
@@ -166,6 +171,26 @@ class ChangeJournal(Protocol):
         :meth:`ChangeTokenSource.change_token` returned earlier), or ``None`` when the journal
         cannot tell (unknown or too old a token, a change made by hand, a damaged journal): the
         caller then falls back to a full listing. Never an under-approximation."""
+        ...
+
+
+ListingKey = tuple[int, str]
+"""A session's place in the listing order: ``(created_at, id)``; newest ``created_at`` first,
+then ids in code-point order."""
+
+
+@runtime_checkable
+class NewestListing(Protocol):
+    """A persistence that lists its sessions a page at a time in the listing order, without
+    listing them all (the PostgreSQL store: one indexed query)."""
+
+    def list_newest(
+        self, filters: Sequence[SessionFilter], *, after: ListingKey | None, limit: int
+    ) -> list[PersistedSession]:
+        """Up to ``limit`` stored sessions that come after ``after`` in the listing order
+        (from the newest without it) and match every id, cwd, created-at and parent clause
+        of ``filters``, in that order, one entry per id. Availability clauses are left to
+        the caller (they depend on the live store)."""
         ...
 
 

@@ -429,15 +429,7 @@ class JsonlPersistence:
         except BaseException:
             _lock.release(path)
             raise
-        return JsonlWriteHandle(
-            changes=self._changes,
-            path=path,
-            fd=fd,
-            header=header,
-            inherited=count,
-            stored=0,
-            offset=len(line),
-        )
+        return self._writer(path, fd, header, count, stored=0, offset=len(line))
 
     def _create_file(self, path: str, session_id: str, line: bytes) -> int:
         """Write the header to a hidden temporary file and link it into place atomically.
@@ -526,14 +518,21 @@ class JsonlPersistence:
             os.close(fd)
             _lock.release(path)
             raise
+        return self._writer(path, fd, header, inherited, stored=count, offset=complete)
+
+    def _writer(
+        self, path: str, fd: int, header: SessionHeader, inherited: int, *, stored: int, offset: int
+    ) -> JsonlWriteHandle:
+        """The owning write handle on an open, claimed and locked session file: ``stored``
+        events end at byte ``offset``; its flushes are announced to this store's changes."""
         return JsonlWriteHandle(
             changes=self._changes,
             path=path,
             fd=fd,
             header=header,
             inherited=inherited,
-            stored=count,
-            offset=complete,
+            stored=stored,
+            offset=offset,
         )
 
     def _repair(self, fd: int, path: str, good: int, session_id: str) -> None:

@@ -59,11 +59,18 @@ def validate_match(match: object) -> SearchMatch:
 
 @dataclass(frozen=True, slots=True)
 class LiveSnapshot:
-    """A live session cut at one length: header, inherited prefix and events ``0..n-1``."""
+    """A live session cut at one length: header, inherited prefix and events ``0..n-1`` (a
+    :class:`~sessionquery.query.corpus.LiveSession` itself: a redacting live store hands
+    these out)."""
 
     header: SessionHeader
     inherited_event_count: int
     events: Sequence[SessionEvent]
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self.header.id
 
 
 @runtime_checkable

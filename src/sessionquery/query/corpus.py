@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Protocol
 
 from sessionquery.errors import (
@@ -48,6 +48,7 @@ from sessionquery.persistence.base import (
     DocumentLog,
     DocumentSource,
     PersistedSession,
+    ReadHandle,
     SessionPersistence,
     SkeletonHandle,
     TextDocument,
@@ -164,6 +165,18 @@ def _checking(cancel: CancelToken | None) -> AbstractContextManager[None]:
 
 
 @contextmanager
+def _closed_on_failure(handle: ReadHandle) -> Iterator[None]:
+    """Close ``handle`` when the block fails; the block's own failure is the one worth
+    reporting, so a failure to close then is dropped."""
+    try:
+        yield
+    except BaseException:
+        with suppress(*_STORAGE_ERRORS):
+            handle.close()
+        raise
+
+
+@contextmanager
 def mapped(session_id: str, action: str) -> Iterator[None]:
     """Translate storage exceptions raised inside the block into ``SessionQueryError``."""
     try:
@@ -218,6 +231,10 @@ class ServiceCorpus:
         if self._store is None:
             return frozenset()
         return frozenset(session.id for session in self._store.sessions())
+
+    def live_headers(self) -> list[SessionHeader]:
+        """The header of every live session."""
+        return [] if self._store is None else [s.header for s in self._store.sessions()]
 
     def live_snapshots(self) -> list[LiveSnapshot]:
         """Every live session, each cut at its current length."""
@@ -476,16 +493,10 @@ class ServiceCorpus:
             listed = persistence.stat(session_id)
         if listed is None:
             raise not_found(session_id)
-        if listed.header.id != session_id:
-            raise _conflict(session_id, "the persistence listing (the listed id differs)")
-        prepared = self._cache.acquire(session_id, persistence, listed.revision)
-        if prepared is not None:
-            try:
-                self._check_listed(listed, prepared.log)
-                yield self._live_instead(session_id) or prepared.log.outlined(listed.revision)
-            finally:
-                self._cache.release(prepared)
-            return
+        with self._cached(session_id, persistence, listed) as prepared:
+            if prepared is not None:
+                yield self._live_instead(session_id) or prepared.outlined(listed.revision)
+                return
         slot = self._outlines.acquire(session_id, persistence, listed.revision)
         if slot is None:
             check_cancel(cancel)
@@ -519,14 +530,8 @@ class ServiceCorpus:
             if not isinstance(handle, SkeletonHandle):
                 handle.close()
                 return None
-            try:
+            with _closed_on_failure(handle):
                 return OutlinedLog.of_handle(handle, revision=revision)
-            except BaseException:
-                try:
-                    handle.close()
-                except _STORAGE_ERRORS:
-                    pass
-                raise
 
     def persisted_title(
         self, session_id: str, listed: PersistedSession, cancel: CancelToken | None = None
@@ -542,15 +547,9 @@ class ServiceCorpus:
         persistence = self._persistence
         if persistence is None:
             raise not_found(session_id)
-        if listed.header.id != session_id:
-            raise _conflict(session_id, "the persistence listing (the listed id differs)")
-        slot = self._cache.acquire(session_id, persistence, listed.revision)
-        if slot is not None:
-            try:
-                self._check_listed(listed, slot.log)
-                return slot.log.header, slot.log.title()
-            finally:
-                self._cache.release(slot)
+        with self._cached(session_id, persistence, listed) as prepared:
+            if prepared is not None:
+                return prepared.header, prepared.title()
         if isinstance(persistence, TitleSource):
             with mapped(session_id, "read"), _checking(cancel):
                 header, title = persistence.read_title(session_id)
@@ -561,6 +560,29 @@ class ServiceCorpus:
         with self.persisted_log(session_id, listed, cancel) as log:
             return log.header, log.title()
 
+    @contextmanager
+    def _cached(
+        self, session_id: str, persistence: SessionPersistence, listed: PersistedSession
+    ) -> Iterator[PreparedLog | None]:
+        """The log ``listed`` names when the prepared cache holds it (checked against the
+        listing, pinned inside the block), else ``None``.
+
+        Raises:
+            SessionQueryError: ``SOURCE_CONFLICT`` when the listing names another id or does
+                not match the cached log.
+        """
+        if listed.header.id != session_id:
+            raise _conflict(session_id, "the persistence listing (the listed id differs)")
+        slot = self._cache.acquire(session_id, persistence, listed.revision)
+        if slot is None:
+            yield None
+            return
+        try:
+            self._check_listed(listed, slot.log)
+            yield slot.log
+        finally:
+            self._cache.release(slot)
+
     @staticmethod
     def _check_listed(listed: PersistedSession, log: PreparedLog) -> None:
         if not listed.header.is_compatible(log.header):
@@ -570,17 +592,10 @@ class ServiceCorpus:
     def _cold_read(persistence: SessionPersistence, session_id: str) -> PreparedLog:
         with mapped(session_id, "read"):
             handle = persistence.open_read(session_id)
-            try:
+            with _closed_on_failure(handle):
                 header = handle.header
                 inherited = handle.inherited_event_count
                 stored = handle.read()
-            except BaseException:
-                # The read's own failure is the one worth reporting.
-                try:
-                    handle.close()
-                except _STORAGE_ERRORS:
-                    pass
-                raise
             handle.close()
         closers = interrupted_turn_closers(stored)
         events = tuple(stored) + tuple(closers) if closers else tuple(stored)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, get_args
 
 from sessionquery.errors import ErrorCode, SessionQueryError
-from sessionquery.model import SURFACE_CLASSES, SurfaceClass
+from sessionquery.model import SURFACE_CLASSES, SessionHeader, SurfaceClass
 from sessionquery.model.textmatch import LiteralPattern, literal_pattern, split_words
 from sessionquery.query.types import Availability
 
@@ -34,6 +34,7 @@ __all__ = [
     "TimeBetween",
     "TypeIn",
     "event_matches",
+    "header_matches",
     "session_matches",
     "validate_event_filters",
     "validate_session_filters",
@@ -91,6 +92,13 @@ class _ListClause:
             _values(self.values, self.kind, nullable=self.nullable, allowed=self.allowed),
         )
 
+    def canonical(self) -> dict[str, Any]:
+        """What the clause selects, however it was written: its kind and its values, ``None``
+        first and the rest sorted (a cursor's request fingerprint is made of these)."""
+        nulls = [value for value in self.values if value is None]
+        rest = sorted(value for value in self.values if value is not None)
+        return {"kind": self.kind, "values": nulls + rest}
+
 
 class _RangeClause:
     kind: ClassVar[str]
@@ -108,6 +116,15 @@ class _RangeClause:
         return (self.start is None or value >= self.start) and (
             self.end is None or value <= self.end
         )
+
+    def canonical(self) -> dict[str, Any]:
+        """What the clause selects: its kind and bounds (``3`` and ``3.0`` bound the same
+        range, so they are written the same)."""
+        return {"kind": self.kind, "from": _whole(self.start), "to": _whole(self.end)}
+
+
+def _whole(value: float | None) -> float | int | None:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +233,10 @@ class TextContains:
         """Whether ``text`` contains the filter text."""
         return self.pattern.found_in(text)
 
+    def canonical(self) -> dict[str, Any]:
+        """What the clause selects: its kind and text."""
+        return {"kind": self.kind, "text": self.text}
+
 
 SessionFilter = IdIn | CwdIn | CreatedBetween | ParentIn | AvailabilityIn
 EventFilter = SeqBetween | TimeBetween | TypeIn | SurfaceIn | TextContains
@@ -276,6 +297,21 @@ def session_matches(
         if not ok:
             return False
     return True
+
+
+def header_matches(
+    filters: Sequence[SessionFilter], header: SessionHeader, *, live: bool, persisted: bool
+) -> bool:
+    """Whether a session with this header and availability passes every clause."""
+    return session_matches(
+        filters,
+        id=header.id,
+        cwd=header.cwd,
+        created_at=header.created_at,
+        parent=header.parent_session,
+        live=live,
+        persisted=persisted,
+    )
 
 
 def event_matches(

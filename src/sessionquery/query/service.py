@@ -33,11 +33,12 @@ from sessionquery.query.filters import (
     EventFilter,
     SessionFilter,
     event_matches,
-    session_matches,
+    header_matches,
     validate_event_filters,
     validate_session_filters,
 )
 from sessionquery.query.lineage import trace_lineage
+from sessionquery.query.listing import LIST_LIMIT_DEFAULT, ListCursors, check_limit, next_page
 from sessionquery.query.outline import LogOutline, LogWindow, OutlinedLog
 from sessionquery.query.prepared import PreparedLog
 from sessionquery.query.titles import TitleMemo, read_titles
@@ -50,6 +51,7 @@ from sessionquery.query.types import (
     EventTrace,
     EventWindow,
     LineageTrace,
+    SessionListPage,
     SessionLog,
     SessionRecord,
     SessionSearchPage,
@@ -155,6 +157,7 @@ class SessionQuery(Closing):
         self._persistence = persistence
         self._corpus = ServiceCorpus(store, persistence, self._cache, outlines)
         self._titles = TitleMemo()
+        self._list_cursors = ListCursors()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -215,16 +218,46 @@ class SessionQuery(Closing):
         return [
             record
             for record in self._corpus.records(cancel)
-            if session_matches(
-                clauses,
-                id=record.id,
-                cwd=record.header.cwd,
-                created_at=record.header.created_at,
-                parent=record.header.parent_session,
-                live=record.live,
-                persisted=record.persisted,
-            )
+            if header_matches(clauses, record.header, live=record.live, persisted=record.persisted)
         ]
+
+    def list_page(
+        self,
+        filters: Sequence[SessionFilter] = (),
+        *,
+        limit: int = LIST_LIMIT_DEFAULT,
+        cursor: str | None = None,
+        cancel: CancelToken | None = None,
+    ) -> SessionListPage:
+        """One page of :meth:`filter_sessions` (newest first, ties by id), and the cursor of
+        the next (:mod:`sessionquery.query.listing`).
+
+        The pages of one request concatenated are :meth:`filter_sessions` of its filters
+        (while the corpus does not change); the cursor holds the last session's place, so a
+        session created between two pages never shifts the others. A persistence that lists
+        newest first itself (PostgreSQL) answers a page with one query; any other is listed
+        whole and cut.
+
+        Args:
+            filters: session clauses, ANDed (as :meth:`filter_sessions` takes them).
+            limit: the page size, 1 to 1000.
+            cursor: ``next_cursor`` of the previous page of the same filters, from this
+                service (any limit may follow it).
+            cancel: checked before any I/O and between the persistence's pages.
+
+        Raises:
+            SessionQueryError: ``INVALID_FILTER``, ``INVALID_LIMIT``, ``INVALID_CURSOR``
+                (before any I/O), then as :meth:`list_sessions`.
+        """
+        clauses = validate_session_filters(filters)
+        return next_page(
+            self._corpus,
+            self._list_cursors,
+            clauses,
+            limit=check_limit(limit),
+            cursor=cursor,
+            cancel=cancel,
+        )
 
     def read_title_snapshots(
         self, ids: Iterable[str], *, cancel: CancelToken | None = None

@@ -20,6 +20,7 @@ __all__ = [
     "LineageNode",
     "LineageTrace",
     "PartialIndex",
+    "SessionListPage",
     "SessionLog",
     "SessionRecord",
     "SessionSearchHit",
@@ -48,6 +49,20 @@ class SessionRecord:
     def id(self) -> str:
         """The session id (``header.id``)."""
         return self.header.id
+
+
+@dataclass(frozen=True, slots=True)
+class SessionListPage:
+    """One page of the listing (:meth:`~sessionquery.SessionQuery.list_page`).
+
+    Attributes:
+        items: the sessions, newest ``created_at`` first, ties by id (the order of
+            :meth:`~sessionquery.SessionQuery.list_sessions`).
+        next_cursor: where the next page starts, or ``None`` when this page is the last.
+    """
+
+    items: Sequence[SessionRecord]
+    next_cursor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

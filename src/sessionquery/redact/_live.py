@@ -11,23 +11,14 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.model import SessionEvent
+from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.corpus import LiveSession as _Live
 from sessionquery.query.corpus import LiveStore as _Store
 from sessionquery.redact._persistence import redacted_event
 from sessionquery.redact._redactor import Redactor
 
-__all__ = ["RedactedLiveSession", "RedactingLiveStore"]
-
-
-@dataclass(frozen=True, slots=True)
-class RedactedLiveSession:
-    """One live session cut at one length, its events redacted."""
-
-    id: str
-    header: SessionHeader
-    inherited_event_count: int
-    events: tuple[SessionEvent, ...]
+__all__ = ["RedactingLiveStore"]
 
 
 @dataclass(slots=True)
@@ -50,12 +41,12 @@ class RedactingLiveStore:
         self._seen: dict[str, _Seen] = {}
         self._lock = threading.Lock()
 
-    def get(self, session_id: str) -> RedactedLiveSession | None:
+    def get(self, session_id: str) -> LiveSnapshot | None:
         """The live session ``session_id`` redacted, or ``None`` when it is not live."""
         session = self._store.get(session_id)
         return None if session is None else self._view(session)
 
-    def sessions(self) -> list[RedactedLiveSession]:
+    def sessions(self) -> list[LiveSnapshot]:
         """Every live session, redacted; sessions no longer live are forgotten."""
         sessions = list(self._store.sessions())
         views = [self._view(session) for session in sessions]
@@ -65,7 +56,7 @@ class RedactingLiveStore:
                 del self._seen[gone]
         return views
 
-    def _view(self, session: _Live) -> RedactedLiveSession:
+    def _view(self, session: _Live) -> LiveSnapshot:
         events = session.events
         with self._lock:
             seen = self._seen.get(session.id)
@@ -75,6 +66,4 @@ class RedactingLiveStore:
             for index in range(len(done), len(events)):
                 done.append(redacted_event(events[index], self._redactor))
             snapshot = tuple(done[: len(events)])
-        return RedactedLiveSession(
-            session.id, session.header, session.inherited_event_count, snapshot
-        )
+        return LiveSnapshot(session.header, session.inherited_event_count, snapshot)

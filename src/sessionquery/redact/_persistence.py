@@ -39,8 +39,7 @@ import operator
 from collections.abc import Sequence
 from dataclasses import replace
 
-from sessionquery.closing import Closing
-from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.model import SessionEvent
 from sessionquery.model.skeleton import EventSkeleton
 from sessionquery.model.title import TitleSnapshot
 from sessionquery.persistence.base import (
@@ -49,6 +48,8 @@ from sessionquery.persistence.base import (
     ChangeTokenSource,
     DocumentLog,
     DocumentSource,
+    ListingKey,
+    NewestListing,
     PersistedSession,
     Problem,
     ProblemSource,
@@ -58,6 +59,9 @@ from sessionquery.persistence.base import (
     TextDocument,
 )
 from sessionquery.persistence.documents import stored_documents
+from sessionquery.persistence.handles import WrappingHandle
+from sessionquery.query.filters import SessionFilter
+from sessionquery.query.listing import newest_entries
 from sessionquery.redact._redactor import Redactor
 from sessionquery.sources._builder import title_from_prompt
 
@@ -144,20 +148,12 @@ def _redacted_titles(
     return titles
 
 
-class _RedactingHandle(Closing):
+class _RedactingHandle(WrappingHandle):
     """A read handle whose events come out redacted."""
 
     def __init__(self, inner: ReadHandle, redactor: Redactor) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._redactor = redactor
-
-    @property
-    def header(self) -> SessionHeader:
-        return self._inner.header
-
-    @property
-    def inherited_event_count(self) -> int:
-        return self._inner.inherited_event_count
 
     def read(self, offset: int = 0, length: int | None = None) -> list[SessionEvent]:
         stored = self._inner.read(offset, length)
@@ -184,7 +180,7 @@ class _RedactingHandle(Closing):
         through); skeletons of the redacted events when the inner handle gives none."""
         inner = self._inner
         if not isinstance(inner, SkeletonHandle):
-            return [EventSkeleton.of(event) for event in self.read()]
+            return super().skeletons()  # those of the redacted events
         skeletons = inner.skeletons()
         # Each id under the key the event stores it under (a key rule masks it as it masks
         # the event's): ``callId`` of a ``tool/call``, ``id`` of an assistant's block. Each
@@ -209,9 +205,6 @@ class _RedactingHandle(Closing):
                 if calls != skeleton.calls:
                     skeletons[index] = skeleton._replace(calls=calls)
         return skeletons
-
-    def close(self) -> None:
-        self._inner.close()
 
 
 class RedactingPersistence:
@@ -255,6 +248,18 @@ class RedactingPersistence:
     def list(self) -> builtins.list[PersistedSession]:
         """The wrapped listing, each revision carrying the redactor's fingerprint."""
         return [self._entry(entry) for entry in self._inner.list()]
+
+    def list_newest(
+        self, filters: Sequence[SessionFilter], *, after: ListingKey | None, limit: int
+    ) -> builtins.list[PersistedSession]:
+        """A page of the listing in the listing order (as :meth:`list`): the wrapped store's
+        own ``list_newest`` when it has one, else its listing sorted and cut."""
+        inner = self._inner
+        if isinstance(inner, NewestListing):
+            entries = inner.list_newest(filters, after=after, limit=limit)
+        else:
+            entries = newest_entries(inner.list(), filters, after=after, limit=limit)
+        return [self._entry(entry) for entry in entries]
 
     def stat(self, session_id: str) -> PersistedSession | None:
         """One listing entry (as :meth:`list`), or ``None``."""

@@ -27,23 +27,11 @@ import secrets
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import canonical_json
-from sessionquery.query.filters import (
-    AvailabilityIn,
-    CreatedBetween,
-    CwdIn,
-    EventFilter,
-    IdIn,
-    ParentIn,
-    SeqBetween,
-    SessionFilter,
-    SurfaceIn,
-    TimeBetween,
-    TypeIn,
-)
+from sessionquery.query.filters import EventFilter, SessionFilter
 
 __all__ = [
     "CURSOR_VERSION",
@@ -67,25 +55,8 @@ def _invalid(detail: str) -> SessionQueryError:
     )
 
 
-def _number(value: float | None) -> float | int | None:
-    # 3 and 3.0 bound the same range, so they must fingerprint the same.
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def _canonical_clause(clause: SessionFilter | EventFilter) -> dict[str, Any]:
-    if isinstance(clause, CreatedBetween | SeqBetween | TimeBetween):
-        return {"kind": clause.kind, "from": _number(clause.start), "to": _number(clause.end)}
-    assert isinstance(clause, IdIn | CwdIn | ParentIn | AvailabilityIn | TypeIn | SurfaceIn)
-    values: list[str | None] = list(clause.values)
-    nulls = [value for value in values if value is None]
-    rest = sorted(value for value in values if value is not None)
-    return {"kind": clause.kind, "values": nulls + rest}
-
-
 def _canonical_filters(filters: Sequence[SessionFilter | EventFilter]) -> list[str]:
-    return sorted(canonical_json(_canonical_clause(clause)) for clause in filters)
+    return sorted(canonical_json(clause.canonical()) for clause in filters)
 
 
 def request_fingerprint(

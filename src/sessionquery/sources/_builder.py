@@ -18,7 +18,15 @@ from sessionquery.model import Replace, SessionEvent, messages
 from sessionquery.model.surface import SurfaceClass
 from sessionquery.sources._common import ORIGIN_KEY
 
-__all__ = ["Draft", "LogBuilder"]
+__all__ = ["Draft", "LogBuilder", "call_block"]
+
+
+def call_block(call_id: object, fallback_id: str, name: object, arguments: str) -> dict[str, Any]:
+    """A ``tool-call`` content block: the producer's call id when it is a non-empty string
+    (else ``fallback_id``, made from where the call stands), the tool's name (``unknown``
+    when it has none) and the JSON text of its arguments."""
+    own = call_id if isinstance(call_id, str) and call_id else fallback_id
+    return {"type": "tool-call", "id": own, "name": str(name or "unknown"), "arguments": arguments}
 
 
 @dataclass(slots=True)

@@ -1,4 +1,5 @@
-"""Small values and helpers shared by the importers: problems, ids, times, JSON text.
+"""Small values and helpers shared by the importers: problems, ids, times, workspaces (the
+JSON helpers they share are the model's: :mod:`sessionquery.model.jsonvalue`).
 
 Invariants every importer keeps (the modules beside this one implement them):
 
@@ -18,11 +19,11 @@ import json
 import unicodedata
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Any
 from urllib.parse import unquote, urlparse
 
 from sessionquery.model import validate_session_id
 from sessionquery.model.header import MAX_ID_LENGTH
+from sessionquery.model.jsonvalue import as_dict
 from sessionquery.model.timestamp import TimestampError, parse_iso_timestamp
 
 __all__ = ["Problem"]
@@ -123,18 +124,3 @@ def derived_id(text: str) -> str:
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     keep = MAX_ID_LENGTH - len(digest) - 1
     return f"{cleaned[:keep] or '?'}#{digest}"
-
-
-def dumps(value: object) -> str:
-    """Compact JSON text for tool arguments (non-ASCII kept readable)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def as_dict(value: object) -> dict[str, Any]:
-    """``value`` if it is a JSON object, else an empty one."""
-    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-
-
-def as_list(value: object) -> list[Any]:
-    """``value`` if it is a JSON array, else an empty one."""
-    return value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]

@@ -28,17 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from sessionquery.model import SessionHeader
+from sessionquery.model.jsonvalue import as_dict, as_list, compact_json
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._common import (
-    Problem,
-    as_dict,
-    as_list,
-    checked_id,
-    dumps,
-    iso_to_ms,
-    usable_cwd,
-)
+from sessionquery.sources._common import Problem, checked_id, iso_to_ms, usable_cwd
 from sessionquery.sources._cursor_db import DOCUMENT_FORMAT
 from sessionquery.sources._cursor_transcripts import project_folder, transcript_events, user_text
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, UnitInput
@@ -86,12 +79,12 @@ def _arguments(tool: dict[str, Any]) -> str:
     for name in ("params", "rawArgs"):
         value = tool.get(name)
         if isinstance(value, dict | list):
-            return dumps(value)
+            return compact_json(value)
         if isinstance(value, str) and value.strip():
             try:
                 json.loads(value)
             except ValueError:
-                return dumps({"input": value})
+                return compact_json({"input": value})
             return value
     return "{}"
 
@@ -115,7 +108,7 @@ def _output(tool: dict[str, Any]) -> tuple[str, bool]:
             return found[name], failed
     if parsed is None:
         return "", failed
-    return (result if isinstance(result, str) else dumps(parsed)), failed
+    return (result if isinstance(result, str) else compact_json(parsed)), failed
 
 
 def _assistant_blocks(bubble: dict[str, Any], line: int) -> list[dict[str, Any]]:

@@ -38,10 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sessionquery.model.jsonvalue import as_dict, as_list
 from sessionquery.sources._common import (
     Problem,
-    as_dict,
-    as_list,
     checked_id,
     file_uri_path,
     iso_to_ms,

@@ -31,9 +31,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sessionquery.model import SessionHeader
+from sessionquery.model.jsonvalue import as_dict, as_list, compact_json
 from sessionquery.persistence.documents import read_check
-from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._common import Problem, as_dict, as_list, derived_id, dumps
+from sessionquery.sources._builder import LogBuilder, call_block
+from sessionquery.sources._common import Problem, derived_id
 from sessionquery.sources._lines import parse_lines
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, UnitInput
 from sessionquery.sources.units import Role
@@ -155,8 +156,8 @@ def _arguments(body: list[str]) -> str:
     except ValueError:
         pairs = [line.strip().partition("=") for line in body if line.strip()]
         if pairs and all(sep for _, sep, _ in pairs):
-            return dumps({k.strip(): v.strip() for k, _, v in pairs})
-        return dumps({"input": raw}) if raw else "{}"
+            return compact_json({k.strip(): v.strip() for k, _, v in pairs})
+        return compact_json({"input": raw}) if raw else "{}"
     return raw
 
 
@@ -264,16 +265,13 @@ def _jsonl_assistant(builder: LogBuilder, blocks: list[Any], number: int) -> Non
                 {"type": "reasoning", "text": str(block.get("thinking") or block.get("text") or "")}
             )
         elif kind == "tool_use":
-            call_id = block.get("id")
             out.append(
-                {
-                    "type": "tool-call",
-                    "id": call_id
-                    if isinstance(call_id, str) and call_id
-                    else f"line-{number}-{index}",
-                    "name": str(block.get("name") or "unknown"),
-                    "arguments": dumps(block.get("input", {})),
-                }
+                call_block(
+                    block.get("id"),
+                    f"line-{number}-{index}",
+                    block.get("name"),
+                    compact_json(block.get("input", {})),
+                )
             )
     builder.assistant_message(out, number, None)
 

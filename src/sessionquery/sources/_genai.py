@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sessionquery.sources._common import as_dict, as_list, dumps
+from sessionquery.model.jsonvalue import as_dict, as_list, compact_json
+from sessionquery.sources._builder import call_block
 
 __all__ = [
     "call_blocks",
@@ -67,14 +68,13 @@ def call_blocks(parts: list[dict[str, Any]], fallback: str) -> list[dict[str, An
         call = as_dict(part.get("functionCall"))
         if not call:
             continue
-        call_id = call.get("id")
         out.append(
-            {
-                "type": "tool-call",
-                "id": call_id if isinstance(call_id, str) and call_id else f"{fallback}-{index}",
-                "name": str(call.get("name") or "unknown"),
-                "arguments": dumps(call.get("args", {})),
-            }
+            call_block(
+                call.get("id"),
+                f"{fallback}-{index}",
+                call.get("name"),
+                compact_json(call.get("args", {})),
+            )
         )
     return out
 
@@ -112,5 +112,5 @@ def response_blocks(response: dict[str, Any]) -> tuple[list[dict[str, Any]], boo
     if isinstance(error, str):
         return [{"type": "text", "text": error}], True
     if data:
-        return [{"type": "text", "text": dumps(data)}], error is not None
+        return [{"type": "text", "text": compact_json(data)}], error is not None
     return [], False

@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-from sessionquery.closing import Closing
 from sessionquery.errors import PersistenceClosed
 from sessionquery.model import SessionEvent, SessionHeader
+from sessionquery.persistence.handles import LogHandle
 
 __all__ = ["ReadHandleImpl"]
 
 
-class ReadHandleImpl(Closing):
-    """A :class:`~sessionquery.persistence.base.ReadHandle` over an already parsed log."""
+class ReadHandleImpl(LogHandle):
+    """A :class:`~sessionquery.persistence.base.ReadHandle` over an already parsed log (an
+    imported session is never seeded: its inherited prefix is 0)."""
 
     def __init__(self, header: SessionHeader, events: tuple[SessionEvent, ...]) -> None:
-        self._header = header
+        super().__init__(header, 0)
         self._events = events
         self._closed = False
-
-    @property
-    def header(self) -> SessionHeader:
-        """The session header."""
-        return self._header
-
-    @property
-    def inherited_event_count(self) -> int:
-        """Always 0: imported sessions are never seeded."""
-        return 0
 
     def read(self, offset: int = 0, length: int | None = None) -> list[SessionEvent]:
         """Events ``offset .. offset+length`` of the imported log.

@@ -24,20 +24,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sessionquery.model import SessionHeader
-from sessionquery.model.jsonvalue import freeze_json
+from sessionquery.model.jsonvalue import as_dict, as_list, compact_json, freeze_json
 from sessionquery.persistence.documents import read_check
-from sessionquery.sources._builder import LogBuilder
+from sessionquery.sources._builder import LogBuilder, call_block
 from sessionquery.sources._catalog import Catalog
-from sessionquery.sources._common import (
-    Problem,
-    as_dict,
-    as_list,
-    checked_id,
-    derived_id,
-    dumps,
-    iso_to_ms,
-    usable_cwd,
-)
+from sessionquery.sources._common import Problem, checked_id, derived_id, iso_to_ms, usable_cwd
 from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import Line, parse_lines
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, UnitInput
@@ -419,13 +410,12 @@ def _assistant_block(block: object, line: int, index: int) -> dict[str, Any]:
     if kind == "redacted_thinking":
         return {"type": "reasoning", "text": ""}
     if kind == "tool_use":
-        call_id = data.get("id")
-        return {
-            "type": "tool-call",
-            "id": call_id if isinstance(call_id, str) and call_id else f"line-{line}-{index}",
-            "name": str(data.get("name") or "unknown"),
-            "arguments": dumps(data.get("input", {})),
-        }
+        return call_block(
+            data.get("id"),
+            f"line-{line}-{index}",
+            data.get("name"),
+            compact_json(data.get("input", {})),
+        )
     return _opaque(data)
 
 

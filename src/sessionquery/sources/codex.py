@@ -29,19 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from sessionquery.model import SessionHeader
+from sessionquery.model.jsonvalue import as_dict, as_list, compact_json
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import LogBuilder
 from sessionquery.sources._catalog import Catalog
-from sessionquery.sources._common import (
-    Problem,
-    as_dict,
-    as_list,
-    checked_id,
-    derived_id,
-    dumps,
-    iso_to_ms,
-    usable_cwd,
-)
+from sessionquery.sources._common import Problem, checked_id, derived_id, iso_to_ms, usable_cwd
 from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES
 from sessionquery.sources._lines import Line, parse_lines
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, UnitInput
@@ -376,7 +368,7 @@ def _response_item(builder: LogBuilder, line: Line, item: dict[str, Any], time: 
             "type": "tool-call",
             "id": item["call_id"],
             "name": str(item.get("name") or kind),
-            "arguments": raw if isinstance(raw, str) else dumps(raw),
+            "arguments": raw if isinstance(raw, str) else compact_json(raw),
         }
         builder.assistant_message([call], number, time)
         return True
@@ -477,7 +469,7 @@ def _output_blocks(output: object) -> list[dict[str, Any]]:
         return _message_blocks([output])
     if isinstance(output, list):
         return _message_blocks(output)
-    return [{"type": "text", "text": dumps(output)}] if output is not None else []
+    return [{"type": "text", "text": compact_json(output)}] if output is not None else []
 
 
 def _is_error(item: dict[str, Any]) -> bool:

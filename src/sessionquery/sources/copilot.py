@@ -30,18 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from sessionquery.model import SessionHeader
+from sessionquery.model.jsonvalue import as_dict, as_list, compact_json
 from sessionquery.persistence.documents import read_check
-from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._common import (
-    Problem,
-    as_dict,
-    as_list,
-    checked_id,
-    derived_id,
-    dumps,
-    iso_to_ms,
-    usable_cwd,
-)
+from sessionquery.sources._builder import LogBuilder, call_block
+from sessionquery.sources._common import Problem, checked_id, derived_id, iso_to_ms, usable_cwd
 from sessionquery.sources._lines import Line, parse_lines
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, UnitInput
 from sessionquery.sources._tree import TreeSource
@@ -117,17 +109,14 @@ class _Stream:
         if isinstance(data.get("content"), str) and data["content"]:
             blocks.append({"type": "text", "text": data["content"]})
         for index, request in enumerate(map(as_dict, as_list(data.get("toolRequests")))):
-            call_id = request.get("toolCallId")
             raw = request.get("arguments", {})
             blocks.append(
-                {
-                    "type": "tool-call",
-                    "id": call_id
-                    if isinstance(call_id, str) and call_id
-                    else f"line-{line.number}-{index}",
-                    "name": str(request.get("name") or "unknown"),
-                    "arguments": raw if isinstance(raw, str) else dumps(raw),
-                }
+                call_block(
+                    request.get("toolCallId"),
+                    f"line-{line.number}-{index}",
+                    request.get("name"),
+                    raw if isinstance(raw, str) else compact_json(raw),
+                )
             )
         extra: dict[str, Any] = {}
         if isinstance(data.get("model"), str):

@@ -37,19 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from sessionquery.model import SessionHeader
+from sessionquery.model.jsonvalue import as_dict, as_list, compact_json
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources import _genai as genai
-from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._common import (
-    Problem,
-    as_dict,
-    as_list,
-    checked_id,
-    derived_id,
-    dumps,
-    iso_to_ms,
-    usable_cwd,
-)
+from sessionquery.sources._builder import LogBuilder, call_block
+from sessionquery.sources._common import Problem, checked_id, derived_id, iso_to_ms, usable_cwd
 from sessionquery.sources._lines import Line, parse_lines
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, Sides, UnitInput
 from sessionquery.sources._tree import TreeSource
@@ -315,13 +307,12 @@ def _tool_blocks(record: dict[str, Any], number: int) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for index, call in enumerate(as_list(record.get("toolCalls"))):
         data = as_dict(call)
-        call_id = data.get("id")
-        block: dict[str, Any] = {
-            "type": "tool-call",
-            "id": call_id if isinstance(call_id, str) and call_id else f"line-{number}-{index}",
-            "name": str(data.get("name") or "unknown"),
-            "arguments": dumps(data.get("args", {})),
-        }
+        block = call_block(
+            data.get("id"),
+            f"line-{number}-{index}",
+            data.get("name"),
+            compact_json(data.get("args", {})),
+        )
         if isinstance(data.get("agentId"), str):
             block["agentId"] = data["agentId"]
         blocks.append(block)
@@ -396,7 +387,7 @@ def emit_message(
                 builder.tool_result(call_id, outcome[1], outcome[0], number, when)
         return first
     name = kind if isinstance(kind, str) and kind else "unknown"
-    builder.log_only(f"gemini/{name}", dumps(record), number, time)
+    builder.log_only(f"gemini/{name}", compact_json(record), number, time)
     return None
 
 

@@ -17,10 +17,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from sessionquery.closing import Closing
 from sessionquery.errors import PersistenceNotFound
-from sessionquery.model import SessionEvent, SessionHeader
-from sessionquery.model.skeleton import EventSkeleton
+from sessionquery.model import SessionHeader
 from sessionquery.persistence.base import (
     ArchiveAware,
     DocumentLog,
@@ -29,9 +27,9 @@ from sessionquery.persistence.base import (
     ProblemSource,
     ReadHandle,
     SessionPersistence,
-    SkeletonHandle,
 )
 from sessionquery.persistence.documents import stored_documents
+from sessionquery.persistence.handles import WrappingHandle
 from sessionquery.sources._catalog import Catalog
 from sessionquery.sources._common import Problem, derived_id
 from sessionquery.sources.registry import source_kind
@@ -42,34 +40,6 @@ __all__ = ["MultiSource"]
 def _default_label(source: object, index: int) -> str:
     kind = source_kind(source.kind) if isinstance(source, Catalog) and source.kind else None
     return kind.label if kind is not None else f"source{index}"
-
-
-class _RenamedHandle(Closing):
-    """A read handle whose header carries the combined corpus's ids."""
-
-    def __init__(self, inner: ReadHandle, header: SessionHeader) -> None:
-        self._inner = inner
-        self._header = header
-
-    @property
-    def header(self) -> SessionHeader:
-        return self._header
-
-    @property
-    def inherited_event_count(self) -> int:
-        return self._inner.inherited_event_count
-
-    def read(self, offset: int = 0, length: int | None = None) -> list[SessionEvent]:
-        return self._inner.read(offset, length)
-
-    def skeletons(self) -> list[EventSkeleton]:
-        inner = self._inner
-        if isinstance(inner, SkeletonHandle):
-            return inner.skeletons()
-        return [EventSkeleton.of(event) for event in inner.read()]
-
-    def close(self) -> None:
-        self._inner.close()
 
 
 class MultiSource:
@@ -196,7 +166,7 @@ class MultiSource:
             raise PersistenceNotFound(f"session {session_id!r} is in none of {self.labels}")
         index, own, _owners = self._route(session_id, relist=False)
         inner = self._sources[index][1].open_read(own)
-        return _RenamedHandle(inner, entry.header)
+        return WrappingHandle(inner, entry.header)  # the header with the combined ids
 
     def read_documents(self, session_id: str) -> DocumentLog:
         """The searchable documents of one session, from its source's own fast path when it

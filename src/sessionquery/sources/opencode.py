@@ -39,10 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from sessionquery.model import SessionHeader
+from sessionquery.model.jsonvalue import as_dict, as_list, compact_json
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import LogBuilder
 from sessionquery.sources._catalog import Catalog
-from sessionquery.sources._common import Problem, as_dict, as_list, checked_id, dumps, usable_cwd
+from sessionquery.sources._common import Problem, checked_id, usable_cwd
 from sessionquery.sources._files import DEFAULT_MAX_FILE_BYTES, FileStamp, read_regular
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, Parser, UnitInput
 from sessionquery.sources._sqlite import (
@@ -310,7 +311,7 @@ def _tool(builder: LogBuilder, part: dict[str, Any], line: int, time: int | None
         "type": "tool-call",
         "id": call_id,
         "name": str(part.get("tool") or "unknown"),
-        "arguments": dumps(state.get("input", {})),
+        "arguments": compact_json(state.get("input", {})),
     }
     builder.assistant_message([block], line, time)
     status = state.get("status")
@@ -453,7 +454,7 @@ def parse_opencode_unit(unit: UnitInput) -> ParsedFile:
             if seq >= 0:
                 starts[str(message.get("id"))] = seq
         else:
-            builder.log_only("opencode/message", dumps(info), index, time)
+            builder.log_only("opencode/message", compact_json(info), index, time)
             problems.append(
                 Problem(
                     where, None, f"session {sid}: message {message.get('id')} has no known role"

@@ -33,18 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from sessionquery.model import SessionHeader
+from sessionquery.model.jsonvalue import as_dict, as_list
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources import _genai as genai
 from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._common import (
-    Problem,
-    as_dict,
-    as_list,
-    checked_id,
-    derived_id,
-    iso_to_ms,
-    usable_cwd,
-)
+from sessionquery.sources._common import Problem, checked_id, derived_id, iso_to_ms, usable_cwd
 from sessionquery.sources._lines import Line, parse_lines
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, UnitInput
 from sessionquery.sources._tree import TreeSource

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from sessionquery.persistence.base import SessionPersistence
@@ -158,113 +159,67 @@ def _store(path: Path, _cache: Path | None, _also: tuple[Path, ...]) -> SessionP
     return JsonlPersistence(path)
 
 
-def _claude(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
-    from sessionquery.sources.claude import ClaudeCodeSource
+class _ImporterClass(Protocol):
+    """What the registry calls on an importer class (a :class:`~._catalog.Catalog`)."""
 
-    return ClaudeCodeSource(path, metadata_cache=cache)
+    def __call__(
+        self, root: Path, /, *, metadata_cache: Path | None = None, **options: Any
+    ) -> SessionPersistence: ...
 
-
-def _claude_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
-    from sessionquery.sources.claude import claude_units
-
-    return claude_units(path)
-
-
-def _claude_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.claude import ClaudeCodeSource
-
-    return ClaudeCodeSource.from_units(units, metadata_cache=cache)
+    def from_units(
+        self, units: UnitStore, *, metadata_cache: Path | None = None
+    ) -> SessionPersistence: ...
 
 
-def _codex(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
-    from sessionquery.sources.codex import CodexSource
+class _Importer:
+    """The three openers of one importer kind (``opener``, ``unit_store``, ``from_units``):
+    its module, importer class and units function, imported on first use.
 
-    return CodexSource(path, metadata_cache=cache)
+    Args:
+        module: the importer's module under ``sessionquery.sources``.
+        name: its importer class.
+        units: the function (or class) that gives a location's raw units.
+        also: the class and its units take the locations read with a location (``also=``);
+            other kinds' openers leave them out.
+    """
 
+    __slots__ = ("_also", "_module", "_name", "_units")
 
-def _codex_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
-    from sessionquery.sources.codex import codex_units
+    def __init__(self, module: str, name: str, units: str, *, also: bool = False) -> None:
+        self._module = f"sessionquery.sources.{module}"
+        self._name = name
+        self._units = units
+        self._also = also
 
-    return codex_units(path)
+    def _class(self) -> _ImporterClass:
+        importer: _ImporterClass = getattr(import_module(self._module), self._name)
+        return importer
 
+    def _options(self, also: tuple[Path, ...]) -> dict[str, Any]:
+        return {"also": also} if self._also else {}
 
-def _codex_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.codex import CodexSource
+    def open(self, path: Path, cache: Path | None, also: tuple[Path, ...]) -> SessionPersistence:
+        """The importer over one location (the kind's ``opener``)."""
+        return self._class()(path, metadata_cache=cache, **self._options(also))
 
-    return CodexSource.from_units(units, metadata_cache=cache)
+    def units(self, path: Path, also: tuple[Path, ...]) -> UnitStore:
+        """The raw units of one location (the kind's ``unit_store``)."""
+        units: Callable[..., UnitStore] = getattr(import_module(self._module), self._units)
+        return units(path, **self._options(also))
 
-
-def _gemini(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
-    from sessionquery.sources.gemini import GeminiSource
-
-    return GeminiSource(path, metadata_cache=cache)
-
-
-def _gemini_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
-    from sessionquery.sources.gemini import gemini_units
-
-    return gemini_units(path)
-
-
-def _gemini_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.gemini import GeminiSource
-
-    return GeminiSource.from_units(units, metadata_cache=cache)
-
-
-def _qwen(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
-    from sessionquery.sources.qwen import QwenSource
-
-    return QwenSource(path, metadata_cache=cache)
-
-
-def _qwen_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
-    from sessionquery.sources.qwen import qwen_units
-
-    return qwen_units(path)
+    def from_units(self, units: UnitStore, cache: Path | None) -> SessionPersistence:
+        """The importer over another store of the kind's units (the kind's ``from_units``)."""
+        return self._class().from_units(units, metadata_cache=cache)
 
 
-def _qwen_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.qwen import QwenSource
-
-    return QwenSource.from_units(units, metadata_cache=cache)
-
-
-def _copilot(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
-    from sessionquery.sources.copilot import CopilotCliSource
-
-    return CopilotCliSource(path, metadata_cache=cache)
-
-
-def _copilot_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
-    from sessionquery.sources.copilot import copilot_units
-
-    return copilot_units(path)
-
-
-def _copilot_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.copilot import CopilotCliSource
-
-    return CopilotCliSource.from_units(units, metadata_cache=cache)
-
-
-def _vscode(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
-    from sessionquery.sources.vscode import VscodeCopilotSource
-
-    return VscodeCopilotSource(path, metadata_cache=cache)
-
-
-def _vscode_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
-    from sessionquery.sources.vscode import vscode_units
-
-    return vscode_units(path)
-
-
-def _vscode_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.vscode import VscodeCopilotSource
-
-    return VscodeCopilotSource.from_units(units, metadata_cache=cache)
-
+_CLAUDE = _Importer("claude", "ClaudeCodeSource", "claude_units")
+_CODEX = _Importer("codex", "CodexSource", "codex_units")
+_GEMINI = _Importer("gemini", "GeminiSource", "gemini_units")
+_QWEN = _Importer("qwen", "QwenSource", "qwen_units")
+_COPILOT = _Importer("copilot", "CopilotCliSource", "copilot_units")
+_OPENCODE = _Importer("opencode", "OpenCodeSource", "OpenCodeUnits")
+_CURSOR = _Importer("cursor", "CursorSource", "cursor_units", also=True)
+_VSCODE = _Importer("vscode", "VscodeCopilotSource", "vscode_units")
 
 _VSCODE_FLAVOURS = ("Code", "Code - Insiders", "VSCodium")
 
@@ -276,44 +231,8 @@ def _vscode_homes(env: SourceEnvironment) -> tuple[Path, ...]:
     return tuple(env.config_home() / name / "User" for name in _VSCODE_FLAVOURS)
 
 
-def _cursor(path: Path, cache: Path | None, also: tuple[Path, ...]) -> SessionPersistence:
-    from sessionquery.sources.cursor import CursorSource
-
-    return CursorSource(path, also=also, metadata_cache=cache)
-
-
-def _cursor_units(path: Path, also: tuple[Path, ...]) -> UnitStore:
-    from sessionquery.sources.cursor import cursor_units
-
-    return cursor_units(path, also=also)
-
-
 def _cursor_user_folder(env: SourceEnvironment, _path: Path) -> tuple[Path, ...]:
     return (env.config_home() / "Cursor" / "User",)
-
-
-def _cursor_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.cursor import CursorSource
-
-    return CursorSource.from_units(units, metadata_cache=cache)
-
-
-def _opencode(path: Path, cache: Path | None, _also: tuple[Path, ...]) -> SessionPersistence:
-    from sessionquery.sources.opencode import OpenCodeSource
-
-    return OpenCodeSource(path, metadata_cache=cache)
-
-
-def _opencode_units(path: Path, _also: tuple[Path, ...]) -> UnitStore:
-    from sessionquery.sources.opencode import OpenCodeUnits
-
-    return OpenCodeUnits(path)
-
-
-def _opencode_from(units: UnitStore, cache: Path | None) -> SessionPersistence:
-    from sessionquery.sources.opencode import OpenCodeSource
-
-    return OpenCodeSource.from_units(units, metadata_cache=cache)
 
 
 def _home_var(env: SourceEnvironment, name: str, default: str) -> Path:
@@ -339,9 +258,9 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects)",
         noun="Claude Code projects directory",
         locate=lambda env: (_home_var(env, "CLAUDE_CONFIG_DIR", ".claude") / "projects",),
-        opener=_claude,
-        unit_store=_claude_units,
-        from_units=_claude_from,
+        opener=_CLAUDE.open,
+        unit_store=_CLAUDE.units,
+        from_units=_CLAUDE.from_units,
     ),
     SourceKind(
         kind="codex",
@@ -351,9 +270,9 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.codex/sessions (or $CODEX_HOME/sessions)",
         noun="Codex sessions directory",
         locate=lambda env: (_home_var(env, "CODEX_HOME", ".codex") / "sessions",),
-        opener=_codex,
-        unit_store=_codex_units,
-        from_units=_codex_from,
+        opener=_CODEX.open,
+        unit_store=_CODEX.units,
+        from_units=_CODEX.from_units,
     ),
     SourceKind(
         kind="gemini",
@@ -363,9 +282,9 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.gemini (or $GEMINI_CLI_HOME/.gemini)",
         noun="Gemini CLI home",
         locate=lambda env: ((env.var("GEMINI_CLI_HOME") or env.user_home) / ".gemini",),
-        opener=_gemini,
-        unit_store=_gemini_units,
-        from_units=_gemini_from,
+        opener=_GEMINI.open,
+        unit_store=_GEMINI.units,
+        from_units=_GEMINI.from_units,
     ),
     SourceKind(
         kind="qwen",
@@ -377,9 +296,9 @@ KINDS: tuple[SourceKind, ...] = (
         locate=lambda env: (
             env.var("QWEN_RUNTIME_DIR") or env.var("QWEN_HOME") or env.user_home / ".qwen",
         ),
-        opener=_qwen,
-        unit_store=_qwen_units,
-        from_units=_qwen_from,
+        opener=_QWEN.open,
+        unit_store=_QWEN.units,
+        from_units=_QWEN.from_units,
     ),
     SourceKind(
         kind="copilot",
@@ -389,9 +308,9 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.copilot/session-state (or $COPILOT_HOME/session-state)",
         noun="Copilot CLI home",
         locate=lambda env: (_home_var(env, "COPILOT_HOME", ".copilot"),),
-        opener=_copilot,
-        unit_store=_copilot_units,
-        from_units=_copilot_from,
+        opener=_COPILOT.open,
+        unit_store=_COPILOT.units,
+        from_units=_COPILOT.from_units,
     ),
     SourceKind(
         kind="opencode",
@@ -401,9 +320,9 @@ KINDS: tuple[SourceKind, ...] = (
         where="~/.local/share/opencode (or $XDG_DATA_HOME/opencode): opencode.db, storage/",
         noun="OpenCode data folder",
         locate=lambda env: (env.data_dir() / "opencode",),
-        opener=_opencode,
-        unit_store=_opencode_units,
-        from_units=_opencode_from,
+        opener=_OPENCODE.open,
+        unit_store=_OPENCODE.units,
+        from_units=_OPENCODE.from_units,
     ),
     SourceKind(
         kind="cursor",
@@ -416,9 +335,9 @@ KINDS: tuple[SourceKind, ...] = (
         ),
         noun="Cursor projects or user folder",
         locate=lambda env: (env.user_home / ".cursor" / "projects",),
-        opener=_cursor,
-        unit_store=_cursor_units,
-        from_units=_cursor_from,
+        opener=_CURSOR.open,
+        unit_store=_CURSOR.units,
+        from_units=_CURSOR.from_units,
         together=_cursor_user_folder,
     ),
     SourceKind(
@@ -429,9 +348,9 @@ KINDS: tuple[SourceKind, ...] = (
         where="<VS Code user folder>/User (~/.config/Code/User on Linux)",
         noun="VS Code user folder",
         locate=_vscode_homes,
-        opener=_vscode,
-        unit_store=_vscode_units,
-        from_units=_vscode_from,
+        opener=_VSCODE.open,
+        unit_store=_VSCODE.units,
+        from_units=_VSCODE.from_units,
     ),
 )
 """Every kind, in the order sources are listed and combined."""

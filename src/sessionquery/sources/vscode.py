@@ -34,17 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from sessionquery.model import SessionHeader
+from sessionquery.model.jsonvalue import as_dict, as_list, compact_json
 from sessionquery.persistence.documents import read_check
 from sessionquery.sources._builder import LogBuilder
-from sessionquery.sources._common import (
-    Problem,
-    as_dict,
-    as_list,
-    checked_id,
-    derived_id,
-    dumps,
-    workspace_json_folder,
-)
+from sessionquery.sources._common import Problem, checked_id, derived_id, workspace_json_folder
 from sessionquery.sources._lines import parse_lines
 from sessionquery.sources._parsed import ParsedFile, ParsedSession, Sides, UnitInput
 from sessionquery.sources._tree import TreeSource
@@ -205,12 +198,12 @@ def _arguments(part: dict[str, Any]) -> str:
     data = as_dict(part.get("toolSpecificData"))
     if data.get("kind") == "terminal":
         command = as_dict(data.get("commandLine")).get("original", data.get("command"))
-        return dumps({"command": command})
+        return compact_json({"command": command})
     if data.get("kind") == "input":
-        return dumps(data.get("rawInput"))
+        return compact_json(data.get("rawInput"))
     if data.get("kind") == "subagent":
-        return dumps({"description": data.get("description"), "prompt": data.get("prompt")})
-    return dumps({"invocation": _text(part.get("invocationMessage"))})
+        return compact_json({"description": data.get("description"), "prompt": data.get("prompt")})
+    return compact_json({"invocation": _text(part.get("invocationMessage"))})
 
 
 def _outcome(part: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:

@@ -347,10 +347,11 @@ class _Pusher:
         columns = [list(column) for column in zip(*rows, strict=True)]
         found = self.conn.execute(
             "INSERT INTO sq_sessions (id, header_json, inherited_event_count, event_count, "
-            "size_bytes, ws, source_revision, digest, anchor, revision, mid, pushed_by, "
-            "pushed_at) SELECT u.*, 0, %s, current_user, now() FROM unnest(%s::text[], "
-            "%s::text[], %s::int[], %s::int[], %s::bigint[], %s::int[], %s::text[], %s::text[], "
-            "%s::text[]) AS u ON CONFLICT (id) DO NOTHING RETURNING id",
+            "size_bytes, ws, source_revision, digest, anchor, created_at, cwd, parent_session, "
+            "revision, mid, pushed_by, pushed_at) SELECT u.*, 0, %s, current_user, now() "
+            "FROM unnest(%s::text[], %s::text[], %s::int[], %s::int[], %s::bigint[], %s::int[], "
+            "%s::text[], %s::text[], %s::text[], %s::bigint[], %s::text[], %s::text[]) AS u "
+            "ON CONFLICT (id) DO NOTHING RETURNING id",
             (self.mid, *columns),
         ).fetchall()
         return {str(row[0]) for row in found}
@@ -400,6 +401,9 @@ class _Pusher:
             local.entry.revision,
             local.digest,
             local.anchor,
+            local.header.created_at,
+            local.header.cwd,
+            local.header.parent_session,
         )
 
     def _insert(self, local: _Local, deltas: dict[int | None, Delta]) -> Kind:
@@ -412,7 +416,8 @@ class _Pusher:
     _UPDATE_SESSION: Final = (
         "UPDATE sq_sessions SET header_json = %s, inherited_event_count = %s, "
         "event_count = %s, size_bytes = %s, ws = %s, source_revision = %s, digest = %s, "
-        "anchor = %s, pushed_by = current_user, pushed_at = now() "
+        "anchor = %s, created_at = %s, cwd = %s, parent_session = %s, "
+        "pushed_by = current_user, pushed_at = now() "
         "WHERE id = %s AND mid = %s AND event_count = %s"
     )
 

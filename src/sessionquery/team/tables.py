@@ -27,7 +27,7 @@ __all__ = [
 
 EVENT_COLUMNS: Final = "session_id, seq, event_json, ws, mid"
 DOC_COLUMNS: Final = (
-    "session_id, seq, type, time, surface, length, text, norm, tsv, ntokens, title, ws, mid"
+    "session_id, seq, type, time, surface, length, text, norm, tsv, ntokens, title, maxtf, ws, mid"
 )
 _STAGING: Final = (
     ("sq_events", "sq_push_events", EVENT_COLUMNS),

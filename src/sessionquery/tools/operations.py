@@ -29,16 +29,9 @@ from functools import partial
 from typing import Any, Final, Protocol, TypeVar
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
+from sessionquery.query import filters as clauses
 from sessionquery.query.backend import SearchMatch
 from sessionquery.query.cancel import CancelToken
-from sessionquery.query.filters import (
-    CwdIn,
-    EventFilter,
-    IdIn,
-    ParentIn,
-    SeqBetween,
-    SessionFilter,
-)
 from sessionquery.query.types import (
     EventSearchHit,
     EventSearchPage,
@@ -117,7 +110,7 @@ class QueryService(Protocol):
         ...
 
     def filter_sessions(
-        self, filters: Sequence[SessionFilter], *, cancel: CancelToken | None = None
+        self, filters: Sequence[clauses.SessionFilter], *, cancel: CancelToken | None = None
     ) -> list[SessionRecord]:
         """Records matching every clause."""
         ...
@@ -154,8 +147,8 @@ class QueryService(Protocol):
         self,
         query: str,
         *,
-        session_filters: Sequence[SessionFilter] = (),
-        event_filters: Sequence[EventFilter] = (),
+        session_filters: Sequence[clauses.SessionFilter] = (),
+        event_filters: Sequence[clauses.EventFilter] = (),
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
@@ -170,7 +163,7 @@ class QueryService(Protocol):
         session_id: str,
         query: str,
         *,
-        filters: Sequence[EventFilter] = (),
+        filters: Sequence[clauses.EventFilter] = (),
         limit: int | None = None,
         cursor: str | None = None,
         cancel: CancelToken | None = None,
@@ -228,8 +221,8 @@ class Operations:
                 parents.append(None)
             if not parents:
                 return render.NO_SESSION_MATCHES
-            filters.append(ParentIn(tuple(parents)))
-        filters.append(CwdIn(self._rule.cwds(self._caller)))
+            filters.append(clauses.ParentIn(tuple(parents)))
+        filters.append(clauses.CwdIn(self._rule.cwds(self._caller)))
         if args.empty:
             return render.NO_SESSION_MATCHES
         fallback = False
@@ -287,9 +280,9 @@ class Operations:
         )
         if empty:
             return render.render_event_search(target, title, [], capped=False, cap=self._max)
-        filters: list[EventFilter] = []
+        filters: list[clauses.EventFilter] = []
         if seq_from is not None or seq_to is not None:
-            filters.append(SeqBetween(seq_from, seq_to))
+            filters.append(clauses.SeqBetween(seq_from, seq_to))
         filters.extend(args.other_filters)
         match = args.match or self._match
 
@@ -363,11 +356,7 @@ class Operations:
         caller = self._caller
         if target != caller.session_id and caller.cwd is None:
             raise unauthorized()
-        records = self._boundary.run(
-            lambda token: self._query.filter_sessions(
-                [IdIn((target,)), CwdIn(self._rule.cwds(caller))], cancel=token
-            )
-        )
+        records = self._workspace_records((target,))
         if len(records) != 1:
             raise unauthorized()
         record = records[0]
@@ -387,12 +376,18 @@ class Operations:
             wanted = [i for i in wanted if i == self._caller.session_id]
         if not wanted:
             return set()
-        records = self._boundary.run(
-            lambda token: self._query.filter_sessions(
-                [IdIn(tuple(wanted)), CwdIn(self._rule.cwds(self._caller))], cancel=token
-            )
-        )
+        records = self._workspace_records(tuple(wanted))
         return {r.id for r in records if is_authorized(r.header, self._caller, self._rule)}
+
+    def _workspace_records(self, ids: tuple[str, ...]) -> list[SessionRecord]:
+        """The records of ``ids`` whose cwd is in the caller's workspace (one service call,
+        through the boundary like every other)."""
+
+        def call(token: CancelToken | None) -> list[SessionRecord]:
+            workspace = clauses.CwdIn(self._rule.cwds(self._caller))
+            return self._query.filter_sessions([clauses.IdIn(ids), workspace], cancel=token)
+
+        return self._boundary.run(call)
 
     def _acceptable_hit(self, hit: SessionSearchHit) -> bool:
         record = hit.record
@@ -451,8 +446,8 @@ class Operations:
     def _session_page(
         self,
         query: str,
-        session_filters: tuple[SessionFilter, ...],
-        event_filters: tuple[EventFilter, ...],
+        session_filters: tuple[clauses.SessionFilter, ...],
+        event_filters: tuple[clauses.EventFilter, ...],
         cursor: str | None,
         limit: int | None,
         *,
@@ -480,7 +475,7 @@ class Operations:
         self,
         target: str,
         query: str,
-        filters: tuple[EventFilter, ...],
+        filters: tuple[clauses.EventFilter, ...],
         cursor: str | None,
         limit: int | None,
         *,

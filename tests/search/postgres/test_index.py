@@ -17,7 +17,14 @@ from hypothesis import strategies as st
 from builders import log, user
 from conftest import raises_code
 from postgres_support import PostgresServer
-from search_sqlite_support import FakeCorpus, FakePersistence, build_corpus, header, titled
+from search_sqlite_support import (
+    FakeCorpus,
+    FakePersistence,
+    all_session_pages,
+    build_corpus,
+    header,
+    titled,
+)
 from sessionquery import SessionQuery, SessionStore
 from sessionquery.errors import ErrorCode, SessionQueryError
 from sessionquery.model import SessionHeader
@@ -147,14 +154,7 @@ def corpora(draw: st.DrawFn) -> tuple[dict[str, list[str]], dict[str, list[str]]
 def all_pages(
     search: object, corpus: FakeCorpus, query: str, **kw: object
 ) -> list[tuple[object, ...]]:
-    out: list[tuple[object, ...]] = []
-    cursor = None
-    while True:
-        page = search.search_sessions(corpus, query, limit=2, cursor=cursor, **kw)  # type: ignore[attr-defined]
-        out += shape_sessions(page)
-        cursor = page.next_cursor
-        if cursor is None:
-            return out
+    return all_session_pages(search, corpus, query, shape_sessions, **kw)
 
 
 @pytest.mark.slow

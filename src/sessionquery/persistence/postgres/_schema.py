@@ -91,9 +91,20 @@ _M002_TEAM: Final = (
     "ALTER TABLE sq_store ADD COLUMN pruned_through bigint NOT NULL DEFAULT 0",
 )
 
+_M003_LISTING: Final = (
+    # The listing order and the header fields a listing filters by, as columns written with
+    # the header (``create``, a push), so that a page of the listing is one indexed query
+    # (``PostgresPersistence.list_newest``). Rows stored before are filled from their headers
+    # by :func:`_fill_listing_columns`; a row whose header does not parse keeps NULL there.
+    'ALTER TABLE sq_sessions ADD COLUMN created_at bigint, ADD COLUMN cwd text COLLATE "C", '
+    'ADD COLUMN parent_session text COLLATE "C"',
+    "CREATE INDEX sq_sessions_newest ON sq_sessions (created_at DESC, id)",
+)
+
 MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("m001_initial", _M001_INITIAL),
     ("m002_team", _M002_TEAM),
+    ("m003_listing", _M003_LISTING),
 )
 """Named, ordered migrations; a shipped one is never edited."""
 
@@ -133,10 +144,39 @@ def migrate(conn: psycopg.Connection[Any]) -> str:
                 conn.execute(statement)
             if name == "m001_initial":
                 conn.execute("INSERT INTO sq_store (store_id) VALUES (%s)", (secrets.token_hex(8),))
+            if name == "m003_listing":
+                _fill_listing_columns(conn)
             conn.execute("INSERT INTO sq_migrations (name) VALUES (%s)", (name,))
         row = conn.execute("SELECT store_id FROM sq_store").fetchone()
     assert row is not None
     return str(row[0])
+
+
+_FILL_CHUNK: Final = 5000
+
+
+def _fill_listing_columns(conn: psycopg.Connection[Any]) -> None:
+    """Copy ``created_at``, ``cwd`` and ``parent_session`` out of every stored header (the
+    m003 migration; headers that do not parse are left NULL: listing them still fails as
+    before, through the whole listing)."""
+    rows = conn.execute("SELECT id, header_json FROM sq_sessions").fetchall()
+    for start in range(0, len(rows), _FILL_CHUNK):
+        ids, created, cwds, parents = [], [], [], []
+        for sid, header_json in rows[start : start + _FILL_CHUNK]:
+            try:
+                header = parse_header(str(sid), str(header_json))
+            except PersistenceCorrupt:
+                continue
+            ids.append(header.id)
+            created.append(header.created_at)
+            cwds.append(header.cwd)
+            parents.append(header.parent_session)
+        conn.execute(
+            "UPDATE sq_sessions AS t SET created_at = u.c, cwd = u.w, parent_session = u.p "
+            "FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::text[]) AS u(id, c, w, p) "
+            "WHERE t.id = u.id",
+            (ids, created, cwds, parents),
+        )
 
 
 # --------------------------------------------------------------------------- encoding

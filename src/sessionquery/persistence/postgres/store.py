@@ -37,7 +37,7 @@ import builtins
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import psycopg
 
@@ -54,9 +54,10 @@ from sessionquery.model import (
     SessionHeader,
 )
 from sessionquery.persistence._shared import check_new_session
-from sessionquery.persistence.base import DocumentLog, PersistedSession
+from sessionquery.persistence.base import DocumentLog, ListingKey, PersistedSession
 from sessionquery.persistence.documents import stored_documents
 from sessionquery.persistence.postgres._handles import PostgresReadHandle, PostgresWriteHandle
+from sessionquery.persistence.postgres._listing import page_query
 from sessionquery.persistence.postgres._schema import (
     IDLE_CONNECTIONS,
     StoreProblem,
@@ -67,6 +68,9 @@ from sessionquery.persistence.postgres._schema import (
     parse_header,
     write_failed,
 )
+
+if TYPE_CHECKING:
+    from sessionquery.query.filters import SessionFilter
 
 __all__ = ["PostgresPersistence"]
 
@@ -253,6 +257,26 @@ class PostgresPersistence(Closing):
         self._headers = memo
         return listing
 
+    def list_newest(
+        self, filters: Sequence[SessionFilter], *, after: ListingKey | None, limit: int
+    ) -> builtins.list[PersistedSession]:
+        """Up to ``limit`` sessions after ``after`` in the listing order (newest
+        ``created_at`` first, ties by id) matching the header clauses of ``filters``: one
+        query on the listing index (the ``NewestListing`` capability). Under row-level
+        security (a team database) only the visible rows, as every read.
+
+        Raises:
+            PersistenceCorrupt: a stored header is invalid, or a row lacks its listing
+                columns (written by hand, or a header that did not parse when they were
+                added): then the whole listing is read, as :meth:`list` reads it.
+        """
+        if self._fetch("SELECT 1 FROM sq_sessions WHERE created_at IS NULL LIMIT 1"):
+            from sessionquery.query.listing import newest_entries
+
+            return newest_entries(self.list(), filters, after=after, limit=limit)
+        rows = self._fetch(*page_query(self._SESSION_COLUMNS, filters, after, limit))
+        return [self._describe(row) for row in rows]
+
     def stat(self, session_id: str) -> PersistedSession | None:
         """One session's listing entry, or ``None`` when it is not stored."""
         sid = check_id(session_id)
@@ -427,9 +451,17 @@ class PostgresPersistence(Closing):
         try:
             with conn.transaction():
                 inserted = conn.execute(
-                    "INSERT INTO sq_sessions (id, header_json, inherited_event_count, revision) "
-                    "VALUES (%s, %s, %s, 0) ON CONFLICT (id) DO NOTHING",
-                    (sid, dumps(header.to_json()), count),
+                    "INSERT INTO sq_sessions (id, header_json, inherited_event_count, revision, "
+                    "created_at, cwd, parent_session) VALUES (%s, %s, %s, 0, %s, %s, %s) "
+                    "ON CONFLICT (id) DO NOTHING",
+                    (
+                        sid,
+                        dumps(header.to_json()),
+                        count,
+                        header.created_at,
+                        header.cwd,
+                        header.parent_session,
+                    ),
                 ).rowcount
                 if inserted != 1:
                     raise PersistenceExists(f"session {sid!r} is already stored")

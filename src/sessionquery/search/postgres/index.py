@@ -11,7 +11,8 @@ One instance owns one connection and serialises its work behind one lock. Every 
    and nothing either while another process is updating an already built index
    (:mod:`.sync`);
 4. updates this process's live overlay (:mod:`.overlay`) and merges its hits with one ranked
-   statement over the persisted documents.
+   statement over the persisted documents (a session search of common words: the first of a
+   few bounded ones that fills the page, :mod:`.walk`).
 
 While statements run, a watcher thread cancels them on the server as soon as ``cancel``
 expires (``ABORTED`` within a few tens of milliseconds); the running batch of an
@@ -44,7 +45,7 @@ from sessionquery.query.types import (
 from sessionquery.search.base import OpenAt, SearchBase, Window, not_indexed_yet
 from sessionquery.search.bounded import is_long
 from sessionquery.search.cursor import CursorPosition, page_offset
-from sessionquery.search.postgres import schema
+from sessionquery.search.postgres import schema, walk
 from sessionquery.search.postgres.modes import ModeSearches
 from sessionquery.search.postgres.overlay import LiveHit, LiveOverlay
 from sessionquery.search.postgres.sql import (
@@ -52,7 +53,6 @@ from sessionquery.search.postgres.sql import (
     CompiledFilters,
     event_search_sql,
     match_params,
-    session_search_sql,
 )
 from sessionquery.search.postgres.sync import sync_persisted
 from sessionquery.search.postgres.tokens import (
@@ -138,7 +138,15 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
             return self._conn
         self._binding, self._token = None, None  # a new connection re-checks the index
         try:
-            conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=self._timeout)
+            # Never prepared: a prepared search gets a generic plan after a few runs, one that
+            # knows neither the words nor the limit (a common word's bounded search, .walk,
+            # cost 8 times more under it).
+            conn = psycopg.connect(
+                self._dsn,
+                autocommit=True,
+                connect_timeout=self._timeout,
+                prepare_threshold=None,
+            )
         except psycopg.Error as exc:
             raise SessionQueryError(
                 ErrorCode.INDEX_FAILED, f"session-search PostgreSQL index cannot connect: {exc}"
@@ -314,7 +322,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
                         "lim": offset + page_size + 1 - start,
                         "off": start,
                     }
-                    rows = conn.execute(session_search_sql(plan, compiled), params).fetchall()
+                    rows = walk.ranked_sessions(conn, plan, compiled, params)
                     ranked += [((-r[6], r[5], -r[3], r[0], -r[1]), r) for r in rows]
                 ranked.sort(key=lambda item: item[0])
                 window = ranked[offset - start :]

@@ -28,7 +28,7 @@ from sessionquery.model import (
 )
 from sessionquery.model.title import title_text
 from sessionquery.query.backend import LiveSnapshot
-from sessionquery.query.filters import EventFilter, SessionFilter, event_matches, session_matches
+from sessionquery.query.filters import EventFilter, SessionFilter, event_matches, header_matches
 from sessionquery.search.live import extends, fold_live, unchanged
 from sessionquery.search.postgres.tokens import MatchPlan, normal_form, span_count, tokens
 from sessionquery.search.relevance import TITLE_WEIGHT, RelevancePlan, event_score
@@ -75,15 +75,8 @@ class LiveSession:
 
     def passes(self, session_filters: Sequence[SessionFilter]) -> bool:
         """Whether the session passes ``session_filters`` (every one passes none)."""
-        header = self.header
-        return not session_filters or session_matches(
-            session_filters,
-            id=header.id,
-            cwd=header.cwd,
-            created_at=header.created_at,
-            parent=header.parent_session,
-            live=True,
-            persisted=self.persisted,
+        return not session_filters or header_matches(
+            session_filters, self.header, live=True, persisted=self.persisted
         )
 
 

@@ -22,7 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -40,6 +40,7 @@ __all__ = [
     "in_scope",
     "relevance_params",
     "session_relevance_sql",
+    "stored_counts",
 ]
 
 
@@ -71,17 +72,22 @@ def document_counts(
     """How many documents (stored, when searched, and live) hold each of ``words``."""
     counts = {word: overlay.document_count(word) for word in words}
     if include_persisted and words:
-        lexemes = sorted({lexeme(word) for word in words})
-        rows = conn.execute(
-            "SELECT term, sum(docs) FROM (SELECT term, docs FROM sqi_terms "
-            "WHERE term = ANY(%(t)s::text[]) UNION ALL SELECT term, docs FROM sqi_team_terms "
-            "WHERE term = ANY(%(t)s::text[])) AS k GROUP BY term",
-            {"t": lexemes},
-        ).fetchall()
-        stored = {str(term): int(docs) for term, docs in rows}
+        stored = stored_counts(conn, {lexeme(word) for word in words})
         for word in words:
             counts[word] += stored.get(lexeme(word), 0)
     return counts
+
+
+def stored_counts(conn: psycopg.Connection[Any], lexemes: Iterable[str]) -> dict[str, int]:
+    """How many stored documents the connection may see hold each of ``lexemes`` (absent:
+    none): the index's own statistics plus a team database's visible per-workspace ones."""
+    rows = conn.execute(
+        "SELECT term, sum(docs) FROM (SELECT term, docs FROM sqi_terms "
+        "WHERE term = ANY(%(t)s::text[]) UNION ALL SELECT term, docs FROM sqi_team_terms "
+        "WHERE term = ANY(%(t)s::text[])) AS k GROUP BY term",
+        {"t": sorted(set(lexemes))},
+    ).fetchall()
+    return {str(term): int(docs) for term, docs in rows}
 
 
 def _session_where(filters: CompiledFilters) -> str:

@@ -11,6 +11,7 @@ in the DSN to keep several indexes in one database):
   (:func:`~.tokens.normal_form`), its token count (``ntokens``) and a position-less
   ``tsvector`` of its lexemes (GIN indexed). A document whose lexemes exceed the tsvector
   size limit stores ``NULL`` there and is always a candidate (a partial index finds them);
+  ``maxtf``: how often its most repeated token occurs (indexed; :mod:`.walk` reads it);
 * ``sqi_terms``: for each lexeme, how many rows of ``sqi_docs`` hold it, and in
   ``sqi_state`` how many rows there are and how many tokens they hold (``documents``,
   ``tokens``): the statistics relevance search ranks by, kept current by every update.
@@ -144,6 +145,23 @@ _NEWEST: Final = (
     "CREATE INDEX sqi_sessions_newest ON sqi_sessions (created_at DESC, id)",
 )
 
+_MAXTF: Final = (
+    # Each document's most repeated token count (``maxtf``): a query of P phrases has at most
+    # P * maxtf match spans there, so a common word's best sessions are looked for among the
+    # documents of the highest maxtf first (.walk). Rows written before are counted here
+    # (a team index cannot be rebuilt by an update: pushes wrote it); writers supply it.
+    "ALTER TABLE sqi_docs ADD COLUMN maxtf integer",
+    """CREATE FUNCTION pg_temp.sqi_max_tf(norm text) RETURNS integer
+    LANGUAGE sql IMMUTABLE STRICT AS $$
+        SELECT coalesce(max(n), 0)::integer FROM (SELECT count(*) AS n
+        FROM unnest(string_to_array(btrim(norm, ' '), '  ')) AS w GROUP BY w COLLATE "C") AS c
+    $$""",
+    "UPDATE sqi_docs SET maxtf = pg_temp.sqi_max_tf(norm)",
+    "DROP FUNCTION pg_temp.sqi_max_tf(text)",
+    "ALTER TABLE sqi_docs ALTER COLUMN maxtf SET NOT NULL",
+    "CREATE INDEX sqi_docs_maxtf ON sqi_docs (maxtf)",
+)
+
 TEAM_SOURCE: Final = "team"
 """``sqi_state.source`` of a team database: pushes write the index, searches never sync it."""
 
@@ -152,6 +170,7 @@ MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("m002_relevance", _RELEVANCE),
     ("m003_team", _TEAM),
     ("m004_newest", _NEWEST),
+    ("m005_maxtf", _MAXTF),
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

@@ -114,25 +114,44 @@ def _match(plan: MatchPlan) -> tuple[str, str]:
     return predicate, f"({count})"
 
 
-def session_search_sql(plan: MatchPlan, filters: CompiledFilters) -> str:
+def session_search_sql(plan: MatchPlan, filters: CompiledFilters, *, deepest: bool = False) -> str:
     """Persisted sessions (not live) with their best event, ranked.
 
     Binds ``tsq``, ``m<i>``/``patterns``, ``live`` (ids to leave out), ``lim``, ``off`` and
-    the filters' parameters.
+    the filters' parameters. With ``deepest``, only the ``depth`` candidates of the highest
+    ``maxtf`` are read (binds ``depth`` and ``phrases``, the plan's phrase count; :mod:`.walk`):
+    ``x`` is the lowest ``maxtf`` among them (0 when they are every candidate), and only
+    events of more than ``phrases * x`` match spans are ranked; each row then ends with ``x``.
     """
     predicate, count = _match(plan)
-    where = filters.where(COLUMNS)
+    source = (
+        f"{documents_of(filters)} WHERE {predicate} "
+        f"AND NOT (d.session_id = ANY(%(live)s::text[])){filters.where(COLUMNS)}"
+    )
+    deep = edge = ranked_from = ""
+    if deepest:
+        # the spans are counted in the depth rows only, whatever plan finds them
+        source = (
+            "(SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, d.norm, d.maxtf "
+            f"FROM {source} ORDER BY d.maxtf DESC LIMIT %(depth)s) AS d"
+        )
+        deep = ", d.maxtf"
+        edge = (
+            "edge AS (SELECT CASE WHEN count(*) < %(depth)s THEN 0 ELSE min(maxtf) END AS x "
+            "FROM cand), "
+        )
+        ranked_from = " WHERE mc > %(phrases)s * (SELECT x FROM edge)"
     return (
         "WITH cand AS MATERIALIZED ("
-        "SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, "
-        f"{count} AS mc FROM {documents_of(filters)} "
-        f"WHERE {predicate} AND NOT (d.session_id = ANY(%(live)s::text[])){where}), "
+        f"SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length{deep}, "
+        f"{count} AS mc FROM {source}), {edge}"
         "ranked AS (SELECT *, row_number() OVER (PARTITION BY session_id ORDER BY "
-        f"{EVENT_ORDER}) AS rn FROM cand), "
+        f"{EVENT_ORDER}) AS rn FROM cand{ranked_from}), "
         "page AS (SELECT r.session_id, r.seq, r.type, r.time, r.surface, r.length, r.mc "
         f"FROM ranked AS r WHERE r.rn = 1 ORDER BY {SESSION_ORDER} LIMIT %(lim)s OFFSET %(off)s) "
         "SELECT p.session_id, p.seq, p.type, p.time, p.surface, p.length, p.mc, s.header_json, "
-        "d.text FROM page AS p JOIN sqi_sessions AS s ON s.id = p.session_id "
+        f"d.text{', (SELECT x FROM edge)' if deepest else ''} FROM page AS p "
+        "JOIN sqi_sessions AS s ON s.id = p.session_id "
         "JOIN sqi_docs AS d ON d.session_id = p.session_id AND d.seq = p.seq "
         "ORDER BY p.mc DESC, p.length ASC, p.time DESC, p.session_id ASC, p.seq DESC"
     )

@@ -24,6 +24,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -52,13 +53,21 @@ from sessionquery.search.postgres.tokens import LEXEME_CHARS, lexeme, normal_for
 from sessionquery.search.snippet import sanitize_text
 from sessionquery.search.update import ProgressCallback
 
-__all__ = ["DocRow", "SyncResult", "TermStats", "doc_row", "forget_sessions", "sync_persisted"]
+__all__ = [
+    "DocRow",
+    "SyncResult",
+    "TermStats",
+    "doc_row",
+    "forget_sessions",
+    "max_repeats",
+    "sync_persisted",
+]
 
 _TSVECTOR_BUDGET: Final = 1_000_000
 """Bytes of lexemes above which a document stores no tsvector (PostgreSQL's limit is 1 MiB)."""
 
-_DocRow = tuple[str, int, str, int, str, int, str, str, str | None, int, bool]
-"""``(session_id, seq, type, time, surface, length, text, norm, tsv, ntokens, title)``."""
+_DocRow = tuple[str, int, str, int, str, int, str, str, str | None, int, bool, int]
+"""``(session_id, seq, type, time, surface, length, text, norm, tsv, ntokens, title, maxtf)``."""
 DocRow = _DocRow
 
 
@@ -123,8 +132,17 @@ def _doc_row(  # noqa: PLR0917
         _tsvector(words, held),
         len(words),
         title,
+        max_repeats(words, held),
     )
     return row, held
+
+
+def max_repeats(words: Sequence[str], lexemes: set[str]) -> int:
+    """How often the most repeated token of ``words`` occurs (``maxtf``; 0 for none): a
+    query of ``P`` phrases has at most ``P`` times as many match spans in the document."""
+    if len(lexemes) == len(words):  # every token distinct (at most as many lexemes as tokens)
+        return 1 if words else 0
+    return max(Counter(words).values())
 
 
 doc_row = _doc_row
@@ -531,7 +549,7 @@ def _write_one(
         conn.cursor() as cur,
         cur.copy(
             "COPY sqi_docs (session_id, seq, type, time, surface, length, text, norm, tsv, "
-            "ntokens, title) FROM STDIN"
+            "ntokens, title, maxtf) FROM STDIN"
         ) as copy,
     ):
         for row in rows:

@@ -1,0 +1,144 @@
+"""Session search of common words from the candidates of the highest ``maxtf``
+(search.postgres.walk): the same pages as SQLite whatever depth answers, and a shallow depth
+answers when the best sessions repeat the word often enough."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from postgres_support import PostgresServer
+from search_sqlite_support import all_session_pages, build_corpus, corpus_of
+from sessionquery.query.filters import CwdIn
+from sessionquery.query.types import SessionSearchPage
+from sessionquery.search.postgres import PostgresSearch, walk
+from sessionquery.search.postgres.sql import compile_filters, match_params
+from sessionquery.search.postgres.sync import max_repeats
+from sessionquery.search.postgres.tokens import match_plan, tokens
+from sessionquery.search.sqlite import SqliteSearch
+
+WORDS = ["the", "fix", "test", "a", "fix.test"]
+
+
+def shape(page: SessionSearchPage) -> list[tuple[object, ...]]:
+    return [
+        (h.record.header.id, h.record.live, h.best_match.seq, h.best_match.snippet)
+        for h in page.items
+    ]
+
+
+def all_pages(search: object, corpus: object, query: str, **kw: object) -> list[object]:
+    return list(all_session_pages(search, corpus, query, shape, **kw))
+
+
+docs = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join)
+
+
+@pytest.fixture
+def shallow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every query takes the depths (small ones, as the corpora are small)."""
+    monkeypatch.setattr(walk, "WALK_DOCUMENTS", 0)
+    monkeypatch.setattr(walk, "DEPTHS", (1, 3, 8))
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("shallow")
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    persisted=st.dictionaries(
+        st.sampled_from("pqrstuvw"), st.lists(docs, min_size=1, max_size=4), max_size=8
+    ),
+    live=st.dictionaries(st.sampled_from("LM"), st.lists(docs, min_size=1, max_size=3), max_size=1),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=2).map(" ".join),
+    match=st.sampled_from(["phrase", "words"]),
+)
+def test_pages_read_from_the_deepest_candidates_equal_sqlite_pages(
+    postgres_server: PostgresServer,
+    persisted: dict[str, list[str]],
+    live: dict[str, list[str]],
+    query: str,
+    match: str,
+) -> None:
+    corpus = build_corpus(persisted, live)
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
+            for kw in ({}, {"session_filters": [CwdIn(["/w"])]}):
+                assert all_pages(pg, corpus, query, match=match, **kw) == all_pages(
+                    lite, corpus, query, match=match, **kw
+                )
+    finally:
+        postgres_server.drop_schema(dsn)
+
+
+@pytest.fixture
+def dsn(postgres_dsn: str) -> Iterator[str]:
+    yield postgres_dsn
+
+
+def _ranked(dsn: str, query: str, lim: int, off: int = 0) -> tuple[list[str], int]:
+    """The session ids of :func:`walk.ranked_sessions` and the depth that answered."""
+    plan = match_plan(query, "phrase")
+    assert plan is not None
+    compiled = compile_filters([], [], predicate_limit=14)
+    params = {**match_params(plan), "live": [], "lim": lim, "off": off}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows, depth = walk.ranked(conn, plan, compiled, params)
+    return [str(row[0]) for row in rows], depth
+
+
+def test_a_shallow_depth_answers_when_the_best_sessions_repeat_the_word(
+    dsn: str, shallow: None
+) -> None:
+    corpus = corpus_of(
+        *[(f"s{i}", ["the fix", " ".join(["the"] * (2 + i % 5))]) for i in range(10)],
+        ("once", ["the"]),
+    )
+    with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
+        pg.update(corpus)
+        expected = [h.record.header.id for h in lite.search_sessions(corpus, "the", limit=11).items]
+    # the 3 highest maxtf (6, 6, 5): two sessions of more than 5 spans, not enough for three;
+    # the 8 highest (down to 3): six sessions of more than 3
+    assert _ranked(dsn, "the", lim=3) == (expected[:3], 8)
+    assert _ranked(dsn, "the", lim=2, off=2) == (expected[2:4], 8)
+    assert _ranked(dsn, "the", lim=2) == (expected[:2], 3)
+    # eleven sessions: only ranking every match reaches the last one
+    assert _ranked(dsn, "the", lim=11) == (expected, 0)
+
+
+def test_a_query_of_a_rare_word_ranks_every_match_at_once(dsn: str) -> None:
+    corpus = corpus_of(("s", ["the the the"]))
+    with PostgresSearch(dsn) as pg:
+        pg.update(corpus)
+    assert _ranked(dsn, "the", lim=1) == (["s"], 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "repeats"),
+    [("", 0), ("one", 1), ("a b c", 1), ("a b a", 2), ("x.y x-y X Y", 3), ("é e É", 3)],
+)
+def test_max_repeats_counts_the_most_repeated_token(text: str, repeats: int) -> None:
+    words = tokens(text)
+    assert max_repeats(words, set(words)) == repeats
+
+
+def test_the_migration_counts_the_repeats_of_rows_written_before_it(dsn: str) -> None:
+    corpus = corpus_of(("s", ["a b a", "x y", "é e É", "q q q q"]))
+    with PostgresSearch(dsn) as pg:
+        pg.update(corpus)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        written = conn.execute("SELECT seq, maxtf FROM sqi_docs ORDER BY seq").fetchall()
+        conn.execute("DELETE FROM sqi_migrations WHERE name = 'm005_maxtf'")
+        conn.execute("DROP INDEX sqi_docs_maxtf")
+        conn.execute("ALTER TABLE sqi_docs DROP COLUMN maxtf")
+    PostgresSearch(dsn).close()  # migrates
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        migrated = conn.execute("SELECT seq, maxtf FROM sqi_docs ORDER BY seq").fetchall()
+    assert migrated == written
+    assert [m for _seq, m in written] == [2, 1, 3, 4]
