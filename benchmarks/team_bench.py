@@ -283,14 +283,41 @@ def _server() -> Iterator[Any]:
         yield server
 
 
+def with_role(dsn: str, role: str) -> str:
+    """``dsn`` connecting as ``role``."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(dsn)
+    params["user"] = role
+    return make_conninfo("", **params)
+
+
+def team_database(dsn: str, roles: Sequence[str]) -> Any:
+    """Make the database at ``dsn`` a team database (store, index, ``init_team``) with the
+    login ``roles`` created afresh; the ``TeamSetup``."""
+    import psycopg
+
+    from sessionquery.persistence.postgres import PostgresPersistence
+    from sessionquery.search.postgres import PostgresSearch
+    from sessionquery.team import init_team
+
+    PostgresPersistence(dsn).close()
+    PostgresSearch(dsn).close()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        setup = init_team(conn)
+        for role in roles:
+            conn.execute(f"DROP ROLE IF EXISTS {role}")
+            conn.execute(f"CREATE ROLE {role} LOGIN")
+    return setup
+
+
 def run(machines: int, sessions: int, before: Path | None = None) -> str:
     import psycopg
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     from sessionquery.persistence.postgres import PostgresPersistence
     from sessionquery.search.postgres import PostgresSearch
     from sessionquery.search.sqlite import SqliteSearch
-    from sessionquery.team import grant, init_team, push_sessions
+    from sessionquery.team import grant, push_sessions
 
     base = Path(tempfile.mkdtemp(prefix="sq-team-bench-"))
     lines: list[str] = []
@@ -303,17 +330,10 @@ def run(machines: int, sessions: int, before: Path | None = None) -> str:
             dsn = server.new_database()
 
             def as_role(role: str) -> str:
-                params = conninfo_to_dict(dsn)
-                params["user"] = role
-                return make_conninfo("", **params)
+                return with_role(dsn, role)
 
-            PostgresPersistence(dsn).close()
-            PostgresSearch(dsn).close()
+            setup = team_database(dsn, ("bench_push", "bench_all", "bench_two"))
             with psycopg.connect(dsn, autocommit=True) as conn:
-                setup = init_team(conn)
-                for role in ("bench_push", "bench_all", "bench_two"):
-                    conn.execute(f"DROP ROLE IF EXISTS {role}")
-                    conn.execute(f"CREATE ROLE {role} LOGIN")
                 grant(conn, "bench_push", "*", push=True)
                 grant(conn, "bench_all", "*")
                 for project in [Path(w).name for w in manifest.workspaces[:2]]:
@@ -554,13 +574,9 @@ def transcripts(sessions: int) -> str:
     ``sessionquery push`` does; one table row."""
     import random
 
-    import psycopg
-
-    from sessionquery.persistence.postgres import PostgresPersistence
     from sessionquery.redact import RedactingPersistence, default_redactor
-    from sessionquery.search.postgres import PostgresSearch
     from sessionquery.sources import ClaudeCodeSource
-    from sessionquery.team import init_team, push_sessions
+    from sessionquery.team import push_sessions
     from team_support import write_claude
 
     base = Path(tempfile.mkdtemp(prefix="sq-team-bench-"))
@@ -575,14 +591,17 @@ def transcripts(sessions: int) -> str:
         source = RedactingPersistence(ClaudeCodeSource(base / "projects"), default_redactor())
         with _server() as server:
             dsn = server.new_database()
-            PostgresPersistence(dsn).close()
-            PostgresSearch(dsn).close()
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                init_team(conn)
+            team_database(dsn, ())
             load = _load()
+            server_cpu = _cluster_cpu(dsn)
+            cpu = time.process_time()
             started = time.perf_counter()
             report = push_sessions(source, dsn, machine="m00")
             seconds = time.perf_counter() - started
+            cpu = time.process_time() - cpu
+            # the push's backend has hung up: its CPU is counted once the postmaster reaped it
+            time.sleep(1.5)
+            server_cpu = _cluster_cpu(dsn) - server_cpu
     finally:
         shutil.rmtree(base, ignore_errors=True)
     step = (
@@ -592,7 +611,8 @@ def transcripts(sessions: int) -> str:
     now = (
         f"{size / 1e6 / seconds:.1f} MB/s of transcript "
         f"({report.bytes / 1e6 / seconds:.1f} MB/s of event JSON written, "
-        f"{report.events / seconds:,.0f} events/s)"
+        f"{report.events / seconds:,.0f} events/s); CPU {cpu:.1f} s here + {server_cpu:.1f} s "
+        f"server = {size / 1e6 / (cpu + server_cpu):.1f} MB of transcript per CPU second"
     )
     return f"| {step} | {{before}} | {now} | — |\n"
 
@@ -615,13 +635,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     _, old = _before(before)
     row = row.replace("{before}", old.get(_step_key(row.strip().strip("|").split("|")[0]), "—"))
     head, sep, rest = section.partition("| push, two machines at once")
-    section = head + row + sep + rest
+    publish(head + row + sep + rest, args.output)
+    return 0
+
+
+def publish(section: str, output: Path | None) -> None:
+    """Print ``section`` and, with ``output``, replace its section of that results file."""
     print(section)
-    if args.output is not None:
+    if output is not None:
         from report import replace_section
 
-        replace_section(args.output, section)
-    return 0
+        replace_section(output, section)
 
 
 if __name__ == "__main__":

@@ -94,10 +94,14 @@ def test_a_push_killed_at_random_points_and_run_again_equals_one_clean_push(
     crashed = _team(postgres_dsn)
     clean = _team(postgres_server.new_schema())
     try:
-        started = time.monotonic()
         whole = _run(projects, clean, env)
+        assert whole.stdout is not None
+        assert whole.stdout.readline().strip() == "started"
+        started = time.monotonic()
         _out, err = whole.communicate(timeout=600)
         assert whole.returncode == 0, err
+        # The push itself, without the interpreter's start (which the kills below wait out
+        # before they start counting): a sleep shorter than this kills the push under way.
         duration = time.monotonic() - started
         rng = random.Random(os.getpid())
         kills = 0

@@ -12,7 +12,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from sessionquery.cli import _terminal as term
-from sessionquery.cli._render import Style, _or_dash, header_json, record_json, time_text
+from sessionquery.cli._render import (
+    Style,
+    _or_dash,
+    event_record_json,
+    header_json,
+    record_json,
+    time_text,
+)
+from sessionquery.match_modes import SEARCH_MODES
 from sessionquery.query.types import EventSearchHit, EventSearchPage, SessionSearchPage
 
 __all__ = [
@@ -27,13 +35,7 @@ __all__ = [
 
 
 def _hit_json(hit: EventSearchHit) -> dict[str, Any]:
-    return {
-        "seq": hit.seq,
-        "type": hit.type,
-        "time": hit.time,
-        "surface": hit.surface,
-        "snippet": hit.snippet,
-    }
+    return {**event_record_json(hit), "snippet": hit.snippet}
 
 
 def session_hits_json(
@@ -76,11 +78,9 @@ def _snippet(hit: EventSearchHit, query: str, style: Style) -> list[str]:
 
 
 def mode_text(match: str) -> str:
-    return {
-        "phrase": "as a phrase",
-        "words": "all words, any order",
-        "relevance": "any of its words",
-    }.get(match, match)
+    """The mode's summary (its record's, :mod:`sessionquery.match_modes`), or ``match``."""
+    mode = next((mode for mode in SEARCH_MODES if mode.name == match), None)
+    return match if mode is None else mode.summary
 
 
 def corrected_query(query: str, corrections: Mapping[str, str]) -> str:

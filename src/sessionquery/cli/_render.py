@@ -25,6 +25,7 @@ from sessionquery.cli import _terminal as term
 from sessionquery.model import SessionEvent, SessionHeader, TitleSnapshot, extract_event_text, thaw
 from sessionquery.query.types import (
     EventRecord,
+    EventSearchHit,
     EventTrace,
     EventWindow,
     LineageNode,
@@ -380,8 +381,8 @@ def show_text(details: ShowDetails, style: Style) -> list[str]:
 # -- events ----------------------------------------------------------------------------------
 
 
-def event_record_json(event: EventRecord) -> dict[str, Any]:
-    """One event's metadata as JSON."""
+def event_record_json(event: EventRecord | EventSearchHit) -> dict[str, Any]:
+    """One event's metadata as JSON (of a listed event, or of a search hit)."""
     return {"seq": event.seq, "type": event.type, "time": event.time, "surface": event.surface}
 
 

@@ -564,13 +564,8 @@ class ServiceCorpus:
     def _cached(
         self, session_id: str, persistence: SessionPersistence, listed: PersistedSession
     ) -> Iterator[PreparedLog | None]:
-        """The log ``listed`` names when the prepared cache holds it (checked against the
-        listing, pinned inside the block), else ``None``.
-
-        Raises:
-            SessionQueryError: ``SOURCE_CONFLICT`` when the listing names another id or does
-                not match the cached log.
-        """
+        """The log ``listed`` names when the prepared cache holds it, pinned inside the block,
+        else ``None``; ``SOURCE_CONFLICT`` when the listing names another id or log."""
         if listed.header.id != session_id:
             raise _conflict(session_id, "the persistence listing (the listed id differs)")
         slot = self._cache.acquire(session_id, persistence, listed.revision)

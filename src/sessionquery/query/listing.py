@@ -38,7 +38,6 @@ from sessionquery.persistence.base import ListingKey, NewestListing, PersistedSe
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.filters import (
     AvailabilityIn,
-    CreatedBetween,
     SessionFilter,
     header_matches,
 )
@@ -94,13 +93,6 @@ def _invalid(detail: str) -> SessionQueryError:
     )
 
 
-def _clause(clause: SessionFilter) -> object:
-    if isinstance(clause, CreatedBetween):
-        bounds = (clause.start, clause.end)
-        return [clause.kind, *(None if bound is None else float(bound) for bound in bounds)]
-    return [clause.kind, sorted(clause.values, key=lambda v: (v is not None, v or ""))]
-
-
 class ListCursors:
     """Cursors of one service instance: ``base64url(body + mac)``, ``body`` the canonical JSON
     of the filters' digest and the last listed key, ``mac`` an HMAC-SHA256 under a random key."""
@@ -113,7 +105,7 @@ class ListCursors:
     @staticmethod
     def fingerprint(filters: Sequence[SessionFilter]) -> str:
         """A digest of the filters, clause order and value order ignored."""
-        clauses = sorted(canonical_json(_clause(clause)) for clause in filters)
+        clauses = sorted(canonical_json(clause.canonical()) for clause in filters)
         return hashlib.sha256("\n".join(clauses).encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
     def encode(self, fingerprint: str, key: ListingKey) -> str:

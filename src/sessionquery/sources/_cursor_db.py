@@ -138,13 +138,18 @@ def _pick(value: object, fields: tuple[str, ...]) -> dict[str, Any]:
     return {name: found[name] for name in fields if name in found}
 
 
+def _lift(out: dict[str, Any], found: dict[str, Any], outer: str, inner: str, key: str) -> None:
+    """``found[outer][inner]`` as ``out[key]`` when it is a string."""
+    text = as_dict(found.get(outer)).get(inner)
+    if isinstance(text, str):
+        out[key] = text
+
+
 def _bubble(value: object) -> dict[str, Any]:
     """The fields of a bubble the importer reads (large UI state left out)."""
     found = as_dict(value)
     out = _pick(found, _BUBBLE_FIELDS)
-    thinking = as_dict(found.get("thinking")).get("text")
-    if isinstance(thinking, str):
-        out["thinking"] = thinking
+    _lift(out, found, "thinking", "text", "thinking")
     blocks = [
         b.get("thinking") or b.get("text")
         for b in map(as_dict, as_list(found.get("allThinkingBlocks")))
@@ -163,9 +168,7 @@ def _bubble(value: object) -> dict[str, Any]:
 def _composer(value: object) -> dict[str, Any]:
     found = as_dict(value)
     out = _pick(found, _COMPOSER_FIELDS)
-    model = as_dict(found.get("modelConfig")).get("modelName")
-    if isinstance(model, str):
-        out["modelName"] = model
+    _lift(out, found, "modelConfig", "modelName", "modelName")
     return out
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from postgres_support import PostgresServer
 from search_sqlite_support import all_session_pages, build_corpus, corpus_of
+from sessionquery.match_modes import SEARCH_MODES, Words
 from sessionquery.query.filters import CwdIn
 from sessionquery.query.types import SessionSearchPage
 from sessionquery.search.postgres import PostgresSearch, walk
@@ -56,7 +57,7 @@ def shallow(monkeypatch: pytest.MonkeyPatch) -> None:
     ),
     live=st.dictionaries(st.sampled_from("LM"), st.lists(docs, min_size=1, max_size=3), max_size=1),
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=2).map(" ".join),
-    match=st.sampled_from(["phrase", "words"]),
+    match=st.sampled_from([m.name for m in SEARCH_MODES if not m.plan.ranked]),
 )
 def test_pages_read_from_the_deepest_candidates_equal_sqlite_pages(
     postgres_server: PostgresServer,
@@ -84,7 +85,7 @@ def dsn(postgres_dsn: str) -> Iterator[str]:
 
 def _ranked(dsn: str, query: str, lim: int, off: int = 0) -> tuple[list[str], int]:
     """The session ids of :func:`walk.ranked_sessions` and the depth that answered."""
-    plan = match_plan(query, "phrase")
+    plan = match_plan(query, Words.AS_PHRASE)
     assert plan is not None
     compiled = compile_filters([], [], predicate_limit=14)
     params = {**match_params(plan), "live": [], "lim": lim, "off": off}

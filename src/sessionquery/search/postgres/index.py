@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from typing import Any, Final
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from sessionquery.errors import (
     ErrorCode,
@@ -43,7 +44,7 @@ from sessionquery.query.types import (
     SessionSearchHit,
 )
 from sessionquery.search.base import OpenAt, SearchBase, Window, not_indexed_yet
-from sessionquery.search.bounded import is_long
+from sessionquery.search.bounded import is_long, phrases_of
 from sessionquery.search.cursor import CursorPosition, page_offset
 from sessionquery.search.postgres import schema, walk
 from sessionquery.search.postgres.modes import ModeSearches
@@ -127,6 +128,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
         self._binding: object = None
         self._token: str | None = None
         self._generation = 0
+        self._cancel_sent = threading.Event()
         if open_at == "startup":
             with self._lock:
                 self._open()
@@ -184,14 +186,17 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
             self._check_open()
             check_cancel(cancel)
             conn = self._open()
+            self._cancel_sent.clear()
             try:
-                with _watch(conn, cancel):
+                with _watch(conn, cancel, self._cancel_sent):
                     yield conn
             except psycopg.Error as exc:
                 check_cancel(cancel)
                 raise SessionQueryError(
                     ErrorCode.INDEX_FAILED, f"session-search PostgreSQL query failed: {exc}"
                 ) from exc
+            finally:
+                _hang_up_if_unsettled(conn, self._cancel_sent)
         finally:
             self._lock.release()
 
@@ -270,7 +275,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
         left = cancel.deadline - time.monotonic()
         token = cancel.sooner(min(_PARTIAL_RESERVE_SECONDS, max(left, 0.0) / 3))
         try:
-            with _watch(conn, token):
+            with _watch(conn, token, self._cancel_sent):
                 self._reconcile(conn, corpus, token)
         except SessionQueryError as exc:
             if exc.code is not ErrorCode.ABORTED or cancel.expired:
@@ -296,15 +301,15 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
     ) -> Window[SessionSearchHit]:
         sessions, events = request.session_filters, request.event_filters
         page_size = request.page_size
-        if request.mode == "relevance":
+        if request.plan.ranked:
             return self._relevance_sessions(
                 corpus, request, compiled, position=position, cancel=cancel
             )
         words = tokens(request.text)
         check_cancel(cancel)  # a long query's tokens took a while
-        if is_long(words, request.mode):
+        if is_long(phrases_of(words, request.plan.words)):
             return self._long_sessions(corpus, words, request, compiled, position, cancel)
-        plan = match_plan(request.text, request.mode)
+        plan = match_plan(request.text, request.plan.words)
         with self._connection(cancel) as conn:
             partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             generation = f"{self._generation}:{self._overlay.generation}"
@@ -342,15 +347,15 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
         cancel: CancelToken | None,
     ) -> tuple[SessionHeader, Window[EventSearchHit]]:
         events, page_size = request.event_filters, request.page_size
-        if request.mode == "relevance":
+        if request.plan.ranked:
             return self._relevance_events(
                 corpus, session_id, request, compiled, position=position, cancel=cancel
             )
         words = tokens(request.text)
         check_cancel(cancel)  # a long query's tokens took a while
-        if is_long(words, request.mode):
+        if is_long(phrases_of(words, request.plan.words)):
             return self._long_events(corpus, session_id, words, request, compiled, position, cancel)
-        plan = match_plan(request.text, request.mode)
+        plan = match_plan(request.text, request.plan.words)
         with self._connection(cancel) as conn:
             partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             live = self._overlay.sessions.get(session_id)
@@ -452,8 +457,11 @@ def _live_event_hit(hit: LiveHit, snippet: str) -> EventSearchHit:
 
 
 @contextmanager
-def _watch(conn: psycopg.Connection[Any], cancel: CancelToken | None) -> Iterator[None]:
-    """Cancel the running statement on the server as soon as ``cancel`` expires."""
+def _watch(
+    conn: psycopg.Connection[Any], cancel: CancelToken | None, sent: threading.Event
+) -> Iterator[None]:
+    """Cancel the running statement on the server as soon as ``cancel`` expires (``sent``
+    is set once a cancel request went out)."""
     if cancel is None:
         yield
         return
@@ -462,6 +470,7 @@ def _watch(conn: psycopg.Connection[Any], cancel: CancelToken | None) -> Iterato
     def watch() -> None:
         while not done.wait(_WATCH_SECONDS):
             if cancel.expired:
+                sent.set()
                 try:
                     conn.cancel_safe(timeout=1.0)
                 except psycopg.Error:
@@ -475,3 +484,14 @@ def _watch(conn: psycopg.Connection[Any], cancel: CancelToken | None) -> Iterato
     finally:
         done.set()
         watcher.join()
+
+
+def _hang_up_if_unsettled(conn: psycopg.Connection[Any], cancel_sent: threading.Event) -> None:
+    """Close ``conn`` when a cancel request went out for it or a transaction is left open.
+
+    A cancel request is asynchronous: it stops whatever statement the server runs when it
+    arrives, which may be the ``ROLLBACK`` that ends the cancelled transaction (leaving the
+    connection in a failed transaction) or the next call's first statement. The next call
+    opens a fresh connection instead (:meth:`PostgresSearch._open`)."""
+    if cancel_sent.is_set() or conn.info.transaction_status is not TransactionStatus.IDLE:
+        conn.close()

@@ -101,7 +101,7 @@ def _source_of(persistence: SessionPersistence) -> str:
 def _lexemes(words: Sequence[str]) -> set[str]:
     """The distinct lexemes of ``words`` (most words are shorter than a lexeme's cut)."""
     distinct = set(words)
-    if any(len(word) > LEXEME_CHARS for word in distinct):
+    if max(map(len, distinct), default=0) > LEXEME_CHARS:
         distinct = {lexeme(word) for word in distinct}
     return distinct
 
