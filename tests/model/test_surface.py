@@ -624,3 +624,47 @@ def test_a_seq_is_current_on_the_surface_shadowed_when_replaced_and_else_log_onl
     assert surface_class_of(1, {1: None}, {1}) == "current"  # the surface wins
     assert surface_class_of(2, {1: None}, {2}) == "shadowed"
     assert surface_class_of(3, {1: None}, {2}) == "log-only"
+
+
+_ANY_TYPES = [*sorted(KNOWN_EVENT_TYPES), "custom/thing"]
+
+
+@st.composite
+def _doubtful_logs(draw: st.DrawFn) -> list[SessionEvent]:
+    """Events that mostly follow the rules, and sometimes break one (a seq out of order, an
+    operation or sources where they may not be, a replace of what is not there)."""
+    events: list[SessionEvent] = []
+    for seq in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(_ANY_TYPES))
+        op: SurfaceOp | None = draw(
+            st.one_of(
+                st.just("append"),
+                st.none(),
+                st.builds(Replace, st.integers(0, max(seq, 1)), st.integers(0, max(seq, 1))),
+            )
+        )
+        sources = draw(st.none() | st.lists(st.integers(0, seq + 1), max_size=3))
+        at = seq + draw(st.sampled_from([0, 0, 0, 0, 0, 0, 1, -1]))
+        ignorable = draw(st.booleans())
+        events.append(ev(kind, max(at, 0), op, sources, ignorable=ignorable))
+    return events
+
+
+@given(_doubtful_logs())
+def test_extending_a_folder_folds_as_applying_each_event_does(events: list[SessionEvent]) -> None:
+    one, many = SurfaceFolder(), SurfaceFolder()
+    error: str | None = None
+    try:
+        for event in events:
+            one.apply(event)
+    except SurfaceError as refusal:
+        error = str(refusal)
+    if error is None:
+        many.extend(events)
+    else:
+        with pytest.raises(SurfaceError) as info:
+            many.extend(events)
+        assert str(info.value) == error
+    assert many.length == one.length
+    assert many.snapshot() == one.snapshot()
+    assert many.nodes() == one.nodes()

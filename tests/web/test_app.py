@@ -18,6 +18,7 @@ from sessionquery.search.sqlite import SqliteSearch
 from sessionquery.web import Catalog, Guard, Response, ViewerApp
 from sessionquery.web.export import export_session
 from sessionquery.web.security import CSP, TOKEN_COOKIE
+from sessionquery.web.session_page import FIRST_WINDOW
 from web_support import HOSTILE_ID, LONG_EVENTS, LONG_ID, ORPHAN_ID, make_history, parse_tags
 
 PORT = 8765
@@ -214,7 +215,7 @@ def test_a_session_page_shows_a_window_around_the_target_and_loads_the_rest(
 ) -> None:
     body = text(get(app, session_path(LONG_ID, "/900")))
     seqs = [int(s) for s in re.findall(r'<article id="seq-(\d+)"', body)]
-    assert 900 in seqs and len(seqs) == 150 and seqs == sorted(seqs)
+    assert 900 in seqs and len(seqs) == FIRST_WINDOW and seqs == sorted(seqs)
     assert 'class="load earlier"' in body and 'class="load later"' in body
     start, end = seqs[-1] + 1, seqs[-1] + 151
     fragment = text(

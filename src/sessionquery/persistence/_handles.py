@@ -129,9 +129,8 @@ class JsonlReadHandle(LogHandle):
         if not complete:
             return
         found, ends = skeleton_lines(data[:complete], len(self._skeletons), self._path)
-        base = self._consumed
         self._skeletons.extend(found)
-        self._starts.extend(base + end for end in ends)
+        self._starts.extend(map(self._consumed.__add__, ends))
         self._consumed += complete
 
     def _read_lines(self, fd: int, offset: int, length: int | None) -> builtins.list[SessionEvent]:

@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import bisect
 import gc
-import itertools
-import operator
 import threading
 from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
@@ -73,7 +71,7 @@ class _Line(msgspec.Struct, Generic[D], forbid_unknown_fields=True):
     time: _Whole
     data: D
     surfaceOp: Literal["append"] | _ReplaceWire | None = None
-    sourceEventSeqs: list[_Whole] | None = None
+    sourceEventSeqs: tuple[_Whole, ...] | None = None
     ignorable: bool = False
 
 
@@ -238,7 +236,7 @@ def _skeleton(
             seq,
             wire.time,
             op if op is None or op == "append" else Replace(op.startSeq, op.endSeq),
-            None if sources is None else tuple(sources),
+            sources,
             wire.ignorable,
             calls,
         ),
@@ -272,21 +270,33 @@ def skeleton_lines(data: bytes, first_seq: int, path: str) -> tuple[list[EventSk
     except UnicodeDecodeError:
         parse_events(data, first_seq, path)  # raises its own error for that byte
         raise AssertionError("unreachable: the strict parse refuses invalid UTF-8") from None
-    lines = data.split(b"\n")
-    lines.pop()
-    # Each line's end: the lengths so far plus one newline per line (summed in C).
-    ends = list(map(operator.add, itertools.accumulate(map(len, lines)), itertools.count(1)))
+    ends = _line_ends(data)
     starts = [0, *ends[:-1]]
-    suspects = _suspect_lines(data, starts) if lines else set()
+    suspects = _suspect_lines(data, starts) if ends else set()
     with _cycles_paused:
-        skeletons = _skeletons_of(lines, suspects, first_seq, path)
+        skeletons = _skeletons_of(data, ends, suspects, first_seq, path)
     return skeletons, ends
 
 
+def _line_ends(data: bytes) -> list[int]:
+    """The offset after each newline of ``data``, found without copying any line out."""
+    ends: list[int] = []
+    append, find = ends.append, data.find
+    at = find(b"\n")
+    while at >= 0:
+        at += 1
+        append(at)
+        at = find(b"\n", at)
+    return ends
+
+
 def _skeletons_of(
-    lines: list[bytes], suspects: set[int], first_seq: int, path: str
+    data: bytes, ends: list[int], suspects: set[int], first_seq: int, path: str
 ) -> list[EventSkeleton]:
-    """The skeleton of each line (the loop of :func:`skeleton_lines`).
+    """The skeleton of each line ``data[start:end - 1]`` (the loop of
+    :func:`skeleton_lines`). Each line is copied out when its turn comes and dropped after
+    it, so a huge log's lines are never all copied at once beside the block (splitting 16 MB
+    first doubled the pass's memory and cost more than finding the newlines).
 
     Raises:
         PersistenceCorrupt: for the first line the strict parse refuses.
@@ -297,7 +307,8 @@ def _skeletons_of(
     # One pass, inlined (this runs once per event of a huge log): a line as this store
     # writes it is decoded once, calls included; anything unusual takes the general path,
     # and what that is not sure of goes to the strict parse.
-    for index, line in enumerate(lines):
+    for index, (start, end) in enumerate(zip([0, *ends], ends)):  # noqa: B905 (one more start)
+        line = data[start : end - 1]
         seq = first_seq + index
         wire: _Line[Any] | None = None
         calls: tuple[tuple[str, str], ...] | None = ()
@@ -324,7 +335,7 @@ def _skeletons_of(
                     seq,
                     wire.time,
                     op if op is None or op == "append" else Replace(op.startSeq, op.endSeq),
-                    None if sources is None else tuple(sources),
+                    sources,
                     wire.ignorable,
                     calls,
                 ),

@@ -17,6 +17,7 @@ its read handle open until it is discarded (:meth:`OutlinedLog.close`).
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ from sessionquery.model.surface import FoldEvent, rewrite_seqs
 from sessionquery.persistence.base import SkeletonHandle
 
 __all__ = ["LogOutline", "LogWindow", "OutlinedLog", "fold_failure"]
+
+_CALLS = operator.attrgetter("calls")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,16 +87,14 @@ class LogWindow:
 
 def _call_names(skeletons: Sequence[EventSkeleton]) -> tuple[dict[str, str], frozenset[str]]:
     logged: dict[str, str] = {}
-    announced: dict[str, str] = {}
-    for skeleton in skeletons:
-        if not skeleton.calls:
-            continue
+    announced: list[tuple[str, str]] = []
+    for skeleton in filter(_CALLS, skeletons):  # the few events that make calls
         if skeleton.type == "tool/call":
             logged.update(skeleton.calls)
         else:
-            for call_id, name in skeleton.calls:
-                announced.setdefault(call_id, name)
-    return {**announced, **logged}, frozenset(logged)
+            announced.extend(skeleton.calls)
+    # The first announcement of an id wins: a dict keeps the last, so build it reversed.
+    return {**dict(reversed(announced)), **logged}, frozenset(logged)
 
 
 def _open_turn_start(skeletons: Sequence[EventSkeleton]) -> int | None:
@@ -244,9 +245,13 @@ class OutlinedLog:
     def _fold(self) -> SurfaceFold:
         if self._events is not None:
             return fold_surface(self._events)
-        needed = sorted(seq for seq in rewrite_seqs(self._skeletons) if seq < len(self._skeletons))
-        whole = dict(zip(needed, self.events(needed), strict=True))
-        folded: list[FoldEvent] = [whole.get(s.seq, s) for s in self._skeletons]
+        skeletons = self._skeletons
+        needed = sorted(seq for seq in rewrite_seqs(skeletons) if seq < len(skeletons))
+        if not needed:
+            return fold_surface(skeletons)
+        folded: list[FoldEvent] = list(skeletons)
+        for event in self.events(needed):
+            folded[event.seq] = event  # the skeleton at index seq is seq's (seqs run from 0)
         return fold_surface(folded)
 
     def close(self) -> None:

@@ -183,20 +183,25 @@ class _RedactingHandle(WrappingHandle):
             return super().skeletons()  # those of the redacted events
         skeletons = inner.skeletons()
         # Each id under the key the event stores it under (a key rule masks it as it masks
-        # the event's): ``callId`` of a ``tool/call``, ``id`` of an assistant's block.
+        # the event's): ``callId`` of a ``tool/call``, ``id`` of an assistant's block. Each
+        # distinct string is redacted once (a log names a few tools thousands of times).
         calling = [skeleton for skeleton in skeletons if skeleton.calls]
-        logged = [c for sk in calling if sk.type == "tool/call" for c, _name in sk.calls]
-        blocks = [c for sk in calling if sk.type != "tool/call" for c, _name in sk.calls]
-        names = [name for sk in calling for _c, name in sk.calls]
-        redact_all = self._redactor.redact_all
-        masked = (redact_all(logged, "callId"), redact_all(blocks, "id"), redact_all(names, "name"))
-        if all(map(_same, masked, (logged, blocks, names))):
+        logged = {c: c for sk in calling if sk.type == "tool/call" for c, _name in sk.calls}
+        blocks = {c: c for sk in calling if sk.type != "tool/call" for c, _name in sk.calls}
+        names = {name: name for sk in calling for _c, name in sk.calls}
+        changed = False
+        for texts, key in ((logged, "callId"), (blocks, "id"), (names, "name")):
+            given = list(texts)
+            found = self._redactor.redact_all(given, key)
+            if not _same(found, given):
+                texts.update(zip(given, found, strict=True))
+                changed = True
+        if not changed:
             return skeletons  # the usual case: no call id or name holds a secret
-        logged_ids, block_ids, masked_names = (iter(found) for found in masked)
         for index, skeleton in enumerate(skeletons):
             if skeleton.calls:
-                ids = logged_ids if skeleton.type == "tool/call" else block_ids
-                calls = tuple((next(ids), next(masked_names)) for _call in skeleton.calls)
+                ids = logged if skeleton.type == "tool/call" else blocks
+                calls = tuple((ids[c], names[name]) for c, name in skeleton.calls)
                 if calls != skeleton.calls:
                     skeletons[index] = skeleton._replace(calls=calls)
         return skeletons

@@ -1,8 +1,8 @@
 """The session page: one session as a conversation, in a window around the requested event.
 
 A session can hold 50,000 events; the page never renders them all. It shows
-:data:`WINDOW` positions of the chosen view (the log, or the surface) around the target seq
-(or from the start), with buttons that load the neighbouring windows (the script presses
+:data:`FIRST_WINDOW` positions of the chosen view (the log, or the surface) around the
+target seq (or from the start), with buttons that load the neighbouring windows (the script presses
 them as they scroll into sight) through the fragment endpoint, which renders with the same
 :func:`window_html`. Invariants: positions are those of :meth:`SessionView.order`; the
 fragment for ``[start, end)`` is exactly what the page would have shown there; the boundary
@@ -22,10 +22,22 @@ from sessionquery.web.pages import title_cell
 from sessionquery.web.render import Links, render_item
 from sessionquery.web.timefmt import iso_time
 
-__all__ = ["CUT_CHARS", "WINDOW", "server_links", "session_page", "window_bounds", "window_html"]
+__all__ = [
+    "CUT_CHARS",
+    "FIRST_WINDOW",
+    "WINDOW",
+    "server_links",
+    "session_page",
+    "window_bounds",
+    "window_html",
+]
 
 WINDOW = 150
-"""Positions of a view shown at once (the first screen, and each window loaded later)."""
+"""Positions of a view loaded at once while scrolling (each window after the first)."""
+
+FIRST_WINDOW = 60
+"""Positions of a view on the first screen: a few screenfuls around the target, so that a
+page opens at once however long the session; scrolling loads :data:`WINDOW` more at a time."""
 
 CUT_CHARS = 100_000
 """Characters of one text a page shows before cutting it (the raw event has everything)."""
@@ -44,10 +56,10 @@ def server_links(session_id: str, view: View) -> Links:
 def window_bounds(total: int, position: int | None) -> tuple[int, int]:
     """The window ``[start, end)`` shown around ``position`` (from the start without one)."""
     if position is None:
-        return 0, min(total, WINDOW)
-    start = max(0, position - WINDOW // 3)
-    end = min(total, start + WINDOW)
-    return max(0, min(start, end - WINDOW)), end
+        return 0, min(total, FIRST_WINDOW)
+    start = max(0, position - FIRST_WINDOW // 3)
+    end = min(total, start + FIRST_WINDOW)
+    return max(0, min(start, end - FIRST_WINDOW)), end
 
 
 def window_html(
