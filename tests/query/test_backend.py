@@ -18,6 +18,7 @@ from builders import assistant, log, summary, user
 from conftest import raises_code
 from search_sqlite_support import FakeCorpus, build_corpus, corpus_of, header
 from sessionquery.errors import ErrorCode
+from sessionquery.match_modes import SEARCH_MODES, SearchMode, Words
 from sessionquery.query.filters import SurfaceIn, TextContains, TypeIn
 from sessionquery.search.postgres import PostgresSearch
 from sessionquery.search.sqlite import SqliteSearch
@@ -202,3 +203,82 @@ def test_filter_budgets_are_those_of_sqlite(index: Backend) -> None:
         index.search_sessions(FakeCorpus(), "x", limit=0)
     with raises_code(ErrorCode.INVALID_QUERY):
         index.search_sessions(FakeCorpus(), "  ")
+
+
+# -- every search mode, from its record (match_modes.SEARCH_MODES) ----------------------------
+
+EVERY_MODE = pytest.mark.parametrize("mode", SEARCH_MODES, ids=lambda mode: mode.name)
+
+FOUND_BY = {
+    Words.AS_PHRASE: ["s1"],
+    Words.EVERY: ["s1", "s2"],
+    Words.ANY: ["s1", "s2", "s3"],
+}
+"""Who holds "failed test" as each plan's candidates require (below)."""
+_DOCS = [
+    ("s1", ["deploy failed test"]),  # the phrase
+    ("s2", ["test deploy failed"]),  # every word, not adjacent
+    ("s3", ["failed build"]),  # one word
+    ("s4", ["nothing relevant here"]),
+]
+
+
+@EVERY_MODE
+def test_every_mode_finds_what_its_plans_candidates_require(
+    index: Backend, mode: SearchMode
+) -> None:
+    corpus = corpus_of(*_DOCS)
+    page = index.search_sessions(corpus, "failed test", match=mode.name)
+    assert sorted(hit.record.id for hit in page.items) == FOUND_BY[mode.plan.words]
+    assert page.items[0].record.id == "s1"  # the phrase ranks first in every order
+    one = corpus_of(("all", [text for _sid, (text,) in _DOCS]))
+    events = index.search_events(one, "all", "failed test", match=mode.name)
+    expected = [int(sid[1]) - 1 for sid in FOUND_BY[mode.plan.words]]
+    assert sorted(hit.seq for hit in events.items) == expected
+
+
+@EVERY_MODE
+def test_every_mode_pages_with_cursors_returning_every_hit_exactly_once(
+    index: Backend, mode: SearchMode
+) -> None:
+    corpus = corpus_of(
+        *[(f"s{n:02}", [f"common word {'x ' * n}"]) for n in range(13)],
+        ("other", ["unrelated text"]),
+        ("events", [f"common word {'y ' * n}" for n in range(9)]),
+    )
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = index.search_sessions(corpus, "common word", limit=4, cursor=cursor, match=mode.name)
+        seen.extend(hit.record.id for hit in page.items)
+        if (cursor := page.next_cursor) is None:
+            break
+    assert sorted(seen) == sorted([f"s{n:02}" for n in range(13)] + ["events"])
+    seqs: list[int] = []
+    while True:
+        events = index.search_events(
+            corpus, "events", "common word", limit=4, cursor=cursor, match=mode.name
+        )
+        seqs.extend(hit.seq for hit in events.items)
+        if (cursor := events.next_cursor) is None:
+            break
+    assert sorted(seqs) == list(range(9))
+
+
+@EVERY_MODE
+def test_a_cursor_of_one_mode_never_continues_another(index: Backend, mode: SearchMode) -> None:
+    corpus = corpus_of(*[(f"s{n}", ["shared topic", "shared topic again"]) for n in range(3)])
+    sessions = index.search_sessions(corpus, "shared topic", limit=1, match=mode.name)
+    events = index.search_events(corpus, "s0", "shared topic", limit=1, match=mode.name)
+    assert sessions.next_cursor is not None and events.next_cursor is not None
+    for other in SEARCH_MODES:
+        if other is mode:
+            continue
+        with raises_code(ErrorCode.INVALID_CURSOR):
+            index.search_sessions(
+                corpus, "shared topic", limit=1, cursor=sessions.next_cursor, match=other.name
+            )
+        with raises_code(ErrorCode.INVALID_CURSOR):
+            index.search_events(
+                corpus, "s0", "shared topic", limit=1, cursor=events.next_cursor, match=other.name
+            )

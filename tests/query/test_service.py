@@ -19,6 +19,7 @@ import pytest
 from conftest import Storage, raises_code
 from sessionquery.errors import ErrorCode, PersistenceError
 from sessionquery.live import SessionStore
+from sessionquery.match_modes import SEARCH_MATCHES
 from sessionquery.model import Replace, SessionEvent, SessionHeader
 from sessionquery.persistence.base import PersistedSession
 from sessionquery.persistence.jsonl import JsonlPersistence
@@ -946,7 +947,7 @@ def test_the_match_mode_is_passed_to_the_backend_and_an_unknown_one_is_refused()
         for bad in ("Words", "any", None, 1):
             with raises_code(ErrorCode.INVALID_QUERY) as caught:
                 query.search_sessions("q", match=bad)  # type: ignore[arg-type]
-            assert "'phrase', 'words' or 'relevance'" in caught.value.message
+            assert all(f"'{name}'" in caught.value.message for name in SEARCH_MATCHES)
             with raises_code(ErrorCode.INVALID_QUERY):
                 query.search_events("alpha", "q", match=bad)  # type: ignore[arg-type]
         assert len(backend.calls) == 2  # refused before the backend is asked

@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 from postgres_support import find_bindir
 from sessionquery import SessionQuery
 from sessionquery.errors import PersistenceNotFound
+from sessionquery.match_modes import SEARCH_MATCHES
 from sessionquery.persistence.postgres import PostgresPersistence
 from sessionquery.search.postgres import PostgresSearch
 from sessionquery.team import TeamWorkspaces, members, push_sessions, revoke
@@ -116,7 +117,7 @@ def test_the_library_shows_a_restricted_role_only_its_workspaces(
         store.open_read(beta.sessions[0].id)
     store.close()
     with _query(pushed.dsn("rita")) as query:
-        for match in ("phrase", "words", "relevance"):
+        for match in SEARCH_MATCHES:
             assert query.search_sessions("appwork", match=match).items == []
         found = query.search_sessions("linter", match="relevance").items
         assert [hit.record.id for hit in found] == [tools_id]

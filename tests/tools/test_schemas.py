@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from locations import GOLDEN
+from sessionquery.match_modes import TOOL_MATCHES
 from sessionquery.tools.schemas import strict_schema
 from sessionquery.tools.specs import (
     PROMPT_SECTION,
@@ -171,12 +172,12 @@ def test_the_read_window_maximum_follows_the_service_setting() -> None:
 
 
 @pytest.mark.parametrize("name", ["session_search", "session_event_search"])
-@pytest.mark.parametrize("default", ["relevance", "phrase"])
+@pytest.mark.parametrize("default", TOOL_MATCHES)
 def test_the_search_tools_take_a_match_mode_and_say_which_one_is_the_default(
     name: str, default: Any
 ) -> None:
     match = input_schema(name, ToolSettings(match=default))["properties"]["match"]
-    assert match["enum"] == ["relevance", "phrase"]
+    assert match["enum"] == list(TOOL_MATCHES)
     assert match["description"].endswith(f"Omit for {default}.")
     assert "match" not in input_schema(name).get("required", [])
 

@@ -20,6 +20,7 @@ from sessionquery.cli._render import (
     record_json,
     time_text,
 )
+from sessionquery.match_modes import SEARCH_MODES
 from sessionquery.query.types import EventSearchHit, EventSearchPage, SessionSearchPage
 
 __all__ = [
@@ -77,11 +78,9 @@ def _snippet(hit: EventSearchHit, query: str, style: Style) -> list[str]:
 
 
 def mode_text(match: str) -> str:
-    return {
-        "phrase": "as a phrase",
-        "words": "all words, any order",
-        "relevance": "any of its words",
-    }.get(match, match)
+    """The mode's summary (its record's, :mod:`sessionquery.match_modes`), or ``match``."""
+    mode = next((mode for mode in SEARCH_MODES if mode.name == match), None)
+    return match if mode is None else mode.summary
 
 
 def corrected_query(query: str, corrections: Mapping[str, str]) -> str:

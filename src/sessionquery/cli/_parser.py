@@ -29,6 +29,7 @@ from sessionquery.cli._values import (
     window,
     workspace,
 )
+from sessionquery.match_modes import PEOPLE_MATCH, SEARCH_MODES
 from sessionquery.sources.registry import KINDS, source_kind
 
 if TYPE_CHECKING:
@@ -426,22 +427,19 @@ _QUERY_HELP = (
 
 
 def _add_match(p: argparse.ArgumentParser) -> None:
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument(
-        "--phrase",
-        dest="match",
-        action="store_const",
-        const="phrase",
-        help="only events holding QUERY as one literal phrase (words adjacent, in order)",
-    )
-    mode.add_argument(
-        "--all-words",
-        dest="match",
-        action="store_const",
-        const="words",
-        help="only events holding every word of QUERY, in any order",
-    )
-    p.set_defaults(match="relevance")
+    """One flag per search mode that has one (:data:`~sessionquery.match_modes.SEARCH_MODES`),
+    the people's default without."""
+    group = p.add_mutually_exclusive_group()
+    for mode in SEARCH_MODES:
+        if mode.flag is not None:
+            group.add_argument(
+                mode.flag.name,
+                dest="match",
+                action="store_const",
+                const=mode.name,
+                help=mode.flag.help,
+            )
+    p.set_defaults(match=PEOPLE_MATCH)
 
 
 def _setup_search(p: argparse.ArgumentParser) -> None:

@@ -2,16 +2,18 @@
 
 The service owns the corpus (live store first, then persistence); a backend such as
 :class:`sessionquery.search.sqlite.SqliteSearch` is handed a :class:`Corpus` view on every
-call and derives its index from it. Backends never write to persistence.
+call and derives its index from it. Backends never write to persistence. The ``match`` modes
+are declared in :mod:`sessionquery.match_modes` (``SearchMatch``, ``SEARCH_MATCHES`` and
+``validate_match`` are importable from here too).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.match_modes import SEARCH_MATCHES, SearchMatch, validate_match
 from sessionquery.model import SessionEvent, SessionHeader
 from sessionquery.persistence.base import DocumentLog, PersistedSession, SessionPersistence
 from sessionquery.query.cancel import CancelToken
@@ -31,30 +33,6 @@ __all__ = [
     "StatCorpus",
     "validate_match",
 ]
-
-SearchMatch = Literal["phrase", "words", "relevance"]
-"""How a search query matches an event (SPEC §13.3, §14.1): ``"phrase"`` (the default) is the
-query as one literal phrase (SPEC §7); ``"words"`` is every word of the query somewhere in the
-event, in any order; ``"relevance"`` is any of its words, events ranked by BM25 and each
-session by its best event and its titles (:mod:`sessionquery.search.relevance`)."""
-
-SEARCH_MATCHES: tuple[SearchMatch, ...] = ("phrase", "words", "relevance")
-"""The accepted ``match`` values; anything else is ``INVALID_QUERY``."""
-
-
-def validate_match(match: object) -> SearchMatch:
-    """``match`` if it is one of :data:`SEARCH_MATCHES`.
-
-    Raises:
-        SessionQueryError: ``INVALID_QUERY`` naming the accepted values.
-    """
-    for known in SEARCH_MATCHES:
-        if match == known and type(match) is str:
-            return known
-    raise SessionQueryError(
-        ErrorCode.INVALID_QUERY,
-        f"session-search match must be 'phrase', 'words' or 'relevance', not {match!r}",
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""Over-long ``phrase`` and ``words`` queries, answered in bounded time by both backends.
+"""Over-long span-ordered queries (the ``phrase`` and ``words`` modes' plans), answered in
+bounded time by both backends.
 
 A search engine's expression for a query of thousands of distinct words is expensive to
 build (SQLite FTS5 prepares an ``AND`` of ``n`` terms in time quadratic in ``n``, before any
@@ -11,7 +12,8 @@ So a query of more than :data:`EXPRESSION_TERMS` distinct tokens (or a phrase of
 2. the candidates are the documents holding the :data:`EXPRESSION_TERMS` longest distinct
    tokens (long tokens are rare ones), an expression of bounded size;
 3. each candidate's own tokens decide, exactly as the expression would have: every token
-   present (``words``) or the whole token sequence present (``phrase``), and its match span
+   present (:attr:`Words.EVERY`) or the whole token sequence present
+   (:attr:`Words.AS_PHRASE`), and its match span
    count by the same rule as FTS5 ``highlight()`` (:func:`count_spans`).
 
 The answer is the same as the one expression would give, so results never depend on the
@@ -24,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from sessionquery.query.backend import SearchMatch
+from sessionquery.match_modes import Words
 
 __all__ = [
     "EXPRESSION_TERMS",
@@ -47,20 +49,27 @@ Phrases = tuple[tuple[str, ...], ...]
 distinct word (``words`` mode)."""
 
 
-def is_long(tokens: Sequence[str], mode: SearchMatch) -> bool:
-    """Whether a ``phrase``/``words`` query of these tokens takes the bounded path: more
-    than :data:`EXPRESSION_TERMS` distinct tokens, or a phrase of more than
-    :data:`PHRASE_TOKENS`."""
-    if mode == "phrase" and len(tokens) > PHRASE_TOKENS:
-        return True
-    return len(set(tokens)) > EXPRESSION_TERMS
+def phrases_of(tokens: Sequence[str], words: Words) -> Phrases:
+    """The phrases a span-ordered query of these tokens requires: one phrase of them all
+    (:attr:`Words.AS_PHRASE`) or one single-token phrase per distinct token
+    (:attr:`Words.EVERY`).
 
-
-def phrases_of(tokens: Sequence[str], mode: SearchMatch) -> Phrases:
-    """The phrases a ``phrase`` or ``words`` query of these tokens requires."""
-    if mode == "phrase":
+    Raises:
+        ValueError: for :attr:`Words.ANY` (relevance has its own plan, :mod:`.relevance`).
+    """
+    if words is Words.AS_PHRASE:
         return (tuple(tokens),) if tokens else ()
-    return tuple((token,) for token in dict.fromkeys(tokens))
+    if words is Words.EVERY:
+        return tuple((token,) for token in dict.fromkeys(tokens))
+    raise ValueError(f"{words.name} candidates are not phrases")
+
+
+def is_long(phrases: Phrases) -> bool:
+    """Whether a query requiring these phrases takes the bounded path: more than
+    :data:`EXPRESSION_TERMS` distinct tokens, or a phrase of more than :data:`PHRASE_TOKENS`."""
+    if any(len(phrase) > PHRASE_TOKENS for phrase in phrases):
+        return True
+    return len({token for phrase in phrases for token in phrase}) > EXPRESSION_TERMS
 
 
 def selective_tokens(tokens: Sequence[str]) -> list[str]:

@@ -2,7 +2,9 @@
 
 Both backends validate the query, the match mode, the filters and the limit and fingerprint
 the request for its cursors before they touch their index; this module is that step, so the
-two cannot drift apart. Each backend then compiles the clauses into its own SQL dialect.
+two cannot drift apart. Each backend then compiles the clauses into its own SQL dialect and
+executes the mode's plan (:attr:`SearchRequest.plan`), never comparing the mode's name. The
+mode is part of the fingerprint, so a cursor of one mode never continues another.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.match_modes import SearchMatch, SearchPlan, search_mode, validate_match
 from sessionquery.model.textmatch import collapse_whitespace
-from sessionquery.query.backend import SearchMatch, validate_match
 from sessionquery.query.filters import (
     EventFilter,
     SessionFilter,
@@ -88,6 +90,12 @@ class SearchRequest:
     allow_partial: bool = False
     """Answer from the indexed part of an unfinished build rather than ``INDEX_BUILDING``
     (not part of the fingerprint: it changes when an answer comes, not what it is)."""
+
+    @property
+    def plan(self) -> SearchPlan:
+        """The steps a backend executes, from the mode's record
+        (:mod:`sessionquery.match_modes`)."""
+        return search_mode(self.mode).plan
 
 
 def session_request(

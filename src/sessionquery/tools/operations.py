@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any, Final, Protocol, TypeVar
 
 from sessionquery.errors import ErrorCode, SessionQueryError, ToolErrorCode
+from sessionquery.match_modes import SERVICE_MATCH, search_mode
 from sessionquery.query import filters as clauses
 from sessionquery.query.backend import SearchMatch
 from sessionquery.query.cancel import CancelToken
@@ -239,8 +240,9 @@ class Operations:
             return self._collect(fetch, self._acceptable_hit, _session_key, skippable)
 
         hits, capped = collect(match)
-        if not hits and match == "phrase" and _several_words(args.query):
-            hits, capped = collect("words")
+        retry = search_mode(match).fallback
+        if not hits and retry is not None and _several_words(args.query):
+            hits, capped = collect(retry)
             fallback = bool(hits)
         cap = len(hits) if capped else self._max  # fewer than the cap when the corpus kept moving
         # A hit whose session changed since it was indexed (deleted, or replaced by one from
@@ -292,8 +294,9 @@ class Operations:
 
         hits, capped = collect(match)
         fallback = False
-        if not hits and match == "phrase" and _several_words(args.query):
-            hits, capped = collect("words")
+        retry = search_mode(match).fallback
+        if not hits and retry is not None and _several_words(args.query):
+            hits, capped = collect(retry)
             fallback = bool(hits)
         cap = len(hits) if capped else self._max  # as in session_search
         return render.render_event_search(
@@ -463,7 +466,7 @@ class Operations:
         )
 
         def call(token: CancelToken | None) -> SessionSearchPage:
-            if match == "phrase":  # no ``match``: phrase is every service's default
+            if match == SERVICE_MATCH:  # no ``match``: every service's default
                 return search(cancel=token, allow_partial=True)
             return search(cancel=token, match=match, allow_partial=True)
 
@@ -486,7 +489,7 @@ class Operations:
         )
 
         def call(token: CancelToken | None) -> EventSearchPage:
-            if match == "phrase":  # as in _session_page
+            if match == SERVICE_MATCH:  # as in _session_page
                 return search(cancel=token, allow_partial=True)
             return search(cancel=token, match=match, allow_partial=True)
 
@@ -649,5 +652,6 @@ def _shown_corrections(
 
 def _several_words(query: str) -> bool:
     """Whether ``query`` has two or more words (runs of letters and digits), so that a
-    phrase search finding nothing is retried as ``match="words"`` (SPEC §13.3)."""
+    search finding nothing is retried in its mode's ``fallback`` (a phrase as
+    ``match="words"``, SPEC §13.3)."""
     return len(_WORD.findall(query)) >= 2

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from sessionquery.match_modes import TOOL_MATCHES, TOOLS_MATCH, ToolMatch, search_mode
 from sessionquery.query.filters import (
     AVAILABILITY_VALUES,
     SURFACE_VALUES,
@@ -118,12 +119,6 @@ DEFAULT_READ_WINDOW_MAX = 50
 """The ``maximum`` of ``before``/``after`` when the service does not say (SessionQuery's
 default ``read_window_max``)."""
 
-ToolMatch = Literal["relevance", "phrase"]
-"""How the two search tools match a query: ``"relevance"`` (any of its words, best answers
-first) or ``"phrase"`` (the literal phrase)."""
-
-TOOL_MATCHES: tuple[ToolMatch, ...] = ("relevance", "phrase")
-
 
 @dataclass(frozen=True, slots=True)
 class ToolSettings:
@@ -137,7 +132,7 @@ class ToolSettings:
 
     search_timeout_ms: int = DEFAULT_SEARCH_TIMEOUT_MS
     read_window_max: int = DEFAULT_READ_WINDOW_MAX
-    match: ToolMatch = "relevance"
+    match: ToolMatch = TOOLS_MATCH
 
 
 DEFAULT_SETTINGS = ToolSettings()
@@ -270,16 +265,19 @@ class EventReadArgs:
 # --- session_search -------------------------------------------------------------------------
 
 _SURFACES = list(SURFACE_VALUES)
+_OFFERED = [(name, offer) for name in TOOL_MATCHES if (offer := search_mode(name).model)]
+"""The modes a model may choose with what it is told of each (:mod:`sessionquery.match_modes`)."""
 _QUERY = (
-    "What to look for: a question or some words (match relevance), or an exact phrase whose "
-    "words must appear adjacent and in this order (match phrase)."
+    "What to look for: "
+    + ", or ".join(f"{offer.query} (match {name})" for name, offer in _OFFERED)
+    + "."
 )
 
 
 def _match(settings: ToolSettings, what: str) -> dict[str, Any]:
+    finds = "; ".join(f"{name}: {offer.finds.format(what=what)}" for name, offer in _OFFERED)
     return string(
-        f"How to match the query. relevance: {what} holding any of its words, best answers "
-        f"first; phrase: only {what} holding the exact phrase. Omit for {settings.match}.",
+        f"How to match the query. {finds}. Omit for {settings.match}.",
         TOOL_MATCHES,
     )
 

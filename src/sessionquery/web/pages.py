@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from sessionquery.match_modes import SEARCH_MODES
 from sessionquery.query.types import LineageNode, LineageTrace, SessionRecord, SessionSearchHit
 from sessionquery.web.catalog import NOT_READ, Row
 from sessionquery.web.layout import badge, page, session_url, size_text, url
@@ -242,7 +243,7 @@ def search_page(
 ) -> Markup:
     """Search results: the form, then each session hit with its best event and snippet
     (``corrections``: typed word → the word searched instead)."""
-    labels = {"relevance": "Best match", "phrase": "Exact phrase", "words": "All words"}
+    labels: dict[str, str] = {mode.name: mode.label for mode in SEARCH_MODES}
     form = el(
         "form",
         {"class": "filters searchform", "method": "get", "action": "/search"},

@@ -12,9 +12,10 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast, get_args
+from typing import Any, cast
 
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.match_modes import PEOPLE_MATCH, SEARCH_MATCHES
 from sessionquery.query.backend import SearchMatch
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import CwdIn
@@ -36,12 +37,12 @@ from sessionquery.web.timefmt import iso_time
 
 __all__ = ["DEFAULT_MATCH", "SEARCH_DEADLINE_S", "TITLE_BUDGET_S", "Request", "Routes"]
 
-DEFAULT_MATCH: SearchMatch = "relevance"
+DEFAULT_MATCH: SearchMatch = PEOPLE_MATCH
 """The search page's default mode: any of the words, ranked by relevance (SPEC §14.1)."""
 
 MATCHES: tuple[str, ...] = (
     DEFAULT_MATCH,
-    *(m for m in get_args(SearchMatch) if m != DEFAULT_MATCH),
+    *(m for m in SEARCH_MATCHES if m != DEFAULT_MATCH),
 )
 """The modes the search page offers, its default first."""
 SEARCH_DEADLINE_S = 3.0

@@ -17,6 +17,7 @@ from conftest import raises_code
 from postgres_support import PostgresServer
 from search_sqlite_support import FakeCorpus, FakePersistence, header
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.match_modes import SEARCH_MATCHES
 from sessionquery.query.cancel import CancelToken
 from sessionquery.search.postgres import PostgresSearch
 from sessionquery.search.postgres.bounded import LOOKUP_CHUNK
@@ -37,7 +38,7 @@ def _corpus() -> FakeCorpus:
     return FakeCorpus(store)
 
 
-@pytest.mark.parametrize("mode", ["phrase", "words", "relevance"])
+@pytest.mark.parametrize("mode", SEARCH_MATCHES)
 def test_a_hundred_thousand_word_query_answers_or_aborts_at_its_deadline(
     postgres_server: PostgresServer, mode: str
 ) -> None:

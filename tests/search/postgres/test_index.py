@@ -27,6 +27,7 @@ from search_sqlite_support import (
 )
 from sessionquery import SessionQuery, SessionStore
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.match_modes import SEARCH_MATCHES, SEARCH_MODES, search_mode
 from sessionquery.model import SessionHeader
 from sessionquery.persistence import JsonlPersistence
 from sessionquery.persistence.base import DocumentLog, PersistedSession
@@ -116,7 +117,7 @@ def test_text_is_tokenized_like_unicode61(text: str, expected: list[str]) -> Non
 def test_match_spans_merge_overlapping_instances_like_highlight(
     doc: str, query: str, match: str, spans: int
 ) -> None:
-    plan = match_plan(query, match)  # type: ignore[arg-type]
+    plan = match_plan(query, search_mode(match).plan.words)
     assert plan is not None
     assert span_count(tokens(doc), plan) == spans
 
@@ -168,7 +169,7 @@ def all_pages(
         min_size=1,
         max_size=3,
     ).map(" ".join),
-    match=st.sampled_from(["phrase", "words", "relevance"]),
+    match=st.sampled_from(SEARCH_MATCHES),
 )
 def test_session_and_event_search_answer_exactly_as_sqlite(
     postgres_server: PostgresServer,
@@ -207,7 +208,7 @@ def test_session_and_event_search_answer_exactly_as_sqlite(
     query=st.lists(
         st.sampled_from([*WORDS, "a a", "a.b.a", "foo.bar"]), min_size=1, max_size=3
     ).map(" ".join),
-    match=st.sampled_from(["phrase", "words"]),
+    match=st.sampled_from([m.name for m in SEARCH_MODES if not m.plan.ranked]),
 )
 @pytest.mark.slow
 def test_database_counts_equal_the_live_overlay_counts_in_both_match_modes(
@@ -221,7 +222,7 @@ def test_database_counts_equal_the_live_overlay_counts_in_both_match_modes(
             db = pg.search_events(persisted, "s", query, match=match)  # type: ignore[arg-type]
             mem = pg.search_events(live, "s", query, match=match)  # type: ignore[arg-type]
             assert shape_events(db) == shape_events(mem)
-            plan = match_plan(" ".join(query.split()), match)  # type: ignore[arg-type]
+            plan = match_plan(" ".join(query.split()), search_mode(match).plan.words)
             expected = sum(1 for text in docs if plan and span_count(tokens(text), plan))
             assert len(db.items) == min(expected, 20)
     finally:
@@ -405,12 +406,12 @@ def test_headers_survive_the_index_round_trip(pg: PostgresSearch) -> None:
     query=st.lists(
         st.sampled_from(["a", "b", "foo", "x y", "cafe", "i"]), min_size=1, max_size=3
     ).map(" ".join),
-    match=st.sampled_from(["phrase", "words"]),
+    match=st.sampled_from([m.name for m in SEARCH_MODES if not m.plan.ranked]),
 )
 def test_the_first_match_is_where_the_first_highlighted_span_starts(
     text: str, query: str, match: str
 ) -> None:
-    plan = match_plan(query, match)  # type: ignore[arg-type]
+    plan = match_plan(query, search_mode(match).plan.words)
     assert plan is not None
     spans = token_spans(text)
     words = [token for token, _start in spans]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from postgres_support import PostgresServer
 from search_sqlite_support import all_session_pages, build_corpus, corpus_of
+from sessionquery.match_modes import Words
 from sessionquery.query.filters import CwdIn
 from sessionquery.query.types import SessionSearchPage
 from sessionquery.search.postgres import PostgresSearch, walk
@@ -84,7 +85,7 @@ def dsn(postgres_dsn: str) -> Iterator[str]:
 
 def _ranked(dsn: str, query: str, lim: int, off: int = 0) -> tuple[list[str], int]:
     """The session ids of :func:`walk.ranked_sessions` and the depth that answered."""
-    plan = match_plan(query, "phrase")
+    plan = match_plan(query, Words.AS_PHRASE)
     assert plan is not None
     compiled = compile_filters([], [], predicate_limit=14)
     params = {**match_params(plan), "live": [], "lim": lim, "off": off}

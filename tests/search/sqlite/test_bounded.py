@@ -14,6 +14,7 @@ from builders import log
 from conftest import raises_code
 from search_sqlite_support import FakeCorpus, FakePersistence, header
 from sessionquery.errors import ErrorCode
+from sessionquery.match_modes import SEARCH_MATCHES, SEARCH_MODES, search_mode
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import CwdIn, TypeIn
 from sessionquery.search.bounded import EXPRESSION_TERMS, count_spans, phrases_of
@@ -44,7 +45,7 @@ def _expected(texts: dict[str, list[str]], query: str, mode: str) -> list[tuple[
     from sessionquery.search.sqlite import db
 
     with db.connect(":memory:") as conn:
-        phrases = phrases_of(query_tokens(conn, query), mode)  # type: ignore[arg-type]
+        phrases = phrases_of(query_tokens(conn, query), search_mode(mode).plan.words)
         ranked = []
         for sid, docs in texts.items():
             best = None
@@ -94,7 +95,7 @@ def test_long_words_and_phrase_queries_answer_as_one_expression_would(index: Sql
 def test_a_long_query_with_a_word_no_document_holds_matches_nothing(index: SqliteSearch) -> None:
     corpus, texts = _corpus(random.Random(4))
     words = [*sorted(set(texts["s01"][0].split()))[: EXPRESSION_TERMS + 5], "nowhere"]
-    for mode in ("phrase", "words"):
+    for mode in [m.name for m in SEARCH_MODES if not m.plan.ranked]:
         assert index.search_sessions(corpus, " ".join(words), match=mode).items == []
 
 
@@ -114,7 +115,7 @@ def test_filters_apply_on_the_bounded_path(index: SqliteSearch) -> None:
     )
 
 
-@pytest.mark.parametrize("mode", ["phrase", "words", "relevance"])
+@pytest.mark.parametrize("mode", SEARCH_MATCHES)
 def test_a_hundred_thousand_word_query_answers_or_aborts_at_its_deadline(
     index: SqliteSearch, mode: str
 ) -> None:

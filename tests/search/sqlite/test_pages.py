@@ -11,6 +11,7 @@ from builders import log
 from conftest import raises_code
 from search_sqlite_support import FakeCorpus, FakePersistence, header
 from sessionquery.errors import ErrorCode
+from sessionquery.match_modes import SEARCH_MATCHES
 from sessionquery.search.sqlite import SqliteSearch
 
 
@@ -23,7 +24,7 @@ def _corpus() -> FakeCorpus:
     return corpus
 
 
-@pytest.mark.parametrize("match", ["phrase", "words", "relevance"])
+@pytest.mark.parametrize("match", SEARCH_MATCHES)
 def test_every_mode_reads_stored_and_live_hits_with_their_records(
     tmp_path: Path, match: str
 ) -> None:

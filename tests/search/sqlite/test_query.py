@@ -14,6 +14,7 @@ from builders import assistant, log, user
 from conftest import raises_code
 from search_sqlite_support import FakeCorpus, FakePersistence, header
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.match_modes import SEARCH_MODES
 from sessionquery.model import SessionEvent
 from sessionquery.query.filters import (
     AvailabilityIn,
@@ -259,7 +260,7 @@ def _expected(
     ),
     live=st.dictionaries(st.sampled_from("defg"), _texts, max_size=3),
     query=st.sampled_from(_QUERIES),
-    match=st.sampled_from(["phrase", "words"]),
+    match=st.sampled_from([m.name for m in SEARCH_MODES if not m.plan.ranked]),
     cwd=st.sampled_from([None, ["/w"], ["/w", None]]),
     types=st.sampled_from([None, ["user/message"], ["assistant/message"]]),
 )

@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 
+from sessionquery.match_modes import Words
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.search.bounded import Phrases, count_spans, first_span, selective_tokens
 from sessionquery.search.postgres.overlay import LiveDoc, LiveOverlay, LiveSession
@@ -75,7 +76,7 @@ def all_present(
 
 def selective_plan(tokens: Sequence[str]) -> MatchPlan:
     """The bounded plan every candidate must satisfy: each selective token, anywhere."""
-    plan = match_plan(" ".join(selective_tokens(tokens)), "words")
+    plan = match_plan(" ".join(selective_tokens(tokens)), Words.EVERY)
     assert plan is not None
     return plan
 

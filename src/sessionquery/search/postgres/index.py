@@ -43,7 +43,7 @@ from sessionquery.query.types import (
     SessionSearchHit,
 )
 from sessionquery.search.base import OpenAt, SearchBase, Window, not_indexed_yet
-from sessionquery.search.bounded import is_long
+from sessionquery.search.bounded import is_long, phrases_of
 from sessionquery.search.cursor import CursorPosition, page_offset
 from sessionquery.search.postgres import schema, walk
 from sessionquery.search.postgres.modes import ModeSearches
@@ -296,15 +296,15 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
     ) -> Window[SessionSearchHit]:
         sessions, events = request.session_filters, request.event_filters
         page_size = request.page_size
-        if request.mode == "relevance":
+        if request.plan.ranked:
             return self._relevance_sessions(
                 corpus, request, compiled, position=position, cancel=cancel
             )
         words = tokens(request.text)
         check_cancel(cancel)  # a long query's tokens took a while
-        if is_long(words, request.mode):
+        if is_long(phrases_of(words, request.plan.words)):
             return self._long_sessions(corpus, words, request, compiled, position, cancel)
-        plan = match_plan(request.text, request.mode)
+        plan = match_plan(request.text, request.plan.words)
         with self._connection(cancel) as conn:
             partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             generation = f"{self._generation}:{self._overlay.generation}"
@@ -342,15 +342,15 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
         cancel: CancelToken | None,
     ) -> tuple[SessionHeader, Window[EventSearchHit]]:
         events, page_size = request.event_filters, request.page_size
-        if request.mode == "relevance":
+        if request.plan.ranked:
             return self._relevance_events(
                 corpus, session_id, request, compiled, position=position, cancel=cancel
             )
         words = tokens(request.text)
         check_cancel(cancel)  # a long query's tokens took a while
-        if is_long(words, request.mode):
+        if is_long(phrases_of(words, request.plan.words)):
             return self._long_events(corpus, session_id, words, request, compiled, position, cancel)
-        plan = match_plan(request.text, request.mode)
+        plan = match_plan(request.text, request.plan.words)
         with self._connection(cancel) as conn:
             partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             live = self._overlay.sessions.get(session_id)

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from sessionquery.match_modes import Words
 from sessionquery.model import SessionHeader, SurfaceClass
-from sessionquery.query.backend import Corpus, SearchMatch
+from sessionquery.query.backend import Corpus
 from sessionquery.query.cancel import CancelToken
 from sessionquery.query.filters import event_matches
 from sessionquery.query.types import (
@@ -78,14 +79,14 @@ class ModeSearches:
         self,
         conn: psycopg.Connection[Any],
         words: Sequence[str],
-        mode: SearchMatch,
+        candidates: Words,
         compiled: CompiledFilters,
         request: SearchRequest,
         persisted: bool,
         session_id: str | None,
         cancel: CancelToken | None,
     ) -> list[bounded.Found]:
-        phrases = phrases_of(words, mode)
+        phrases = phrases_of(words, candidates)
         overlay = self._overlay
         if not bounded.all_present(
             conn, overlay, words, include_persisted=persisted, cancel=cancel
@@ -138,7 +139,7 @@ class ModeSearches:
             found = self._long_found(
                 conn,
                 words,
-                request.mode,
+                request.plan.words,
                 compiled,
                 request,
                 corpus.persistence is not None,
@@ -180,7 +181,7 @@ class ModeSearches:
             found = self._long_found(
                 conn,
                 words,
-                request.mode,
+                request.plan.words,
                 compiled,
                 request,
                 corpus.persistence is not None,

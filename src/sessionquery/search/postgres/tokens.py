@@ -21,14 +21,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sessionquery.query.backend import SearchMatch
-from sessionquery.search.bounded import count_spans
+from sessionquery.match_modes import Words
+from sessionquery.search.bounded import count_spans, phrases_of
 from sessionquery.search.postgres._unicode61_table import FOLDED, SEPARATORS, SILENT
 
 __all__ = [
     "LEXEME_CHARS",
     "MatchPlan",
-    "SearchMatch",
     "first_match",
     "lexeme",
     "match_plan",
@@ -122,19 +121,16 @@ class MatchPlan:
         return sorted({lexeme(token) for phrase in self.phrases for token in phrase})
 
 
-def match_plan(normalized_query: str, match: SearchMatch) -> MatchPlan | None:
+def match_plan(normalized_query: str, words: Words) -> MatchPlan | None:
     """The plan for a normalised query, or ``None`` when it has no token (matches nothing).
 
-    ``"phrase"``: the whole query is one phrase. ``"words"``: every distinct token of the
-    query is a one-token phrase of its own (``foo.bar baz`` needs ``foo``, ``bar`` and ``baz``
-    anywhere in the event), as the SQLite backend's ``AND`` of tokens.
+    :attr:`Words.AS_PHRASE`: the whole query is one phrase. :attr:`Words.EVERY`: every
+    distinct token of the query is a one-token phrase of its own (``foo.bar baz`` needs
+    ``foo``, ``bar`` and ``baz`` anywhere in the event), as the SQLite backend's ``AND`` of
+    tokens (the kernel's :func:`~sessionquery.search.bounded.phrases_of`).
     """
-    if match == "phrase":
-        whole = tuple(tokens(normalized_query))
-        candidates = [whole] if whole else []
-    else:
-        candidates = [(token,) for token in tokens(normalized_query)]
-    phrases = tuple(dict.fromkeys(phrase for phrase in candidates if phrase))
+    found = phrases_of(tokens(normalized_query), words)
+    phrases = tuple(dict.fromkeys(phrase for phrase in found if phrase))
     if not phrases:
         return None
     seen: set[str] = set()

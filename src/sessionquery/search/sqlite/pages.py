@@ -13,12 +13,13 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.match_modes import Words
 from sessionquery.model import SessionHeader, SurfaceClass
-from sessionquery.query.backend import Corpus, SearchMatch
+from sessionquery.query.backend import Corpus
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.query.types import EventSearchHit, SessionRecord, SessionSearchHit
 from sessionquery.search.base import Window
-from sessionquery.search.bounded import is_long, phrases_of
+from sessionquery.search.bounded import Phrases, is_long, phrases_of
 from sessionquery.search.predicates import CompiledFilters
 from sessionquery.search.relevance import TITLE_WEIGHT, RelevancePlan, plan_relevance
 from sessionquery.search.request import SearchRequest
@@ -70,8 +71,8 @@ class Pages:
         generation: str,
         cancel: CancelToken | None,
     ) -> Window[SessionSearchHit]:
-        text, mode, page_size = request.text, request.mode, request.page_size
-        if mode == "relevance":
+        text, words, page_size = request.text, request.plan.words, request.page_size
+        if request.plan.ranked:
             return self._relevance_sessions(
                 conn,
                 request,
@@ -83,11 +84,12 @@ class Pages:
             )
         tokens = query_tokens(conn, text)
         check_cancel(cancel)  # a long query's tokens took a while
-        if is_long(tokens, mode):
+        phrases = phrases_of(tokens, words)
+        if is_long(phrases):
             return self._long_sessions(
-                conn, tokens, request, compiled, persisted, offset, generation, cancel
+                conn, tokens, phrases, request, compiled, persisted, offset, generation, cancel
             )
-        matcher = self._matcher(text, tokens, mode, cancel)
+        matcher = self._matcher(text, tokens, phrases, words, cancel)
         sql = session_search_sql(compiled, include_persisted=persisted)
         params = {
             **compiled.params,
@@ -112,8 +114,8 @@ class Pages:
         generation: str,
         cancel: CancelToken | None,
     ) -> Window[EventSearchHit]:
-        text, mode, page_size = request.text, request.mode, request.page_size
-        if mode == "relevance":
+        text, words, page_size = request.text, request.plan.words, request.page_size
+        if request.plan.ranked:
             return self._relevance_events(
                 conn,
                 request,
@@ -127,17 +129,18 @@ class Pages:
             )
         tokens = query_tokens(conn, text)
         check_cancel(cancel)  # a long query's tokens took a while
-        if is_long(tokens, mode):
+        phrases = phrases_of(tokens, words)
+        if is_long(phrases):
             found: list[bounded.Candidate] = []
             if bounded.all_present(conn, tokens, include_persisted=not live):
                 matching = bounded.candidates(
                     conn, tokens, compiled, branches=[live], bounds=key_range(key)
                 )
-                found = bounded.rank_events(conn, matching, phrases_of(tokens, mode), cancel)
+                found = bounded.rank_events(conn, matching, phrases, cancel)
             page = found[offset : offset + page_size + 1]
             hits = [self._long_hit(c) for c in page[:page_size]]
             return Window(hits, len(page) > page_size, generation, offset)
-        matcher = self._matcher(text, tokens, mode, cancel)
+        matcher = self._matcher(text, tokens, phrases, words, cancel)
         params = {
             **compiled.params,
             "q": matcher.expression,
@@ -159,6 +162,7 @@ class Pages:
         self,
         conn: db.Connection,
         tokens: Sequence[str],
+        phrases: Phrases,
         request: SearchRequest,
         compiled: CompiledFilters,
         persisted: bool,
@@ -171,7 +175,7 @@ class Pages:
         if bounded.all_present(conn, tokens, include_persisted=persisted):
             branches = [True, False] if persisted else [True]
             rows = bounded.candidates(conn, tokens, compiled, branches=branches)
-            found = bounded.rank_sessions(conn, rows, phrases_of(tokens, request.mode), cancel)
+            found = bounded.rank_sessions(conn, rows, phrases, cancel)
         window = found[offset : offset + page_size + 1]
         hits = [
             SessionSearchHit(
@@ -367,16 +371,18 @@ class Pages:
 
     @staticmethod
     def _matcher(
-        text: str, tokens: Sequence[str], match: SearchMatch, cancel: CancelToken | None
+        text: str,
+        tokens: Sequence[str],
+        phrases: Phrases,
+        words: Words,
+        cancel: CancelToken | None,
     ) -> spans.Matcher:
-        """The MATCH expression of the normalised query (of these tokens) in the given mode
-        and its phrases; registers the long-document span counter for this search."""
-        if match == "phrase":
+        """The MATCH expression of the normalised query (of these tokens) for the plan's
+        candidates, and the phrases it requires; registers the long-document span counter
+        for this search."""
+        if words is Words.AS_PHRASE:
             return spans.Matcher(quote_phrase(text), (tuple(tokens),), cancel)
-        distinct = tuple(dict.fromkeys(tokens))
-        return spans.Matcher(
-            words_expression(distinct), tuple((token,) for token in distinct), cancel
-        )
+        return spans.Matcher(words_expression(tokens), phrases, cancel)
 
     def _snippet(
         self,
