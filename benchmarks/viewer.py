@@ -396,6 +396,8 @@ def _verdict(figure: dict[str, float], target: float | None) -> str:
 
 def render(figures: dict[str, Any], big_events: int, transcripts: int) -> str:
     """The RESULTS.md section of one run."""
+    from sessionquery.web.session_page import FIRST_WINDOW, WINDOW
+
     load = ", ".join(f"{x:.1f}" for x in figures["load"])
     versions: dict[str, Any] = figures["versions"]
     after = versions["after"]
@@ -444,9 +446,11 @@ def render(figures: dict[str, Any], big_events: int, transcripts: int) -> str:
     lines += [
         "",
         *_cold_rows(figures.get("cold_reads")),
-        f"First screen: {cold['bytes'] / 1024:.0f} KB of HTML (150 events).",
+        f"First screen (this tree): {cold['bytes'] / 1024:.0f} KB of HTML "
+        f"({FIRST_WINDOW} events; before 2f2bd91 a first screen was {WINDOW}).",
         "",
-        "A session page renders a window of 150 events, never the whole log. Its cold first "
+        f"A session page renders a window of events ({FIRST_WINDOW} on the first screen, "
+        f"{WINDOW} for each window loaded while scrolling), never the whole log. Its cold first "
         "screen is the session's outline (every line's envelope validated and folded, the "
         "events' data parsed only for the window), read once per revision; the common-word "
         "search is the index's ranking of every matching event, and every search first "
