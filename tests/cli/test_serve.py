@@ -4,6 +4,7 @@ it cannot do in one line (the browser tests in tests/web/ exercise the pages).""
 from __future__ import annotations
 
 import http.client
+import socket
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -35,6 +36,22 @@ def test_a_port_in_use_is_one_typed_line(tmp_path: Path) -> None:
     assert done.returncode == 1 and done.stdout == ""
     (line,) = done.stderr.splitlines()
     assert line.startswith("SESSION_QUERY_INVALID_CONFIG: cannot listen on 127.0.0.1:")
+
+
+def test_a_port_in_use_is_refused_before_the_index_is_opened(tmp_path: Path) -> None:
+    make_history(tmp_path)
+    index = tmp_path / "fresh-index.sqlite3"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = run_cli(
+            ["serve", "--port", port, "--root", str(tmp_path / "sessions"), "--index", str(index)],
+            tmp_path,
+        )
+    assert done.returncode == 1
+    assert done.stderr.startswith("SESSION_QUERY_INVALID_CONFIG: cannot listen on 127.0.0.1:")
+    assert not index.exists()
 
 
 def test_a_bad_port_is_a_usage_error(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ Invariants: the URL is the first line of stdout (``http://HOST:PORT/``, with ``?
 when the bind is not loopback), flushed before anything else happens; the search index is
 brought up to date in a background thread while the pages already answer; Ctrl-C stops the
 server cleanly (exit status 0); a port that cannot be bound is one
-``SESSION_QUERY_INVALID_CONFIG`` line.
+``SESSION_QUERY_INVALID_CONFIG`` line, said before the index is opened (nothing is created).
 """
 
 from __future__ import annotations
@@ -61,23 +61,27 @@ def cmd_serve(inv: Invocation) -> int:
 
     args = inv.args
     app = inv.app
-    persistence = app.persistence()
-    search = app.open_index()
+    # The port first: a port in use is said at once, before the index is opened or made.
+    try:
+        server = ViewerServer(args.host, args.port, None)
+    except OSError as error:
+        raise SessionQueryError(
+            ErrorCode.INVALID_CONFIG,
+            f"cannot listen on {args.host}:{args.port}: {error.strerror or error}; "
+            "choose another port with --port (0 picks a free one)",
+        ) from None
+    try:
+        persistence = app.persistence()
+        search = app.open_index()
+    except BaseException:
+        server.server_close()
+        raise
     # Every log the index reads leaves its title in the title cache (the readers fold it in
     # the same pass), so the pages show titles without reading any log again.
     query = app.service(search, through=inv.recording_titles)
     selection = app.selection
     label = selection.sources[0].label if len(selection.sources) == 1 else "store"
     catalog = Catalog(query, persistence, source_label=label, titles=_title_reader(inv))
-    try:
-        server = ViewerServer(args.host, args.port, None)
-    except OSError as error:
-        query.close()
-        raise SessionQueryError(
-            ErrorCode.INVALID_CONFIG,
-            f"cannot listen on {args.host}:{args.port}: {error.strerror or error}; "
-            "choose another port with --port (0 picks a free one)",
-        ) from None
     guard = Guard.for_bind(args.host, server.port)
     server.app = ViewerApp(catalog, guard, export=lambda sid: export_session(query, sid))
     sys.stdout.write(guard.url() + "\n")
