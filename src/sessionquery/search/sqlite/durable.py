@@ -23,7 +23,6 @@ a deadline, a session with more text than one such batch is written alone, and o
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.model.jsonvalue import compact_json
 from sessionquery.persistence.base import DocumentLog, PersistedSession, SessionPersistence
 from sessionquery.persistence.documents import title_documents
 from sessionquery.query.backend import (
@@ -199,7 +199,7 @@ def _text_size(document_log: DocumentLog) -> int:
 
 
 def _header_json(document_log: DocumentLog) -> str:
-    return json.dumps(document_log.header.to_json(), ensure_ascii=False, separators=(",", ":"))
+    return compact_json(document_log.header.to_json())
 
 
 def _conflict(session_id: str) -> SessionQueryError:
