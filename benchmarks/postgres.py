@@ -63,14 +63,15 @@ def _now() -> str:
 
 def backend_cpu(dsn: str) -> float:
     """CPU seconds the server's processes serving ``dsn``'s database have used so far (from
-    ``/proc``: the server runs on this machine), this monitor's own backend left out."""
+    ``/proc``: the server runs on this machine), client backends only: this monitor's own
+    backend and the server's workers (autovacuum after a bulk load) are left out."""
     import psycopg
 
     tick = os.sysconf("SC_CLK_TCK")
     with psycopg.connect(dsn, autocommit=True) as conn:
         rows = conn.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid()"
+            "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
         ).fetchall()
     total = 0.0
     for (pid,) in rows:
