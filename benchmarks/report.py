@@ -8,8 +8,14 @@ is faster, and for build throughput above 1 means sessionquery builds faster.
 
 from __future__ import annotations
 
+import io
+import subprocess
+import tarfile
 from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The repository's top folder."""
 
 TIMES = "\u00d7"
 """The multiplication sign printed after ratios."""
@@ -378,3 +384,16 @@ def replace_section(path: Path, section: str) -> None:
     end = text.find("\n## ", start + len(heading))
     rest = "" if end < 0 else text[end + 1 :]
     path.write_text(text[:start] + section.rstrip("\n") + "\n" + ("\n" + rest if rest else ""))
+
+
+def source_tree(rev: str, into: Path) -> Path:
+    """``rev``'s ``src/`` (``git archive`` of this repository) extracted under ``into``: what a
+    before/after benchmark puts first on ``PYTHONPATH`` for the *before* side."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", rev, "src"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "src"

@@ -35,10 +35,8 @@ import resource
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from dataclasses import dataclass
-from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +44,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from report import replace_section  # noqa: E402
+from report import replace_section, source_tree  # noqa: E402
 
 __all__ = ["main"]
 
@@ -79,17 +77,6 @@ class Version:
             NO_COLOR="1", PYTHONDONTWRITEBYTECODE="",
         )  # fmt: skip
         return env
-
-
-def _extract(rev: str, into: Path) -> Path:
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", rev, "src"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    with tarfile.open(fileobj=BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
 
 
 def _children_cpu() -> float:
@@ -226,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     with tempfile.TemporaryDirectory(prefix="sq-startup-") as scratch:
         work = Path(scratch)
-        old = _extract(args.baseline, work / "before")
+        old = source_tree(args.baseline, work / "before")
         versions = [Version("before", old), Version("after", ROOT / "src")]
         figures = measure(versions, work / "home", args.reps)
     section = render(figures, args.baseline, args.reps, load)

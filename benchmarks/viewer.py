@@ -41,7 +41,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
@@ -60,7 +59,7 @@ sys.path.insert(0, str(HERE))
 
 from corpus import CorpusSpec, generate  # noqa: E402
 from history import HistorySpec, generate_history, needle  # noqa: E402
-from report import replace_section  # noqa: E402
+from report import replace_section, source_tree  # noqa: E402
 
 __all__ = ["main", "measure"]
 
@@ -202,18 +201,6 @@ def probe(spec: dict[str, Any]) -> dict[str, Any]:
     return figures
 
 
-def _extract(rev: str, into: Path) -> Path:
-    """``rev``'s ``src/`` (``git archive``) under ``into``."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", rev, "src"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
-
-
 def _run_probe(src: Path, spec: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--probe", json.dumps(spec)],
@@ -276,7 +263,7 @@ def measure(
         figures["index_s"] = time.monotonic() - began
     versions = {"after": ROOT / "src"}
     if before is not None:
-        versions = {"before": _extract(before, work / f"before-{before}"), **versions}
+        versions = {"before": source_tree(before, work / f"before-{before}"), **versions}
     spec = {
         "sources": _sources(home, big, index),
         "big_id": big_id,
