@@ -146,9 +146,57 @@ def freeze_json(value: object, where: str = "data") -> JsonValue:
             walk (instead of a ``RecursionError``).
     """
     try:
-        return _freeze(value, where)
+        try:
+            return _freeze_plain(value)
+        except (_NotPlain, UnicodeEncodeError):
+            # Walked again with paths: the error names the offending value, and values
+            # that are not plain JSON types (subclasses, other mappings) are normalised.
+            return _freeze(value, where)
     except RecursionError:
         raise ValueError(f"{where}: JSON nested too deeply") from None
+
+
+class _NotPlain(Exception):
+    """A value :func:`_freeze_plain` leaves to :func:`_freeze`."""
+
+
+def _freeze_plain(value: object) -> JsonValue:
+    """:func:`_freeze` of a value made only of plain JSON types that are all valid, without
+    building the path of every value on the way (raises :class:`_NotPlain` or
+    ``UnicodeEncodeError`` at anything else)."""
+    kind = type(value)
+    if kind is str:
+        if not value.isascii():  # type: ignore[attr-defined]
+            value.encode("utf-8")  # type: ignore[attr-defined]
+        return value
+    if kind is dict:
+        items: dict[str, Any] = {}
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                raise _NotPlain
+            if not key.isascii():
+                key.encode("utf-8")
+            items[key] = _freeze_plain(item)
+        frozen_dict = FrozenDict(items)
+        _mark_validated(frozen_dict, "_validated", True)
+        return frozen_dict
+    if kind is list or kind is tuple:
+        frozen_list = FrozenList([_freeze_plain(item) for item in value])  # type: ignore[attr-defined]
+        _mark_validated(frozen_list, "_validated", True)
+        return frozen_list
+    if value is None or kind is bool:
+        return value
+    if kind is int:
+        if value.bit_length() > _HUGE_INT_BITS:  # type: ignore[attr-defined]
+            raise _NotPlain
+        return value
+    if kind is float:
+        if not math.isfinite(value):  # type: ignore[arg-type]
+            raise _NotPlain
+        return value
+    if (kind is FrozenDict or kind is FrozenList) and _is_validated(value):
+        return value
+    raise _NotPlain
 
 
 def _freeze(value: object, where: str) -> JsonValue:
