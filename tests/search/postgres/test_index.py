@@ -102,6 +102,11 @@ def test_text_is_tokenized_like_unicode61(text: str, expected: list[str]) -> Non
     assert tokens(text) == expected
 
 
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F)) | st.text())
+def test_tokens_of_any_text_are_the_runs_between_separators_folded(text: str) -> None:
+    assert tokens(text) == [token for token, _start in token_spans(text)]
+
+
 @pytest.mark.parametrize(
     ("doc", "query", "match", "spans"),
     [

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -98,7 +98,7 @@ def _source_of(persistence: SessionPersistence) -> str:
     return kind
 
 
-def _lexemes(words: Sequence[str]) -> set[str]:
+def _lexemes(words: Iterable[str]) -> set[str]:
     """The distinct lexemes of ``words`` (most words are shorter than a lexeme's cut)."""
     distinct = set(words)
     if max(map(len, distinct), default=0) > LEXEME_CHARS:
@@ -119,7 +119,8 @@ def _doc_row(  # noqa: PLR0917
     """The row of one document and its distinct lexemes (for the term statistics)."""
     text = sanitize_text(raw)
     words = tokens(text)
-    held = _lexemes(words)
+    counts = Counter(words)  # hashes each token once, for both the lexemes and maxtf
+    held = _lexemes(counts)
     row = (
         sid,
         seq,
@@ -132,17 +133,16 @@ def _doc_row(  # noqa: PLR0917
         _tsvector(words, held),
         len(words),
         title,
-        max_repeats(words, held),
+        max_repeats(counts),
     )
     return row, held
 
 
-def max_repeats(words: Sequence[str], lexemes: set[str]) -> int:
-    """How often the most repeated token of ``words`` occurs (``maxtf``; 0 for none): a
-    query of ``P`` phrases has at most ``P`` times as many match spans in the document."""
-    if len(lexemes) == len(words):  # every token distinct (at most as many lexemes as tokens)
-        return 1 if words else 0
-    return max(Counter(words).values())
+def max_repeats(counts: Mapping[str, int]) -> int:
+    """How often the most repeated token occurs (``maxtf``; 0 for none), from each token's
+    count: a query of ``P`` phrases has at most ``P`` times as many match spans in the
+    document."""
+    return max(counts.values(), default=0)
 
 
 doc_row = _doc_row

@@ -53,6 +53,13 @@ _TRANSLATE[0] = " "
 
 _ASCII_TRANSLATE = {c: v for c, v in _TRANSLATE.items() if c < 0x80}
 
+# The same for ASCII text as bytes (a 256-byte table and the deleted bytes): ``bytes.translate``
+# runs in C. After it every ASCII whitespace character is a space (they are all separators),
+# so ``split()`` gives exactly the non-empty runs between spaces.
+_ASCII_BYTES = bytes(ord(_ASCII_TRANSLATE.get(c, chr(c)) or " ") for c in range(256))
+_ASCII_DELETE = bytes(c for c, v in _ASCII_TRANSLATE.items() if v == "")
+_ASCII_SPLIT_EXACT = all(_ASCII_TRANSLATE.get(c) == " " for c in range(0x80) if chr(c).isspace())
+
 
 def _char_class(ranges: Sequence[tuple[int, int]]) -> str:
     parts = []
@@ -68,8 +75,12 @@ _TOKEN_RUN = re.compile(f"[^\\x00{_char_class(SEPARATORS)}]+")
 
 def tokens(text: str) -> list[str]:
     """The ``unicode61`` tokens of ``text``, folded, in order (empty tokens are dropped)."""
-    table = _ASCII_TRANSLATE if text.isascii() else _TRANSLATE
-    return [token for token in text.translate(table).split(" ") if token]
+    if text.isascii():
+        if _ASCII_SPLIT_EXACT:
+            folded = text.encode("ascii").translate(_ASCII_BYTES, _ASCII_DELETE)
+            return folded.decode("ascii").split()
+        return [token for token in text.translate(_ASCII_TRANSLATE).split(" ") if token]
+    return [token for token in text.translate(_TRANSLATE).split(" ") if token]
 
 
 def token_spans(text: str) -> list[tuple[str, int]]:
