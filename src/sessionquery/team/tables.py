@@ -101,19 +101,26 @@ def write_statistics(
     terms = sorted((term, ws, n) for ws, delta in keyed for term, n in delta.terms.items() if n)
     if not terms:
         return
+    # COPY, then one upsert from the copy: binding tens of thousands of terms as array
+    # parameters cost more than the upsert itself.
     conn.execute(
-        "INSERT INTO sqi_team_terms (term, ws, mid, docs) SELECT t, w, %s, n "
-        "FROM unnest(%s::text[], %s::int[], %s::bigint[]) AS g(t, w, n) "
-        "ON CONFLICT (term, ws, mid) DO UPDATE SET docs = sqi_team_terms.docs + "
-        "excluded.docs",
-        (mid, *(list(column) for column in zip(*terms, strict=True))),
+        'CREATE TEMP TABLE IF NOT EXISTS sq_push_terms (term text COLLATE "C", ws integer, '
+        "docs bigint) ON COMMIT DELETE ROWS"
     )
-    fewer = [(term, ws) for term, ws, n in terms if n < 0]
-    if fewer:
+    with conn.cursor() as cur, cur.copy("COPY sq_push_terms (term, ws, docs) FROM STDIN") as copy:
+        for row in terms:
+            copy.write_row(row)
+    conn.execute(
+        "INSERT INTO sqi_team_terms (term, ws, mid, docs) SELECT g.term, g.ws, %s, g.docs "
+        "FROM sq_push_terms AS g ORDER BY g.term, g.ws "
+        "ON CONFLICT (term, ws, mid) DO UPDATE SET docs = sqi_team_terms.docs + excluded.docs",
+        (mid,),
+    )
+    if any(n < 0 for _term, _ws, n in terms):
         conn.execute(
-            "DELETE FROM sqi_team_terms AS k USING unnest(%s::text[], %s::int[]) AS g(t, w) "
-            "WHERE k.term = g.t AND k.ws = g.w AND k.mid = %s AND k.docs <= 0",
-            (*(list(column) for column in zip(*fewer, strict=True)), mid),
+            "DELETE FROM sqi_team_terms AS k USING sq_push_terms AS g "
+            "WHERE g.docs < 0 AND k.term = g.term AND k.ws = g.ws AND k.mid = %s AND k.docs <= 0",
+            (mid,),
         )
 
 
