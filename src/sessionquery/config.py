@@ -121,7 +121,7 @@ _KEYS = frozenset(
         "push",
     }
 )
-_PUSH_KEYS = frozenset({"postgres", "machine", "interval"})
+_PUSH_KEYS = frozenset({"postgres", "machine", "interval", "jobs"})
 
 
 def _absolute(path: Path) -> Path:
@@ -145,7 +145,7 @@ class FileSettings:
             (off by default: with redaction on, the archive holds the redacted form).
         push: the ``[push]`` table (``sessionquery push``): ``postgres`` (the team database),
             ``machine`` (this machine's name there), ``interval`` (seconds between pushes of
-            ``--watch``); empty when the file has none.
+            ``--watch``), ``jobs`` (reader processes, 1-16); empty when the file has none.
     """
 
     path: Path
@@ -271,6 +271,11 @@ def _push_table(path: Path, table: object) -> dict[str, str | float]:
         if isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0:
             raise _invalid(path, "'push.interval' must be a positive number of seconds")
         out["interval"] = float(interval)
+    jobs = table.get("jobs")
+    if jobs is not None:
+        if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= 16:
+            raise _invalid(path, "'push.jobs' must be a whole number of reader processes, 1-16")
+        out["jobs"] = jobs
     return out
 
 

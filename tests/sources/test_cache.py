@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import sqlite3
 import subprocess
 import sys
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
 
 from conftest import raises_code
+from sessionquery import _forks
 from sessionquery.errors import ErrorCode
 from sessionquery.sources import ClaudeCodeSource, CodexSource, _catalog
-from sessionquery.sources._cache import APPLICATION_ID
+from sessionquery.sources._cache import APPLICATION_ID, MetadataCache
 from sessionquery.sources.units import FileTree
 
 
@@ -265,3 +268,33 @@ def test_an_interrupted_first_listing_keeps_what_it_read(
     listed = ClaudeCodeSource(root, metadata_cache=cache).list()
     assert [e.header.id for e in listed] == ["s-0", "s-1", "s-2", "s-3"]
     assert reads.paths == ["s-2.jsonl", "s-3.jsonl"]
+
+
+def _in_forked_child(cache: MetadataCache, parents: int, out: Connection) -> None:
+    found = cache.get("root", "a.jsonl")
+    cache.store("root", {"b.jsonl": ("stamp-b", {"n": 2})}, ())
+    conn = cache._conn  # the connection the child used: not its copy of the parent's
+    kept = [id(inherited) for inherited in _forks._INHERITED]
+    out.send((found, conn is not None and id(conn) != parents, parents in kept))
+
+
+def test_a_forked_child_uses_a_connection_of_its_own_and_the_parent_keeps_its_own(
+    tmp_path: Path,
+) -> None:
+    cache = MetadataCache(tmp_path / "cache.sqlite3")
+    cache.store("root", {"a.jsonl": ("stamp-a", {"n": 1})}, ())
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    parents = id(cache._conn)
+    child = context.Process(target=_in_forked_child, args=(cache, parents, send))
+    child.start()
+    assert receive.poll(60)
+    found, own, set_aside = receive.recv()
+    child.join(60)
+    assert child.exitcode == 0
+    assert found == ("stamp-a", {"n": 1})
+    assert own and set_aside
+    assert cache.get("root", "b.jsonl") == ("stamp-b", {"n": 2})
+    cache.store("root", {"c.jsonl": ("stamp-c", {"n": 3})}, ())
+    assert set(cache.load("root")) == {"a.jsonl", "b.jsonl", "c.jsonl"}
+    cache.close()

@@ -25,7 +25,9 @@ import sessionquery.team.push as push
 from sessionquery.sources import ClaudeCodeSource
 push.BATCH_SESSIONS = 7
 print("started", flush=True)
-report = push.push_sessions(ClaudeCodeSource(sys.argv[1]), sys.argv[2], machine="alpha")
+report = push.push_sessions(
+    ClaudeCodeSource(sys.argv[1]), sys.argv[2], machine="alpha", jobs=int(sys.argv[3])
+)
 print(report.summary(), flush=True)
 """
 
@@ -75,9 +77,9 @@ def _history(projects: Path, checkout: Path) -> None:
         write_claude(projects, f"s{n:04d}-0000-4000-8000-000000000000", str(cwd), texts)
 
 
-def _run(projects: Path, dsn: str, env: dict[str, str]) -> subprocess.Popen[str]:
+def _run(projects: Path, dsn: str, env: dict[str, str], jobs: int = 1) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", _PUSH, str(projects), dsn],
+        [sys.executable, "-c", _PUSH, str(projects), dsn, str(jobs)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -106,7 +108,7 @@ def test_a_push_killed_at_random_points_and_run_again_equals_one_clean_push(
         rng = random.Random(os.getpid())
         kills = 0
         for _ in range(5):
-            process = _run(projects, crashed, env)
+            process = _run(projects, crashed, env, jobs=2)  # a push with reader processes
             assert process.stdout is not None
             assert process.stdout.readline().strip() == "started"
             time.sleep(rng.uniform(0, duration * 0.6))

@@ -88,8 +88,9 @@ def test_a_second_push_of_an_unchanged_history_reads_and_writes_nothing(
     assert pushers.rows("SELECT change_counter FROM sq_store") == counter
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
 def test_a_grown_session_costs_one_row_per_new_event_and_keeps_every_earlier_row(
-    pushers: TeamDb, machines: tuple[Machine, Machine]
+    pushers: TeamDb, machines: tuple[Machine, Machine], jobs: int
 ) -> None:
     alpha = machines[0]
     session = alpha.sessions[0]
@@ -102,7 +103,7 @@ def test_a_grown_session_costs_one_row_per_new_event_and_keeps_every_earlier_row
         session.cwd,
         [session.text, "looking at the login test", "and a third line"],
     )
-    grown = push_sessions(sources_of(alpha), pushers.dsn("alice"), machine="alpha")
+    grown = push_sessions(sources_of(alpha), pushers.dsn("alice"), machine="alpha", jobs=jobs)
     after = {int(str(seq)): str(xmin) for seq, xmin in pushers.rows(rows)}
     assert (grown.grown, grown.new, grown.replaced) == (1, 0, 0)
     # The appended lines' events, plus the importer's closing events at the old tail that it
@@ -118,14 +119,15 @@ def test_a_grown_session_costs_one_row_per_new_event_and_keeps_every_earlier_row
     assert [hit.record.id for hit in hits] == [session.id]
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
 def test_a_session_rewritten_in_place_is_replaced_whole(
-    pushers: TeamDb, machines: tuple[Machine, Machine]
+    pushers: TeamDb, machines: tuple[Machine, Machine], jobs: int
 ) -> None:
     alpha = machines[0]
     session = alpha.sessions[0]
     push_sessions(sources_of(alpha), pushers.dsn("alice"), machine="alpha")
     write_claude(alpha.claude, session.id, session.cwd, ["an entirely different question"])
-    replaced = push_sessions(sources_of(alpha), pushers.dsn("alice"), machine="alpha")
+    replaced = push_sessions(sources_of(alpha), pushers.dsn("alice"), machine="alpha", jobs=jobs)
     assert replaced.replaced == 1
     with SessionQuery(
         persistence=PostgresPersistence(pushers.dsn()), search=PostgresSearch(pushers.dsn())

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from sessionquery import _forks
 from sessionquery.archive import _codec
 from sessionquery.errors import ErrorCode, PersistenceCorrupt, SessionQueryError
 
@@ -177,6 +178,7 @@ class ArchiveDb:
             raise _refuse(self._path, "does not exist")
         try:
             self._conn = self._connect()
+            _forks.register(self)
         except sqlite3.Error as exc:
             raise SessionQueryError(
                 ErrorCode.PERSISTENCE_FAILED, f"cannot open archive {str(self._path)!r}: {exc}"
@@ -219,6 +221,16 @@ class ArchiveDb:
             conn.close()
             raise
         return conn
+
+    def _forked(self) -> None:
+        """In a forked child (:mod:`sessionquery._forks`): a connection of its own."""
+        self._lock = threading.RLock()
+        _forks.set_aside(self._conn)
+        try:
+            self._conn = self._connect()
+        except sqlite3.Error:
+            # Every use then fails with PERSISTENCE_FAILED: this child cannot read the archive.
+            self._conn = sqlite3.connect(":memory:", check_same_thread=False)
 
     def close(self) -> None:
         """Close the connection; idempotent."""

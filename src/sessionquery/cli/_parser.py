@@ -553,6 +553,13 @@ def _setup_push(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="seconds between pushes with --watch (default: push.interval, else 60)",
     )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="reader processes: sessions are read, redacted and tokenised on N cores while "
+        "one process writes (1-16; default: push.jobs, else the cores, at most 4)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
 
 

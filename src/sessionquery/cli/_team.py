@@ -4,7 +4,8 @@
 (contract 4: :class:`sessionquery.redact.RedactingPersistence`), and never the PostgreSQL
 database itself: ``--postgres`` (or the config file's ``[push]`` table) names the *target*.
 It shows a progress bar on a terminal and prints one summary line (``--json``: the report).
-``--watch`` pushes again every ``--interval`` seconds until interrupted.
+``--watch`` pushes again every ``--interval`` seconds until interrupted; ``--jobs`` sets the
+reader processes (:mod:`sessionquery.team.reading`).
 
 ``team init|grant|revoke|members`` manage roles and grants (``--postgres`` names the team
 database; the owner of its tables runs them).
@@ -68,6 +69,7 @@ def cmd_push(inv: Invocation) -> int:
     """Push once, or (``--watch``) until interrupted."""
     from sessionquery.team.access import machine_of
     from sessionquery.team.push import push_sessions
+    from sessionquery.team.reading import MAX_JOBS, default_jobs
 
     args = inv.args
     dsn = _target(inv)
@@ -75,6 +77,10 @@ def cmd_push(inv: Invocation) -> int:
     interval = args.interval or inv.config.settings().push.get("interval") or 60.0
     if float(interval) <= 0:
         raise UsageError("--interval must be a positive number of seconds")
+    jobs = args.jobs if args.jobs is not None else inv.config.settings().push.get("jobs")
+    jobs = default_jobs() if jobs is None else int(jobs)
+    if not 1 <= jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs must be between 1 and {MAX_JOBS}")
     try:
         from sessionquery.team.workspace import valid_machine
 
@@ -85,7 +91,9 @@ def cmd_push(inv: Invocation) -> int:
         app = _local_app(inv)
         progress = Progress(sys.stderr, "Pushing", quiet=True)
         try:
-            report = push_sessions(redacted_sources(app), dsn, machine=machine, progress=progress)
+            report = push_sessions(
+                redacted_sources(app), dsn, machine=machine, progress=progress, jobs=jobs
+            )
         finally:
             progress.finish()
         emit(inv, _report_json(report), _lines([report.summary(), *report.problems]))

@@ -13,6 +13,9 @@ cached one, so an unchanged history lists without opening a transcript.
 * Many processes may share it: WAL journal, a busy timeout, and every write is a short
   transaction of upserts. A write that cannot get the lock in time is skipped (the cache only
   saves work), never an error; a read that fails is a miss.
+* A process forked from one holding a cache (a push's reader processes) never uses the
+  parent's SQLite connection (SQLite forbids it): the child leaves it open and unused and
+  opens the file again on its first use (:mod:`sessionquery._forks`).
 * ``path=None`` keeps the cache in memory for the lifetime of the source object, and so does a
   path that cannot be created or opened (a read-only folder, say): the cache only saves work.
 """
@@ -27,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from sessionquery import _forks
 from sessionquery.errors import ErrorCode, SessionQueryError
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "MetadataCache"]
@@ -68,10 +72,12 @@ class MetadataCache:
         self._lock = threading.Lock()
         self._path = None if path is None else Path(path)
         self._conn: sqlite3.Connection | None = None
+        self._reopen = False
         if self._path is not None:
             self._check_foreign(self._path)
             try:
                 self._conn = self._open(self._path)
+                _forks.register(self)
             except (OSError, sqlite3.Error):
                 # Cannot create or open it (read-only folder, full disk...): the cache only
                 # saves work, so this source keeps its cache in memory instead.
@@ -149,13 +155,32 @@ class MetadataCache:
             raise
         return conn
 
+    def _forked(self) -> None:
+        """In a forked child: set the parent's connection aside; the next use reopens."""
+        self._lock = threading.Lock()
+        if self._conn is not None:
+            _forks.set_aside(self._conn)
+            self._conn = None
+            self._reopen = True
+
+    def _connection(self) -> sqlite3.Connection | None:
+        """The connection (called holding the lock); reopened in a forked child."""
+        if self._reopen and self._path is not None:
+            self._reopen = False
+            try:
+                self._conn = self._connect(self._path)
+            except (OSError, sqlite3.Error):
+                self._conn = None
+        return self._conn
+
     def load(self, root: str) -> dict[str, Row]:
         """Every cached row of ``root`` (empty when the cache cannot be read)."""
-        if self._conn is None:
-            return {}
         with self._lock:
+            conn = self._connection()
+            if conn is None:
+                return {}
             try:
-                rows = self._conn.execute(
+                rows = conn.execute(
                     "SELECT rel, stamp, payload FROM files WHERE root = ?",
                     (_key(root),),
                 ).fetchall()
@@ -171,11 +196,12 @@ class MetadataCache:
 
     def get(self, root: str, rel: str) -> Row | None:
         """One cached row, or ``None``."""
-        if self._conn is None:
-            return None
         with self._lock:
+            conn = self._connection()
+            if conn is None:
+                return None
             try:
-                found = self._conn.execute(
+                found = conn.execute(
                     "SELECT stamp, payload FROM files WHERE root = ? AND rel = ?",
                     (_key(root), _key(rel)),
                 ).fetchone()
@@ -192,19 +218,20 @@ class MetadataCache:
         """Upsert ``rows`` and delete ``removed`` paths of ``root`` in one short transaction;
         skipped silently when the file is busy or cannot be written."""
         gone = list(removed)
-        if self._conn is None or (not rows and not gone):
+        if (self._conn is None and not self._reopen) or (not rows and not gone):
             return
         records = [
             (_key(root), _key(rel), stamp, json.dumps(payload, separators=(",", ":")))
             for rel, (stamp, payload) in rows.items()
         ]
         with self._lock:
+            conn = self._connection()
+            if conn is None:
+                return
             try:
-                with self._conn:
-                    self._conn.executemany(
-                        "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", records
-                    )
-                    self._conn.executemany(
+                with conn:
+                    conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", records)
+                    conn.executemany(
                         "DELETE FROM files WHERE root = ? AND rel = ?",
                         [(_key(root), _key(r)) for r in gone],
                     )
@@ -214,6 +241,7 @@ class MetadataCache:
     def close(self) -> None:
         """Close the file; idempotent."""
         with self._lock:
+            self._reopen = False
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None

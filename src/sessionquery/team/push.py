@@ -47,11 +47,10 @@ from typing import Any, Final, Literal
 import psycopg
 
 from sessionquery.errors import ErrorCode, PersistenceError, SessionQueryError
-from sessionquery.model import SessionEvent, SessionHeader, SurfaceError
+from sessionquery.model import SessionEvent, SurfaceError
 from sessionquery.persistence.base import PersistedSession, SessionPersistence
 from sessionquery.persistence.postgres._schema import (
     advisory_key,
-    check_id,
     dumps,
     migrate,
     parse_event,
@@ -60,17 +59,17 @@ from sessionquery.search.postgres import schema as index_schema
 from sessionquery.search.postgres.sync import DocRow
 from sessionquery.team import schema as team_schema
 from sessionquery.team import tables
+from sessionquery.team.reading import MAX_JOBS, Local, Read, readers
 from sessionquery.team.rows import (
     Delta,
     Docs,
     changed,
     digests,
     documents,
-    event_lines,
     index_rows,
     lexemes_of_norm,
 )
-from sessionquery.team.workspace import team_workspace, valid_machine
+from sessionquery.team.workspace import valid_machine
 
 __all__ = ["BATCH_BYTES", "BATCH_SESSIONS", "JOURNAL_KEEP", "PushReport", "push_sessions"]
 
@@ -159,24 +158,6 @@ class _Pushed:
 
 
 @dataclass(slots=True)
-class _Local:
-    entry: PersistedSession
-    header: SessionHeader
-    inherited: int
-    events: list[SessionEvent]
-    lines: list[str]
-    workspace: str | None
-    size: int
-    docs: Docs | SurfaceError
-    """The log's index documents, or why it does not fold (raised when they are written)."""
-    rows: list[tuple[DocRow, frozenset[str]]] | None
-    """``index_rows`` of ``docs`` (``None`` when it does not fold)."""
-    ws: int | None = None
-    digest: str = ""
-    anchor: str = ""
-
-
-@dataclass(slots=True)
 class _Totals:
     new: int = 0
     grown: int = 0
@@ -197,7 +178,6 @@ class _Pusher:
         self.role = ""
         self.totals = _Totals()
         self.state: dict[str, _Pushed] = {}
-        self._workspaces: dict[str | None, str | None] = {}
         self._ws_ids: dict[str, int] = {}
         self._events: list[tuple[object, ...]] = []
         self._docs_out: list[tuple[object, ...]] = []
@@ -252,12 +232,7 @@ class _Pusher:
             for sid, rev, dig, anchor, count, ws in rows
         }
 
-    def workspace(self, cwd: str | None) -> str | None:
-        if cwd not in self._workspaces:
-            self._workspaces[cwd] = team_workspace(cwd, self.machine)
-        return self._workspaces[cwd]
-
-    def resolve(self, batch: Sequence[_Local]) -> None:
+    def resolve(self, batch: Sequence[Local]) -> None:
         """Workspace ids of a batch, each in its own short transaction (before the batch's)."""
         for local in batch:
             name = local.workspace
@@ -269,33 +244,9 @@ class _Pusher:
                 self._ws_ids[name] = int(row[0])
             local.ws = self._ws_ids[name]
 
-    # -- reading ---------------------------------------------------------------------
-
-    def read(self, source: SessionPersistence, entry: PersistedSession) -> _Local | None:
-        sid = entry.header.id
-        try:
-            check_id(sid)
-            with source.open_read(sid) as handle:
-                header, inherited = handle.header, handle.inherited_event_count
-                events = handle.read()
-        except (PersistenceError, OSError, ValueError, SessionQueryError) as exc:
-            self.totals.problems.append(f"session {sid!r} could not be read: {exc}")
-            return None
-        lines = event_lines(events)
-        size = sum(len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines)
-        workspace = self.workspace(header.cwd)
-        docs: Docs | SurfaceError
-        try:
-            docs = documents(events)
-        except SurfaceError as exc:
-            docs, rows = exc, None
-        else:
-            rows = index_rows(sid, docs)
-        return _Local(entry, header, inherited, events, lines, workspace, size, docs, rows)
-
     # -- writing one batch -----------------------------------------------------------
 
-    def write(self, batch: Sequence[_Local]) -> None:
+    def write(self, batch: Sequence[Local]) -> None:
         deltas: dict[int | None, Delta] = {}
         changed: list[str] = []
         changed_ws: list[int | None] = []
@@ -329,7 +280,7 @@ class _Pusher:
                     local.entry.revision, local.digest, local.anchor, len(local.lines), local.ws
                 )
 
-    def _digest(self, local: _Local) -> str:
+    def _digest(self, local: Local) -> str:
         """Set ``local``'s digests; return the digest at the stored session's anchor."""
         pushed = self.state.get(local.header.id)
         start = 0 if pushed is None else _anchor_at(pushed.count)
@@ -337,7 +288,7 @@ class _Pusher:
         local.digest, local.anchor = whole, anchor
         return at_start
 
-    def _insert_sessions(self, fresh: Sequence[_Local]) -> set[str]:
+    def _insert_sessions(self, fresh: Sequence[Local]) -> set[str]:
         """Insert the session rows of sessions never pushed from here; the ids inserted (the
         others are held by another machine)."""
         if not fresh:
@@ -358,7 +309,7 @@ class _Pusher:
         ).fetchall()
         return {str(row[0]) for row in found}
 
-    def _write_one(self, local: _Local, deltas: dict[int | None, Delta]) -> Kind | None:
+    def _write_one(self, local: Local, deltas: dict[int | None, Delta]) -> Kind | None:
         sid = local.header.id
         pushed = self.state.get(sid)
         count = len(local.lines)
@@ -393,7 +344,7 @@ class _Pusher:
             return None
         return lines
 
-    def _session_values(self, local: _Local) -> tuple[object, ...]:
+    def _session_values(self, local: Local) -> tuple[object, ...]:
         return (
             dumps(local.header.to_json()),
             local.inherited,
@@ -408,11 +359,11 @@ class _Pusher:
             local.header.parent_session,
         )
 
-    def _insert(self, local: _Local, deltas: dict[int | None, Delta]) -> Kind:
+    def _insert(self, local: Local, deltas: dict[int | None, Delta]) -> Kind:
         """The events and index rows of a session whose row :meth:`_insert_sessions` wrote."""
         self._copy_events(local, 0)
         self._index_session(local, insert=True)
-        self._add_docs(local, self._docs_of(local), deltas)
+        self._add_docs(local, None, deltas)
         return "new"
 
     _UPDATE_SESSION: Final = (
@@ -425,7 +376,7 @@ class _Pusher:
 
     def _grow(
         self,
-        local: _Local,
+        local: Local,
         pushed: _Pushed,
         start: int,
         tail: list[str],
@@ -450,10 +401,11 @@ class _Pusher:
                 "DELETE FROM sq_events WHERE session_id = %s AND seq >= %s", (sid, same)
             )
         self._copy_events(local, same)
-        old_events = [
-            *local.events[:same],
-            *(parse_event(sid, same + n, line) for n, line in enumerate(tail[same - start :])),
-        ]
+        if local.events is not None:
+            kept = local.events[:same]
+        else:
+            kept = _parsed(sid, local.lines[:same], 0)
+        old_events = [*kept, *_parsed(sid, tail[same - start :], same)]
         gone, added = changed(self._docs(sid, old_events), self._docs_of(local))
         delta = deltas.setdefault(local.ws, Delta())
         if gone:
@@ -467,7 +419,7 @@ class _Pusher:
         self._add_docs(local, added, deltas)
         return same
 
-    def _replace(self, local: _Local, deltas: dict[int | None, Delta]) -> None:
+    def _replace(self, local: Local, deltas: dict[int | None, Delta]) -> None:
         sid = local.header.id
         conn = self.conn
         for ws, ntokens, norm in conn.execute(
@@ -484,7 +436,7 @@ class _Pusher:
             raise _failed(f"session {sid!r} changed in the database during the push")
         self._copy_events(local, 0)
         self._index_session(local, insert=False)
-        self._add_docs(local, self._docs_of(local), deltas)
+        self._add_docs(local, None, deltas)
 
     def _docs(self, sid: str, events: Sequence[SessionEvent]) -> Docs:
         try:
@@ -492,15 +444,26 @@ class _Pusher:
         except SurfaceError as exc:
             raise _failed(f"session {sid!r} does not fold", exc) from None
 
-    def _docs_of(self, local: _Local) -> Docs:
-        """The documents :meth:`read` found for the whole log."""
-        if isinstance(local.docs, SurfaceError):
-            raise _failed(f"session {local.header.id!r} does not fold", local.docs) from None
+    def _docs_of(self, local: Local) -> Docs:
+        """The documents the reader found for the whole log (folded again when it kept
+        only their rows)."""
+        if local.fold_error is not None:
+            raise _failed(f"session {local.header.id!r} does not fold: {local.fold_error}")
+        if local.docs is None:
+            events = _parsed(local.header.id, local.lines, 0)
+            local.docs = self._docs(local.header.id, events)
         return local.docs
 
-    def _add_docs(self, local: _Local, docs: Docs, deltas: dict[int | None, Delta]) -> None:
-        if docs is local.docs and local.rows is not None:
-            rows = local.rows  # tokenised while the previous batch was written
+    def _own_rows(self, local: Local) -> list[tuple[DocRow, frozenset[str]]]:
+        """The rows of the whole log's documents (tokenised by the reader)."""
+        if local.fold_error is not None or local.rows is None:
+            raise _failed(f"session {local.header.id!r} does not fold: {local.fold_error}")
+        return local.rows
+
+    def _add_docs(self, local: Local, docs: Docs | None, deltas: dict[int | None, Delta]) -> None:
+        """Write ``docs`` (``None``: the whole log's, as the reader tokenised them)."""
+        if docs is None or (docs is local.docs and local.rows is not None):
+            rows = self._own_rows(local)
         else:
             rows = index_rows(local.header.id, docs)
         self._copy_docs(local, rows)
@@ -508,7 +471,7 @@ class _Pusher:
         for row, terms in rows:
             delta.add(row[9], terms, 1)
 
-    def _copy_events(self, local: _Local, start: int) -> None:
+    def _copy_events(self, local: Local, start: int) -> None:
         sid, ws, mid = local.header.id, local.ws, self.mid
         for seq in range(start, len(local.lines)):
             line = local.lines[seq]
@@ -516,7 +479,7 @@ class _Pusher:
             self.totals.events += 1
             self.totals.bytes += len(line) + 1
 
-    def _index_session(self, local: _Local, *, insert: bool) -> None:
+    def _index_session(self, local: Local, *, insert: bool) -> None:
         header = local.header
         values = (
             header.created_at,
@@ -529,9 +492,14 @@ class _Pusher:
         )
         (self._index_new if insert else self._index_changed).append(values)
 
-    def _copy_docs(self, local: _Local, docs: Any) -> None:
+    def _copy_docs(self, local: Local, docs: Any) -> None:
         ws, mid = local.ws, self.mid
         self._docs_out.extend((*row, ws, mid) for row, _terms in docs)
+
+
+def _parsed(sid: str, lines: Sequence[str], first: int) -> list[SessionEvent]:
+    """The events of a log's wire ``lines``, the first of which is event ``first``."""
+    return [parse_event(sid, first + n, line) for n, line in enumerate(lines)]
 
 
 def _anchor_at(count: int) -> int:
@@ -576,12 +544,13 @@ def _open(dsn: str, connect_timeout: float) -> tuple[psycopg.Connection[Any], st
     return conn, store_id
 
 
-def _batches(pusher: _Pusher, source: SessionPersistence, todo: Sequence[PersistedSession]) -> Any:
-    batch: list[_Local] = []
+def _batches(pusher: _Pusher, read: Read, todo: Sequence[PersistedSession]) -> Any:
+    batch: list[Local] = []
     size = 0
-    for entry in todo:
-        local = pusher.read(source, entry)
-        if local is None:
+    wanted = ((entry, entry.header.id in pusher.state) for entry in todo)
+    for local in read(wanted):
+        if isinstance(local, str):
+            pusher.totals.problems.append(local)
             continue
         batch.append(local)
         size += local.size
@@ -592,13 +561,13 @@ def _batches(pusher: _Pusher, source: SessionPersistence, todo: Sequence[Persist
         yield batch
 
 
-def _write(pusher: _Pusher, batch: Sequence[_Local]) -> int:
+def _write(pusher: _Pusher, batch: Sequence[Local]) -> int:
     pusher.resolve(batch)
     pusher.write(batch)
     return len(batch)
 
 
-def _overlapped(pusher: _Pusher, batches: Iterator[list[_Local]]) -> Iterator[int]:
+def _overlapped(pusher: _Pusher, batches: Iterator[list[Local]]) -> Iterator[int]:
     """Write each batch in one writer thread while the next is read here; yield each batch's
     size once it committed. An error of a write is raised here after the batch being read;
     leaving early waits for the write under way (the connection is closed after it)."""
@@ -628,6 +597,7 @@ def push_sessions(
     machine: str,
     progress: Progress | None = None,
     connect_timeout: float = 10.0,
+    jobs: int = 1,
 ) -> PushReport:
     """Bring the team database at ``dsn`` up to date with this machine's sessions.
 
@@ -637,9 +607,13 @@ def push_sessions(
         machine: this machine's name in the team database (:func:`~.workspace.valid_machine`).
         progress: called with ``(sessions done, sessions to push)``.
         connect_timeout: seconds to wait for the server.
+        jobs: reader processes (:func:`~.reading.readers`): more than one reads, redacts and
+            tokenises sessions on that many cores while this process writes. They are
+            forked from this process after the source is listed, so ``source`` must be
+            readable in a forked child (every source of this package is).
 
     Raises:
-        ValueError: an invalid machine name.
+        ValueError: an invalid machine name, or ``jobs`` out of range.
         SessionQueryError: ``INVALID_CONFIG`` (the database is not a team database and this
             role may not make it one; the role may not push; the machine belongs to another
             role), ``BUSY`` (another
@@ -647,11 +621,27 @@ def push_sessions(
     """
     started = time.monotonic()
     valid_machine(machine)
+    if not 1 <= jobs <= MAX_JOBS:
+        raise ValueError(f"jobs must be between 1 and {MAX_JOBS}, not {jobs}")
+    # Listed, and the readers forked, before connecting: a reader never holds the connection.
+    listing = sorted(source.list(), key=lambda entry: entry.header.id)
+    with readers(source, machine, jobs if len(listing) > 1 else 1) as read:
+        return _push(read, listing, dsn, machine, progress, connect_timeout, started)
+
+
+def _push(  # noqa: PLR0917
+    read: Read,
+    listing: Sequence[PersistedSession],
+    dsn: str,
+    machine: str,
+    progress: Progress | None,
+    connect_timeout: float,
+    started: float,
+) -> PushReport:
     conn, store_id = _open(dsn, connect_timeout)
     pusher = _Pusher(conn, machine, store_id)
     try:
         pusher.claim()
-        listing = sorted(source.list(), key=lambda entry: entry.header.id)
         todo = [
             entry
             for entry in listing
@@ -662,7 +652,7 @@ def push_sessions(
         done = 0
         if progress is not None:
             progress(0, len(todo))
-        for written in _overlapped(pusher, _batches(pusher, source, todo)):
+        for written in _overlapped(pusher, _batches(pusher, read, todo)):
             done += written
             if progress is not None:
                 progress(done, len(todo))
