@@ -267,3 +267,41 @@ def test_the_archive_settings_are_off_and_forever_unless_the_file_says_otherwise
     assert (settings.archive, settings.archive_keep_days, settings.archive_raw) == (True, 90, True)
     assert not settings.names_sources
     assert Config.for_home(tmp_path / "sq").archive_dir == tmp_path / "sq" / "archive"
+
+
+def test_the_push_table_reads_every_key(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[push]\npostgres = "host=db dbname=team"\nmachine = "alice-laptop"\n'
+        "interval = 30\njobs = 3\n",
+        encoding="utf-8",
+    )
+    push = read_settings(path).push
+    assert push == {
+        "postgres": "host=db dbname=team",
+        "machine": "alice-laptop",
+        "interval": 30.0,
+        "jobs": 3,
+    }
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ("jobs = 0", "push.jobs"),
+        ("jobs = 17", "push.jobs"),
+        ('jobs = "4"', "push.jobs"),
+        ("jobs = true", "push.jobs"),
+        ("interval = -1", "push.interval"),
+        ("machine = ''", "push.machine"),
+        ("speed = 3", "push.speed"),
+    ],
+)
+def test_a_bad_push_value_is_invalid_config_naming_its_key(
+    tmp_path: Path, line: str, named: str
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(f"[push]\n{line}\n", encoding="utf-8")
+    with raises_code(ErrorCode.INVALID_CONFIG) as caught:
+        read_settings(path)
+    assert named in caught.value.message

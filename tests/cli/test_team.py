@@ -130,6 +130,9 @@ def test_push_needs_a_target_and_a_valid_machine_name(
     assert bad.returncode == 2 and "machine name" in bad.stderr
     usage = _cli(["team", "grant", "someone", "--postgres", "host=/nonexistent"], env)
     assert usage.returncode == 2
+    for jobs in ("0", "17"):
+        refused = _cli(["push", "--postgres", "host=/nonexistent", "--jobs", jobs], env)
+        assert refused.returncode == 2 and "--jobs must be between 1 and 16" in refused.stderr
 
 
 def test_push_watch_pushes_again_until_interrupted(
