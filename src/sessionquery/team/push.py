@@ -29,11 +29,12 @@ Invariants:
   columns row-level security filters by (:mod:`.schema`).
 * The push's own database session commits without waiting for the WAL flush and compresses
   with lz4 (:func:`_tune`); neither changes what is stored.
-* **Reading overlaps writing.** The calling thread reads (and tokenises) the next batch while
-  one writer thread resolves and writes the previous one; the database connection is used by
-  that thread only, batches are written one at a time in order, and at most two batches are
-  held in memory. The sources are read only by the calling thread (a source may be bound to
-  the thread that opened it).
+* **Reading overlaps writing.** Sessions are read (redacted, tokenised) by
+  :func:`~.reading.readers`, in this process or in ``jobs`` reader processes forked after the
+  listing and before the connection opens; the calling thread gathers them into batches
+  while one writer thread resolves and writes the previous batch. The database connection
+  is used by that thread only, batches are written one at a time in order, and at most two
+  batches (and ``2 * jobs`` sessions read ahead) are held in memory.
 """
 
 from __future__ import annotations

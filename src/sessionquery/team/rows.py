@@ -17,6 +17,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 from sessionquery.model import SessionEvent, interrupted_turn_closers
 from sessionquery.persistence.base import TextDocument
@@ -96,17 +97,27 @@ def lexemes_of_norm(norm: str) -> frozenset[str]:
 
 @dataclass
 class Delta:
-    """Changes to one (workspace, machine)'s statistics within a batch."""
+    """Changes to one (workspace, machine)'s statistics within a batch.
+
+    The documents' term sets are kept as they come and counted once, when :attr:`terms` is
+    read (one pass in C over them all instead of one update per document).
+    """
 
     documents: int = 0
     tokens: int = 0
-    terms: Counter[str] = field(default_factory=Counter)
+    _added: list[Iterable[str]] = field(default_factory=list)
+    _removed: list[Iterable[str]] = field(default_factory=list)
 
     def add(self, ntokens: int, terms: Iterable[str], sign: int) -> None:
         """Count one document in (``sign`` 1) or out (``sign`` -1)."""
         self.documents += sign
         self.tokens += sign * ntokens
-        if sign > 0:
-            self.terms.update(terms)
-        else:
-            self.terms.subtract(terms)
+        (self._added if sign > 0 else self._removed).append(terms)
+
+    @property
+    def terms(self) -> Counter[str]:
+        """Each term's change of document count (zero for a term added and removed)."""
+        counts = Counter(chain.from_iterable(self._added))
+        if self._removed:
+            counts.subtract(chain.from_iterable(self._removed))
+        return counts

@@ -98,7 +98,9 @@ def write_statistics(
             "tokens = sqi_team_counts.tokens + excluded.tokens",
             (mid, *(list(column) for column in zip(*counts, strict=True))),
         )
-    terms = sorted((term, ws, n) for ws, delta in keyed for term, n in delta.terms.items() if n)
+    # Unsorted: the upsert below reads them in (term, ws) order (so two batches updating the
+    # same rows lock them in one order and never deadlock).
+    terms = [(term, ws, n) for ws, delta in keyed for term, n in delta.terms.items() if n]
     if not terms:
         return
     # COPY, then one upsert from the copy: binding tens of thousands of terms as array
