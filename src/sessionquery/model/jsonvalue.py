@@ -160,28 +160,37 @@ class _NotPlain(Exception):
     """A value :func:`_freeze_plain` leaves to :func:`_freeze`."""
 
 
-def _freeze_plain(value: object) -> JsonValue:
+_PLAIN_DEPTH = 64
+"""Nesting past which :func:`_freeze_plain` leaves the value to :func:`_freeze` (which refuses
+data nested too deeply for the stack exactly as it always did)."""
+
+
+def _freeze_plain(value: object, depth: int = 0) -> JsonValue:
     """:func:`_freeze` of a value made only of plain JSON types that are all valid, without
     building the path of every value on the way (raises :class:`_NotPlain` or
-    ``UnicodeEncodeError`` at anything else)."""
+    ``UnicodeEncodeError`` at anything else, and past :data:`_PLAIN_DEPTH` levels)."""
     kind = type(value)
     if kind is str:
         if not value.isascii():  # type: ignore[attr-defined]
             value.encode("utf-8")  # type: ignore[attr-defined]
         return value
     if kind is dict:
+        if depth > _PLAIN_DEPTH:
+            raise _NotPlain
         items: dict[str, Any] = {}
         for key, item in value.items():  # type: ignore[attr-defined]
             if type(key) is not str:
                 raise _NotPlain
             if not key.isascii():
                 key.encode("utf-8")
-            items[key] = _freeze_plain(item)
+            items[key] = _freeze_plain(item, depth + 1)
         frozen_dict = FrozenDict(items)
         _mark_validated(frozen_dict, "_validated", True)
         return frozen_dict
     if kind is list or kind is tuple:
-        frozen_list = FrozenList([_freeze_plain(item) for item in value])  # type: ignore[attr-defined]
+        if depth > _PLAIN_DEPTH:
+            raise _NotPlain
+        frozen_list = FrozenList([_freeze_plain(item, depth + 1) for item in value])  # type: ignore[attr-defined]
         _mark_validated(frozen_list, "_validated", True)
         return frozen_list
     if value is None or kind is bool:
