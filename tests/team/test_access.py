@@ -19,7 +19,7 @@ from sessionquery import SessionQuery
 from sessionquery.errors import PersistenceNotFound
 from sessionquery.match_modes import SEARCH_MATCHES
 from sessionquery.persistence.postgres import PostgresPersistence
-from sessionquery.search.postgres import PostgresSearch
+from sessionquery.search.postgres import PostgresSearch, impact
 from sessionquery.team import TeamWorkspaces, members, push_sessions, revoke
 from sessionquery.tools import SessionQueryTools, ToolCaller
 from team.conftest import TeamDb
@@ -105,9 +105,17 @@ def test_the_exact_cwd_rule_still_holds_without_the_team_rule(
 # --- a role granted only the other repository -------------------------------------------------
 
 
+@pytest.mark.parametrize("walked", [False, True], ids=["ranked", "walked"])
 def test_the_library_shows_a_restricted_role_only_its_workspaces(
-    pushed: TeamDb, machines: tuple[Machine, Machine]
+    pushed: TeamDb,
+    machines: tuple[Machine, Machine],
+    walked: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    if walked:  # relevance reads through the impact key (search.postgres.impact)
+        monkeypatch.setattr(impact, "WALK_DOCUMENTS", 0)
+        monkeypatch.setattr(impact, "RARE_DOCUMENTS", 0)
+        monkeypatch.setattr(impact, "DEPTHS", (1, 64))
     alpha, beta = machines
     tools_id = alpha.sessions[1].id
     store = PostgresPersistence(pushed.dsn("rita"))

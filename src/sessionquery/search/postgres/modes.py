@@ -30,7 +30,7 @@ from sessionquery.query.types import (
 from sessionquery.search.base import Window
 from sessionquery.search.bounded import phrases_of
 from sessionquery.search.cursor import CursorPosition, page_offset
-from sessionquery.search.postgres import bounded, relevance
+from sessionquery.search.postgres import bounded, impact, relevance
 from sessionquery.search.postgres.overlay import LiveOverlay, RelevantHit
 from sessionquery.search.postgres.tokens import MatchPlan, tokens
 from sessionquery.search.predicates import CompiledFilters
@@ -271,8 +271,7 @@ class ModeSearches:
                     "lim": offset + page_size + 1 - start,
                     "off": start,
                 }
-                sql = relevance.session_relevance_sql(plan, compiled)
-                rows = conn.execute(sql, params).fetchall()
+                rows = impact.ranked_sessions(conn, plan, compiled, params)
                 ranked += [((-r[6], r[5], -r[3], r[0], -r[1]), r) for r in rows]
             ranked.sort(key=lambda item: item[0])
             window = ranked[offset - start :]

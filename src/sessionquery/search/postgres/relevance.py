@@ -38,7 +38,9 @@ __all__ = [
     "document_counts",
     "event_relevance_sql",
     "in_scope",
+    "match_predicate",
     "relevance_params",
+    "scored_sql",
     "session_relevance_sql",
     "stored_counts",
 ]
@@ -161,19 +163,43 @@ def _frequency(i: int) -> str:
     )
 
 
-def _scored(plan: RelevancePlan, filters: CompiledFilters, extra: str) -> str:
-    """Every candidate row with its term frequencies (``tf<i>``) and its unweighted score
-    (``raw``), for the rows passing ``extra`` and the filters."""
+def match_predicate(plan: RelevancePlan, tsquery: str, terms: Sequence[int], *, every: bool) -> str:
+    """The candidates holding any (or, ``every``, all) of the plan's terms ``terms``: the
+    tsvector matches the bound tsquery ``tsquery``, or an oversized document (no tsvector)
+    holds the term patterns."""
+    joiner = " AND " if every else " OR "
+    contains = joiner.join(f"strpos(d.norm, %(rp{i})s) > 0" for i in terms)
+    return f"(d.tsv @@ %({tsquery})s::tsquery OR (d.tsv IS NULL AND ({contains})))"
+
+
+def scored_sql(
+    plan: RelevancePlan,
+    filters: CompiledFilters,
+    extra: str,
+    *,
+    source: str | None = None,
+    condition: str | None = None,
+    tail: str = " OFFSET 0",
+    carry: Sequence[tuple[str, str]] = (),
+) -> str:
+    """Every candidate row with its term frequencies (``tf<i>``) and its score (``sc``).
+
+    The candidates are the rows of ``source`` (default: the documents, joined with their
+    sessions when a filter needs them) holding any term and passing ``extra`` and the filters,
+    or, given, those passing ``condition``; ``tail`` ends their statement, and each
+    ``(expression, name)`` of ``carry`` is a column they carry along.
+    """
     count = len(plan.terms)
-    contains = " OR ".join(f"strpos(d.norm, %(rp{i})s) > 0" for i in range(count))
+    if condition is None:
+        match = match_predicate(plan, "rtsq", range(count), every=False)
+        condition = f"{match}{extra}{filters.where(COLUMNS)}"
     frequencies = ", ".join(f"{_frequency(i)} AS tf{i}" for i in range(count))
-    where = filters.where(COLUMNS)
     phrase = "strpos(d.norm, %(rphrase)s) > 0" if plan.phrase else "false"
+    carried = "".join(f", {expression} AS {name}" for expression, name in carry)
     inner = (
         f"SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, d.title, "
-        f"d.ntokens, {phrase} AS ph, {frequencies} FROM {documents_of(filters)} "
-        f"WHERE (d.tsv @@ %(rtsq)s::tsquery OR (d.tsv IS NULL AND ({contains})))"
-        f"{extra}{where} OFFSET 0"
+        f"d.ntokens{carried}, {phrase} AS ph, {frequencies} "
+        f"FROM {source or documents_of(filters)} WHERE {condition}{tail}"
     )
     # Python's event_score, operation for operation: 0.0, then for each term with tf > 0
     # score += w * (tf * c1) / (tf + (c2 + c3 * D)); then * phrase factor (when the phrase
@@ -187,21 +213,36 @@ def _scored(plan: RelevancePlan, filters: CompiledFilters, extra: str) -> str:
     boosted = f"(CASE WHEN f.ph THEN {bm25} * %(rpf)s ELSE {bm25} END)"
     score = f"{boosted} * (CASE ({held}) {factors} ELSE 1.0::float8 END)"
     tfs = ", ".join(f"f.tf{i}" for i in range(count))
+    kept = "".join(f", f.{name}" for _expression, name in carry)
     return (
-        f"SELECT f.session_id, f.seq, f.type, f.time, f.surface, f.length, f.title, {tfs}, "
-        f"CASE WHEN f.title THEN %(tw)s * ({score}) ELSE {score} END AS sc FROM ({inner}) AS f"
+        f"SELECT f.session_id, f.seq, f.type, f.time, f.surface, f.length, f.title{kept}, "
+        f"{tfs}, CASE WHEN f.title THEN %(tw)s * ({score}) ELSE {score} END AS sc "
+        f"FROM ({inner}) AS f"
     )
 
 
-def session_relevance_sql(plan: RelevancePlan, filters: CompiledFilters) -> str:
-    """Stored sessions (not live) ranked by relevance with their best document.
+def session_relevance_sql(
+    plan: RelevancePlan, filters: CompiledFilters, *, only: bool = False
+) -> str:
+    """Stored sessions (not live) ranked by relevance with their best document; with
+    ``only``, just the sessions of the bound ``only`` ids (read by session).
 
-    Binds :func:`relevance_params`, ``live`` (ids to leave out), ``lim``, ``off`` and the
-    filters'. Rows: ``session_id, seq, type, time, surface, length, score, header_json,
-    text, title, tf0..``.
+    Binds :func:`relevance_params`, ``live`` (ids to leave out), ``lim``, ``off``, the
+    filters' (and ``only``). Rows: ``session_id, seq, type, time, surface, length, score,
+    header_json, text, title, tf0..``.
     """
     count = len(plan.terms)
-    scored = _scored(plan, filters, " AND NOT (d.session_id = ANY(%(live)s::text[]))")
+    extra = " AND NOT (d.session_id = ANY(%(live)s::text[]))"
+    source = None
+    if only:
+        # session by session through the primary key, whatever the planner guesses of them
+        source = (
+            "unnest(%(only)s::text[]) AS o(id) CROSS JOIN LATERAL (SELECT * FROM sqi_docs AS d "
+            "WHERE d.session_id = o.id OFFSET 0) AS d"
+        )
+        if filters.session_predicates:
+            source += " JOIN sqi_sessions AS s ON s.id = d.session_id"
+    scored = scored_sql(plan, filters, extra, source=source)
     tfs = ", ".join(f"b.tf{i}" for i in range(count))
     return (
         f"WITH cand AS MATERIALIZED (SELECT * FROM ({scored}) AS x WHERE x.sc > 0), "
@@ -231,7 +272,7 @@ def event_relevance_sql(plan: RelevancePlan, filters: CompiledFilters) -> str:
     ``seq, type, time, surface, length, score, text, title, tf0..``.
     """
     count = len(plan.terms)
-    scored = _scored(plan, filters, " AND d.session_id = %(sid)s")
+    scored = scored_sql(plan, filters, " AND d.session_id = %(sid)s")
     tfs = ", ".join(f"x.tf{i}" for i in range(count))
     return (
         f"SELECT x.seq, x.type, x.time, x.surface, x.length, x.sc, d.text, x.title, {tfs} "

@@ -12,6 +12,8 @@ in the DSN to keep several indexes in one database):
   ``tsvector`` of its lexemes (GIN indexed). A document whose lexemes exceed the tsvector
   size limit stores ``NULL`` there and is always a candidate (a partial index finds them);
   ``maxtf``: how often its most repeated token occurs (indexed; :mod:`.walk` reads it);
+  events are indexed by their impact key (:func:`impact_key`) and titles have a full-text
+  index of their own (:mod:`.impact` reads both);
 * ``sqi_terms``: for each lexeme, how many rows of ``sqi_docs`` hold it, and in
   ``sqi_state`` how many rows there are and how many tokens they hold (``documents``,
   ``tokens``): the statistics relevance search ranks by, kept current by every update.
@@ -26,7 +28,15 @@ from typing import Any, Final
 
 import psycopg
 
-__all__ = ["INDEX_LOCK", "SCHEMA_VERSION", "TEAM_SOURCE", "ensure_schema"]
+__all__ = [
+    "IMPACT_C2",
+    "IMPACT_C3",
+    "INDEX_LOCK",
+    "SCHEMA_VERSION",
+    "TEAM_SOURCE",
+    "ensure_schema",
+    "impact_key",
+]
 
 INDEX_LOCK: Final = 0x5351_494E_4458_0001
 """Advisory lock held (transaction-scoped) by every reconciliation and migration."""
@@ -162,6 +172,30 @@ _MAXTF: Final = (
     "CREATE INDEX sqi_docs_maxtf ON sqi_docs (maxtf)",
 )
 
+IMPACT_C2: Final = 0.3
+IMPACT_C3: Final = 0.028125
+"""The BM25 constants the impact key is computed with (``k1 * (1 - b)`` and ``k1 * b / 32``:
+the kernel's ``k1`` and ``b`` at an average document length of 32 tokens)."""
+
+
+def impact_key(alias: str = "") -> str:
+    """A document's impact key: ``maxtf / (maxtf + IMPACT_C2 + IMPACT_C3 * ntokens)``, in
+    float8 (the columns of ``alias``, when given). No term can score more there than the
+    kernel's ``c1`` times this key, times ``max(1, IMPACT_C2 / c2, IMPACT_C3 / c3)`` for the
+    search's own ``c2`` and ``c3`` (:mod:`.impact`)."""
+    prefix = f"{alias}." if alias else ""
+    maxtf, ntokens = f"{prefix}maxtf::float8", f"{prefix}ntokens::float8"
+    return f"({maxtf} / ({maxtf} + {IMPACT_C2!r}::float8 + {IMPACT_C3!r}::float8 * {ntokens}))"
+
+
+_IMPACT: Final = (
+    # Events in the order of their impact key, and the titles' own full-text index: a
+    # relevance search of common words scores the matching titles and the events that can
+    # score most, and stops when the events left cannot change its page (.impact).
+    f"CREATE INDEX sqi_docs_impact ON sqi_docs ({impact_key()} DESC) WHERE NOT title",
+    "CREATE INDEX sqi_docs_titles ON sqi_docs USING gin (tsv) WHERE title",
+)
+
 TEAM_SOURCE: Final = "team"
 """``sqi_state.source`` of a team database: pushes write the index, searches never sync it."""
 
@@ -171,6 +205,7 @@ MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("m003_team", _TEAM),
     ("m004_newest", _NEWEST),
     ("m005_maxtf", _MAXTF),
+    ("m006_impact", _IMPACT),
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

@@ -396,7 +396,7 @@ class _Batches:
 
 
 def _merge_pending(conn: psycopg.Connection[Any]) -> None:
-    """Merge the GIN index's pending list now, not at the next vacuum.
+    """Merge the GIN indexes' pending lists now, not at the next vacuum.
 
     New rows first go to the index's unsorted pending list, which every search must scan in
     full: after a bulk write that made a rare-word search 20 times slower. Merging is the
@@ -405,7 +405,8 @@ def _merge_pending(conn: psycopg.Connection[Any]) -> None:
     """
     try:
         with conn.transaction():
-            conn.execute("SELECT gin_clean_pending_list('sqi_docs_tsv'::regclass)")
+            for index in ("sqi_docs_tsv", "sqi_docs_titles"):
+                conn.execute("SELECT gin_clean_pending_list(%s::regclass)", (index,))
     except psycopg.errors.InsufficientPrivilege:
         pass
 

@@ -1,0 +1,293 @@
+"""Relevance session search of common words on PostgreSQL without scoring every match.
+
+A session's relevance is its best event's score plus its best title's (the kernel,
+:mod:`sessionquery.search.relevance`), so a word that half the documents hold made every
+search of it score all of them. Every stored event has an *impact key*
+(:func:`~.schema.impact_key`, indexed): no term scores more in an event than
+``c1 * key * slack`` (``slack`` covers a corpus whose average length is not the key's). A
+relevance search of common words then:
+
+1. scores exactly every document holding one of its *rare* terms (the most selective, while
+   they hold at most :data:`RARE_DOCUMENTS` visible documents together), and every title
+   holding any term (titles have their own full-text index, and are few);
+2. reads the events holding one of the other terms in key order, ``depth`` of them
+   (:data:`DEPTHS`), scoring them. Every event left unread has a key of at most the last one
+   read (or, when fewer than ``depth`` were found among the events looked at, of the last
+   one looked at), so it scores at most ``factor * c1 * key * slack``: ``factor`` is the
+   most the other terms can weigh together (with their coverage boost; such an event holds
+   no rare term, so not the whole question as a phrase);
+3. a session scores at most its best event read (or the unread events' bound, if higher)
+   plus its best title; a session none of whose events was read, at most the bound plus
+   its title. For ``lim`` rows from ``off``, let ``floor`` be the ``off + lim``-th best
+   score of what was read: when the bound stays below it (plus no title: a session with a
+   title scored is one read), every session of the answer is among those whose bound
+   reaches ``floor``, and ranking only those, every document of theirs exactly as before,
+   gives the same rows as ranking every match.
+
+Otherwise the next depth is read; when none closes the gap, every match is ranked as before.
+A question takes this path only when its terms hold at least :data:`WALK_DOCUMENTS` visible
+documents and it has rare terms or is one word (a question of several common words, or one
+word asked with stopwords, could hold the whole question as a phrase anywhere: its bound
+would be too loose to end a walk). The rows and their order are those of
+:func:`~.relevance.session_relevance_sql` in every case.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import psycopg
+
+from sessionquery.search.postgres.relevance import (
+    match_predicate,
+    scored_sql,
+    session_relevance_sql,
+    stored_counts,
+)
+from sessionquery.search.postgres.schema import IMPACT_C2, IMPACT_C3, impact_key
+from sessionquery.search.postgres.sql import COLUMNS
+from sessionquery.search.postgres.tokens import lexeme
+from sessionquery.search.predicates import CompiledFilters
+from sessionquery.search.relevance import RelevancePlan
+
+__all__ = [
+    "DEPTHS",
+    "MAX_SCAN",
+    "MAX_SESSIONS",
+    "RARE_DOCUMENTS",
+    "WALK_DOCUMENTS",
+    "ranked",
+    "ranked_sessions",
+    "slack",
+]
+
+WALK_DOCUMENTS: Final = 8192
+"""Questions whose terms hold at least this many visible documents (summed) may walk; below,
+scoring every candidate costs a few tens of milliseconds at most."""
+RARE_DOCUMENTS: Final = 4096
+"""The most selective terms are scored exactly while their documents number at most this."""
+DEPTHS: Final = (1024, 4096)
+"""Events read in key order; after the last depth, every candidate is ranked."""
+MAX_SCAN: Final = 65536
+"""Documents looked at in key order for one depth's candidates, at most (the expected share
+of candidates among them sets how many: a scope holding few is not searched for through the
+whole index)."""
+MAX_SESSIONS: Final = 1024
+"""Sessions ranked in full at most; more means the bounds are not tight yet."""
+_HOPELESS: Final = 1.25
+"""A depth whose bounds exceed the page's floor by more than this factor ends the walk."""
+_MARGIN: Final = 1.0 + 1e-9
+"""The bounds are widened by this: scores are float sums, the bounds real-valued."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """The terms walked (their plan positions) and the most they weigh in a document."""
+
+    terms: tuple[int, ...]
+    factor: float
+
+
+def _walk(plan: RelevancePlan, rare: int) -> _Walk | None:
+    """The walk of a plan whose first ``rare`` terms are scored exactly, if it can end."""
+    count = len(plan.terms)
+    if not rare and (count > 1 or plan.phrase):
+        return None
+    rest = tuple(range(rare, count))
+    weights = sorted((plan.weights[i] for i in rest), reverse=True)
+    factor = max(sum(weights[:m]) * plan.coverage[m - 1] for m in range(1, len(rest) + 1))
+    return _Walk(rest, factor)
+
+
+def _walk_sql(plan: RelevancePlan, filters: CompiledFilters, walk: _Walk) -> str:
+    """The ``depth + 1`` candidates of highest key among the ``scan`` events of highest key,
+    scored, and the last of those events: one row per session, ``session_id, title, best
+    score, candidates, lowest key, last key``."""
+    key = impact_key("d")
+    source = (
+        f"(SELECT d.*, {key} AS k, row_number() OVER (ORDER BY {key} DESC) AS rn "
+        f"FROM sqi_docs AS d WHERE NOT d.title ORDER BY {key} DESC LIMIT %(scan)s) AS d"
+    )
+    if filters.session_predicates:
+        source += " JOIN sqi_sessions AS s ON s.id = d.session_id"
+    hit = (
+        f"({match_predicate(plan, 'wtsq', walk.terms, every=False)} "
+        f"AND NOT (d.session_id = ANY(%(live)s::text[])){filters.where(COLUMNS)})"
+    )
+    scored = scored_sql(
+        plan,
+        filters,
+        "",
+        source=source,
+        condition=f"({hit} OR d.rn = %(scan)s)",
+        tail=" ORDER BY d.k DESC LIMIT %(depth)s + 1",
+        carry=(("d.k", "k"), (hit, "hit"), ("d.rn = %(scan)s", "last")),
+    )
+    return (
+        "SELECT x.session_id, x.title, max(x.sc) FILTER (WHERE x.hit), "
+        "count(*) FILTER (WHERE x.hit), min(x.k) FILTER (WHERE x.hit), "
+        f"min(x.k) FILTER (WHERE x.last) FROM ({scored}) AS x GROUP BY x.session_id, x.title"
+    )
+
+
+def _exact_sql(plan: RelevancePlan, filters: CompiledFilters, rare: int) -> str:
+    """Every document holding one of the first ``rare`` terms and every title holding any,
+    scored; rows as a walk's."""
+    live = f" AND NOT (d.session_id = ANY(%(live)s::text[])){filters.where(COLUMNS)}"
+    titles = match_predicate(plan, "rtsq", range(len(plan.terms)), every=False)
+    parts = [scored_sql(plan, filters, "", condition=f"d.title AND {titles}{live}")]
+    if rare:
+        match = match_predicate(plan, "etsq", range(rare), every=False)
+        parts.append(scored_sql(plan, filters, "", condition=f"NOT d.title AND {match}{live}"))
+    union = " UNION ALL ".join(f"({part})" for part in parts)
+    return (
+        "SELECT x.session_id, x.title, max(x.sc), count(*), NULL::float8, NULL::float8 "
+        f"FROM ({union}) AS x GROUP BY x.session_id, x.title"
+    )
+
+
+def _tsquery(plan: RelevancePlan, terms: Sequence[int]) -> str:
+    return " | ".join(f"'{lexeme(plan.terms[i])}'" for i in terms)
+
+
+def slack(constants: tuple[float, float, float]) -> float:
+    """How much more than ``c1 * key`` a term can score in an event of impact key ``key``,
+    for a search of BM25 ``constants`` ``(c1, c2, c3)``: the key's ``IMPACT_C2`` and
+    ``IMPACT_C3`` over the search's (a corpus whose average length is not the key's)."""
+    _c1, c2, c3 = constants
+    return max(1.0, IMPACT_C2 / c2, IMPACT_C3 / c3)
+
+
+class _Reading:
+    """What the documents read so far say: each session's best event and best title read
+    (exact scores; every title is read), and the most an unread event can score."""
+
+    def __init__(self, plan: RelevancePlan, walk: _Walk) -> None:
+        self._unit = walk.factor * plan.constants[0] * slack(plan.constants) * _MARGIN
+        self.best: tuple[dict[str, float], dict[str, float]] = ({}, {})  # events, titles
+        self.unread = self._unit  # before any event is read (no key exceeds 1)
+
+    def add(self, rows: Sequence[tuple[Any, ...]], depth: int | None = None) -> None:
+        """Take the rows of :func:`_exact_sql`, or of :func:`_walk_sql` read at ``depth``."""
+        hits, lowest, last = 0, 1.0, None
+        for sid, title, score, found, low, end in rows:
+            if score is not None and score > 0.0:
+                mine = self.best[int(bool(title))]
+                mine[sid] = max(mine.get(sid, 0.0), float(score))
+            hits += int(found)
+            if low is not None:
+                lowest = min(lowest, float(low))
+            if end is not None:
+                last = float(end)
+        if depth is None:
+            return
+        # Every event of a higher key than the last read was read. With fewer candidates than
+        # asked for, the events looked at were all read, and those not looked at have a key
+        # of at most the last of them (or there are none).
+        if last is not None:
+            edge = last
+        elif hits > depth:
+            edge = lowest
+        else:
+            edge = 0.0
+        self.unread = self._unit * edge
+
+    def floor(self, wanted: int) -> float:
+        """The ``wanted``-th best session score read (0.0 with fewer sessions)."""
+        events, titles = self.best
+        lower = sorted(
+            (events.get(s, 0.0) + titles.get(s, 0.0) for s in events.keys() | titles.keys()),
+            reverse=True,
+        )
+        return lower[wanted - 1] if len(lower) >= wanted else 0.0
+
+    def candidates(self, floor: float) -> list[str]:
+        """The sessions read whose score may reach ``floor``."""
+        events, titles = self.best
+        return sorted(
+            s
+            for s in events.keys() | titles.keys()
+            if max(events.get(s, 0.0), self.unread) + titles.get(s, 0.0) >= floor
+        )
+
+
+def ranked_sessions(
+    conn: psycopg.Connection[Any],
+    plan: RelevancePlan,
+    filters: CompiledFilters,
+    params: Mapping[str, Any],
+) -> list[tuple[Any, ...]]:
+    """The rows of :func:`~.relevance.session_relevance_sql` for ``params`` (``lim`` rows
+    from ``off``), read through the impact key when the terms are common."""
+    return ranked(conn, plan, filters, params)[0]
+
+
+def ranked(
+    conn: psycopg.Connection[Any],
+    plan: RelevancePlan,
+    filters: CompiledFilters,
+    params: Mapping[str, Any],
+) -> tuple[list[tuple[Any, ...]], int]:
+    """:func:`ranked_sessions` and the event depth that answered (0: every match was
+    ranked)."""
+    counts = stored_counts(conn, {lexeme(term) for term in plan.terms})
+    held = [counts.get(lexeme(term), 0) for term in plan.terms]
+    if sum(held) >= WALK_DOCUMENTS:
+        rare = 0
+        while rare < len(held) and sum(held[: rare + 1]) <= RARE_DOCUMENTS:
+            rare += 1
+        walk = _walk(plan, rare) if rare < len(held) else None
+        if walk is not None:
+            walked = sum(held[i] for i in walk.terms)
+            found = _bounded(conn, plan, filters, params, walk, rare, walked)
+            if found is not None:
+                return found
+    return conn.execute(session_relevance_sql(plan, filters), params).fetchall(), 0
+
+
+def _documents(conn: psycopg.Connection[Any]) -> int:
+    """Stored documents the connection may see (the index's and the team's counts)."""
+    row = conn.execute(
+        "SELECT (SELECT documents FROM sqi_state) + coalesce(sum(documents), 0) "
+        "FROM sqi_team_counts"
+    ).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def _bounded(  # noqa: PLR0917
+    conn: psycopg.Connection[Any],
+    plan: RelevancePlan,
+    filters: CompiledFilters,
+    params: Mapping[str, Any],
+    walk: _Walk,
+    rare: int,
+    walked: int,
+) -> tuple[list[tuple[Any, ...]], int] | None:
+    """The answer through the walk, or ``None`` when no depth bounds it."""
+    bound = {**params, "wtsq": _tsquery(plan, walk.terms), "etsq": _tsquery(plan, range(rare))}
+    reading = _Reading(plan, walk)
+    reading.add(conn.execute(_exact_sql(plan, filters, rare), bound).fetchall())
+    share = walked / max(_documents(conn), walked, 1)  # of the documents, holding a term
+    wanted = int(params["off"]) + int(params["lim"])
+    for n, depth in enumerate(DEPTHS):
+        if n or reading.unread >= reading.floor(wanted):  # no event read may be needed
+            scan = min(MAX_SCAN, max(depth, math.ceil(depth * 1.5 / share)))
+            sql = _walk_sql(plan, filters, walk)
+            rows = conn.execute(sql, {**bound, "depth": depth, "scan": scan}).fetchall()
+            reading.add(rows, depth)
+        floor = reading.floor(wanted)
+        if reading.unread and reading.unread >= floor:  # (no event unread: all were read)
+            if 0.0 < floor * _HOPELESS < reading.unread:
+                return None  # deeper reading would not close the gap
+            continue  # a session none of whose events was read could still reach the page
+        ranked = reading.candidates(floor)
+        if len(ranked) > MAX_SESSIONS:
+            continue
+        if not ranked:
+            return [], depth
+        sql = session_relevance_sql(plan, filters, only=True)
+        return conn.execute(sql, {**params, "only": ranked}).fetchall(), depth
+    return None

@@ -1,0 +1,218 @@
+"""Relevance session search of common words through the impact key
+(search.postgres.impact): the same pages as SQLite whatever depth answers, a shallow depth
+answers when the best sessions stand out, and the key bounds what a term scores."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from postgres_support import PostgresServer
+from search_sqlite_support import FakeCorpus, all_session_pages, build_corpus, corpus_of
+from sessionquery.query.filters import CwdIn
+from sessionquery.query.types import SessionSearchPage
+from sessionquery.search.postgres import PostgresSearch, impact
+from sessionquery.search.postgres import relevance as pg_relevance
+from sessionquery.search.postgres.overlay import LiveOverlay
+from sessionquery.search.postgres.schema import IMPACT_C2, IMPACT_C3, impact_key
+from sessionquery.search.postgres.sql import compile_filters
+from sessionquery.search.postgres.tokens import tokens
+from sessionquery.search.relevance import K1, B, plan_relevance
+from sessionquery.search.sqlite import SqliteSearch
+
+WORDS = ["the", "fix", "test", "fix", "the", "a", "rare", "fix.test"]
+
+
+def shape(page: SessionSearchPage) -> list[tuple[object, ...]]:
+    return [
+        (h.record.header.id, h.record.live, h.best_match.seq, h.best_match.snippet)
+        for h in page.items
+    ]
+
+
+def all_pages(search: object, corpus: object, query: str, **kw: object) -> list[object]:
+    return list(all_session_pages(search, corpus, query, shape, match="relevance", **kw))
+
+
+FILLER = [f"z{i}" for i in range(60)]
+# words of the questions, then (often) words no question asks: events of many keys
+docs = st.builds(
+    lambda words, filler: " ".join(words + FILLER[:filler]),
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
+    st.sampled_from([0, 0, 1, 3, 10, 60]),
+)
+
+
+@pytest.fixture
+def shallow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every question may walk (small depths, as the corpora are small)."""
+    monkeypatch.setattr(impact, "WALK_DOCUMENTS", 0)
+    monkeypatch.setattr(impact, "RARE_DOCUMENTS", 1)
+    monkeypatch.setattr(impact, "DEPTHS", (1, 3, 8, 200))
+    monkeypatch.setattr(impact, "_HOPELESS", math.inf)  # read on to the last depth
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("shallow")
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    persisted=st.dictionaries(
+        st.sampled_from("mnopqrstuvw"), st.lists(docs, min_size=1, max_size=4), max_size=11
+    ),
+    live=st.dictionaries(st.sampled_from("LM"), st.lists(docs, min_size=1, max_size=3), max_size=1),
+    query=st.one_of(
+        st.sampled_from(["the", "fix", "test", "fix.test"]),  # one word: walked
+        st.sampled_from(["rare fix", "test rare", "rare fix test"]),  # a rare word and others
+        st.lists(st.sampled_from(WORDS), min_size=2, max_size=3).map(" ".join),
+    ),
+)
+def test_pages_read_through_the_impact_key_equal_sqlite_pages(
+    postgres_server: PostgresServer,
+    persisted: dict[str, list[str]],
+    live: dict[str, list[str]],
+    query: str,
+) -> None:
+    # sessions of words no question asks, so that no asked word is held by half the
+    # documents (its weight would be the floor, and every score alike)
+    others = {f"x{i:02d}": ["z1 z2 z3", "z4", "z5 z6"] for i in range(16)}
+    corpus = build_corpus({**persisted, **others}, live)
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
+            for kw in ({}, {"session_filters": [CwdIn(["/w"])]}):
+                assert all_pages(pg, corpus, query, **kw) == all_pages(lite, corpus, query, **kw)
+    finally:
+        postgres_server.drop_schema(dsn)
+
+
+@pytest.fixture
+def dsn(postgres_dsn: str) -> Iterator[str]:
+    yield postgres_dsn
+
+
+def _ranked(dsn: str, query: str, lim: int, off: int = 0) -> tuple[list[str], int]:
+    """The session ids of :func:`impact.ranked` and the depth that answered."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        overlay = LiveOverlay()
+        plan = plan_relevance(
+            tokens(query),
+            pg_relevance.corpus_stats(conn, overlay, include_persisted=True),
+            lambda words: pg_relevance.document_counts(
+                conn, overlay, words, include_persisted=True
+            ),
+        )
+        assert plan is not None
+        compiled = compile_filters([], [], predicate_limit=14)
+        params = {**pg_relevance.relevance_params(plan), "live": [], "lim": lim, "off": off}
+        rows, depth = impact.ranked(conn, plan, compiled, params)
+    return [str(row[0]) for row in rows], depth
+
+
+def _expected(corpus: FakeCorpus, query: str, limit: int) -> list[str]:
+    with SqliteSearch(":memory:") as lite:
+        page = lite.search_sessions(corpus, query, limit=limit, match="relevance")
+    return [h.record.header.id for h in page.items]
+
+
+def test_a_shallow_depth_answers_when_the_best_sessions_stand_out(dsn: str, shallow: None) -> None:
+    # two sessions of short events of the word, then many long ones that hold it once
+    filler = " ".join(f"w{i}" for i in range(40))
+    corpus = corpus_of(
+        ("best", ["the", "the the"]),
+        ("next", ["the the x"]),
+        *[(f"long{i}", [f"the {filler}", filler]) for i in range(12)],
+    )
+    with PostgresSearch(dsn) as pg:
+        pg.update(corpus)
+    expected = _expected(corpus, "the", 14)
+    assert expected[:2] == ["best", "next"]
+    # the first three events read bound the rest below the second session
+    assert _ranked(dsn, "the", lim=2) == (expected[:2], 3)
+    # every session is on the page: only reading every event (the last depth) ends the walk
+    assert _ranked(dsn, "the", lim=14) == (expected, 200)
+
+
+def test_a_question_of_uncommon_words_ranks_every_match_at_once(dsn: str) -> None:
+    corpus = corpus_of(("s", ["the the the"]), ("t", ["the fix"]))
+    with PostgresSearch(dsn) as pg:
+        pg.update(corpus)
+    assert _ranked(dsn, "the", lim=2) == (_expected(corpus, "the", 2), 0)
+
+
+def test_a_question_of_several_common_words_ranks_every_match(dsn: str, shallow: None) -> None:
+    # no rare term, two words: a document may hold both, as a phrase, anywhere
+    corpus = corpus_of(*[(f"s{i}", ["fix test", "fix", "test"]) for i in range(4)])
+    with PostgresSearch(dsn) as pg:
+        pg.update(corpus)
+    assert _ranked(dsn, "fix test", lim=3) == (_expected(corpus, "fix test", 3), 0)
+
+
+@given(
+    repeats=st.integers(1, 10_000),
+    share=st.floats(0.0, 1.0),
+    extra=st.integers(0, 100_000),
+    avgdl=st.floats(0.01, 100_000.0),
+)
+def test_no_term_scores_more_than_the_impact_key_allows(
+    repeats: int, share: float, extra: int, avgdl: float
+) -> None:
+    # a term occurring tf times in an event whose most repeated token occurs `repeats` times
+    tf = max(1, round(repeats * share))
+    length = repeats + extra
+    c1, c2, c3 = K1 + 1.0, K1 * (1.0 - B), K1 * B / avgdl
+    score = (tf * c1) / (tf + (c2 + c3 * length))
+    key = repeats / (repeats + IMPACT_C2 + IMPACT_C3 * length)
+    assert score <= c1 * key * impact.slack((c1, c2, c3)) * (1 + 1e-12)
+
+
+def test_every_stored_event_scores_within_its_stored_key(dsn: str) -> None:
+    texts = ["the", "the the the x", "x the", "the " + " ".join(f"w{i}" for i in range(300))]
+    corpus = corpus_of(*[(f"s{i}", [text]) for i, text in enumerate(texts)])
+    with PostgresSearch(dsn) as pg:
+        pg.update(corpus)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        overlay = LiveOverlay()
+        plan = plan_relevance(
+            ["the"],
+            pg_relevance.corpus_stats(conn, overlay, include_persisted=True),
+            lambda words: pg_relevance.document_counts(
+                conn, overlay, words, include_persisted=True
+            ),
+        )
+        assert plan is not None
+        scored = pg_relevance.scored_sql(plan, compile_filters([], [], predicate_limit=14), "")
+        rows = conn.execute(
+            f"SELECT x.sc, {impact_key('d')} FROM ({scored}) AS x JOIN sqi_docs AS d "
+            "ON d.session_id = x.session_id AND d.seq = x.seq WHERE NOT x.title",
+            pg_relevance.relevance_params(plan),
+        ).fetchall()
+    assert len(rows) == len(texts)
+    weight, c1 = plan.weights[0], plan.constants[0]
+    for score, key in rows:
+        assert 0.0 < score <= weight * c1 * key * impact.slack(plan.constants) * (1 + 1e-12)
+
+
+def test_the_migration_indexes_events_by_key_and_titles_by_word(dsn: str) -> None:
+    with PostgresSearch(dsn):
+        pass
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM sqi_migrations WHERE name = 'm006_impact'")
+        conn.execute("DROP INDEX sqi_docs_impact")
+        conn.execute("DROP INDEX sqi_docs_titles")
+    PostgresSearch(dsn).close()  # migrates
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        names = {
+            str(name)
+            for (name,) in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'sqi_docs' "
+                "AND schemaname = current_schema()"
+            )
+        }
+    assert {"sqi_docs_impact", "sqi_docs_titles"} <= names
