@@ -33,6 +33,7 @@ import psycopg
 from psycopg import sql
 
 from sessionquery.errors import ErrorCode, SessionQueryError
+from sessionquery.search.postgres import schema as index_schema
 
 __all__ = [
     "PUSH_ROLE",
@@ -306,6 +307,7 @@ def init_team(conn: psycopg.Connection[Any]) -> TeamSetup:
             _special_policies(conn)
             _privileges(conn)
             emptied = _mark_index(conn)
+            index_schema.tune_impact(conn)  # keyed for what was pushed since
     except psycopg.errors.InsufficientPrivilege as exc:
         raise _team_error(
             f"only the owner of the tables can set the team database up: {exc}"

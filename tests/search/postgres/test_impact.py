@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from postgres_support import PostgresServer
 from search_sqlite_support import FakeCorpus, all_session_pages, build_corpus, corpus_of
@@ -19,7 +21,7 @@ from sessionquery.query.types import SessionSearchPage
 from sessionquery.search.postgres import PostgresSearch, impact
 from sessionquery.search.postgres import relevance as pg_relevance
 from sessionquery.search.postgres.overlay import LiveOverlay
-from sessionquery.search.postgres.schema import IMPACT_C2, IMPACT_C3, impact_key
+from sessionquery.search.postgres.schema import IMPACT_C2, IMPACT_RETUNE, impact_key, tune_impact
 from sessionquery.search.postgres.sql import compile_filters
 from sessionquery.search.postgres.tokens import tokens
 from sessionquery.search.relevance import K1, B, plan_relevance
@@ -146,12 +148,26 @@ def test_a_question_of_uncommon_words_ranks_every_match_at_once(dsn: str) -> Non
     assert _ranked(dsn, "the", lim=2) == (_expected(corpus, "the", 2), 0)
 
 
-def test_a_question_of_several_common_words_ranks_every_match(dsn: str, shallow: None) -> None:
-    # no rare term, two words: a document may hold both, as a phrase, anywhere
-    corpus = corpus_of(*[(f"s{i}", ["fix test", "fix", "test"]) for i in range(4)])
+def test_a_question_of_common_words_scores_its_phrase_exactly_and_walks_the_rest(
+    dsn: str, shallow: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(impact, "RARE_DOCUMENTS", 8)  # the phrase's few holders, not a word's
+    # the phrase in two short events; the words apart, once each, in long ones
+    filler = " ".join(f"w{i}" for i in range(40))
+    corpus = corpus_of(
+        ("phrase", ["fix test"]),
+        ("again", ["fix test", filler]),
+        *[(f"apart{i}", [f"fix {filler}", f"test {filler}", filler]) for i in range(10)],
+    )
     with PostgresSearch(dsn) as pg:
         pg.update(corpus)
-    assert _ranked(dsn, "fix test", lim=3) == (_expected(corpus, "fix test", 3), 0)
+    expected = _expected(corpus, "fix test", 12)
+    assert set(expected[:2]) == {"phrase", "again"}
+    assert _ranked(dsn, "fix test", lim=2) == (expected[:2], 1)
+    # not scored apart, the phrase's holders leave the bound of an unread event doubled
+    monkeypatch.setattr(impact, "RARE_DOCUMENTS", 1)
+    assert _ranked(dsn, "fix test", lim=2) == (expected[:2], 3)
+    assert _ranked(dsn, "fix test", lim=12) == (expected, 200)
 
 
 @given(
@@ -159,17 +175,20 @@ def test_a_question_of_several_common_words_ranks_every_match(dsn: str, shallow:
     share=st.floats(0.0, 1.0),
     extra=st.integers(0, 100_000),
     avgdl=st.floats(0.01, 100_000.0),
+    keyed_for=st.floats(0.01, 100_000.0),
 )
 def test_no_term_scores_more_than_the_impact_key_allows(
-    repeats: int, share: float, extra: int, avgdl: float
+    repeats: int, share: float, extra: int, avgdl: float, keyed_for: float
 ) -> None:
-    # a term occurring tf times in an event whose most repeated token occurs `repeats` times
+    # a term occurring tf times in an event whose most repeated token occurs `repeats` times,
+    # in a corpus of average length `avgdl`, over an index keyed for `keyed_for`
     tf = max(1, round(repeats * share))
     length = repeats + extra
     c1, c2, c3 = K1 + 1.0, K1 * (1.0 - B), K1 * B / avgdl
+    keyed = K1 * B / keyed_for
     score = (tf * c1) / (tf + (c2 + c3 * length))
-    key = repeats / (repeats + IMPACT_C2 + IMPACT_C3 * length)
-    assert score <= c1 * key * impact.slack((c1, c2, c3)) * (1 + 1e-12)
+    key = repeats / (repeats + IMPACT_C2 + keyed * length)
+    assert score <= c1 * key * impact.slack((c1, c2, c3), keyed) * (1 + 1e-12)
 
 
 def test_every_stored_event_scores_within_its_stored_key(dsn: str) -> None:
@@ -187,16 +206,18 @@ def test_every_stored_event_scores_within_its_stored_key(dsn: str) -> None:
             ),
         )
         assert plan is not None
+        keyed = _keyed(conn)
+        assert keyed is not None
         scored = pg_relevance.scored_sql(plan, compile_filters([], [], predicate_limit=14), "")
         rows = conn.execute(
-            f"SELECT x.sc, {impact_key('d')} FROM ({scored}) AS x JOIN sqi_docs AS d "
+            f"SELECT x.sc, {impact_key('d', keyed)} FROM ({scored}) AS x JOIN sqi_docs AS d "
             "ON d.session_id = x.session_id AND d.seq = x.seq WHERE NOT x.title",
             pg_relevance.relevance_params(plan),
         ).fetchall()
     assert len(rows) == len(texts)
     weight, c1 = plan.weights[0], plan.constants[0]
     for score, key in rows:
-        assert 0.0 < score <= weight * c1 * key * impact.slack(plan.constants) * (1 + 1e-12)
+        assert 0.0 < score <= weight * c1 * key * impact.slack(plan.constants, keyed) * (1 + 1e-12)
 
 
 def test_the_migration_indexes_events_by_key_and_titles_by_word(dsn: str) -> None:
@@ -206,6 +227,7 @@ def test_the_migration_indexes_events_by_key_and_titles_by_word(dsn: str) -> Non
         conn.execute("DELETE FROM sqi_migrations WHERE name = 'm006_impact'")
         conn.execute("DROP INDEX sqi_docs_impact")
         conn.execute("DROP INDEX sqi_docs_titles")
+        conn.execute("ALTER TABLE sqi_state DROP COLUMN impact_c3")
     PostgresSearch(dsn).close()  # migrates
     with psycopg.connect(dsn, autocommit=True) as conn:
         names = {
@@ -216,3 +238,72 @@ def test_the_migration_indexes_events_by_key_and_titles_by_word(dsn: str) -> Non
             )
         }
     assert {"sqi_docs_impact", "sqi_docs_titles"} <= names
+
+
+def _keyed(conn: psycopg.Connection[Any]) -> float | None:
+    row = conn.execute("SELECT impact_c3 FROM sqi_state").fetchone()
+    return None if row is None or row[0] is None else float(row[0])
+
+
+def _index_definition(conn: psycopg.Connection[Any]) -> str:
+    row = conn.execute(
+        "SELECT indexdef FROM pg_indexes WHERE indexname = 'sqi_docs_impact' "
+        "AND schemaname = current_schema()"
+    ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_the_key_follows_the_average_length_of_the_documents(dsn: str) -> None:
+    with PostgresSearch(dsn):
+        pass
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        empty = _keyed(conn)
+    assert empty == pytest.approx(K1 * B / 32.0)
+    # documents of 300 tokens: a key for 32 would bound their scores 9 times too loosely
+    long_text = " ".join(f"w{i}" for i in range(300))
+    corpus = corpus_of(*[(f"s{i}", [long_text, long_text]) for i in range(3)])
+    with PostgresSearch(dsn) as pg:
+        pg.update(corpus)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        keyed = _keyed(conn)
+        assert keyed is not None
+        assert keyed == pytest.approx(K1 * B / 300.0)
+        # the index holds the key the state names, so a search's expression uses it
+        assert repr(keyed) in _index_definition(conn)
+        # a length within the retuning factor leaves the index as it is
+        conn.execute("UPDATE sqi_state SET impact_c3 = %s", (keyed * IMPACT_RETUNE * 0.99,))
+        with conn.transaction():
+            assert not tune_impact(conn)
+
+
+def test_a_role_that_does_not_own_the_index_leaves_its_key_alone(
+    postgres_server: PostgresServer,
+) -> None:
+    dsn = postgres_server.new_database()
+    try:
+        with PostgresSearch(dsn):
+            pass
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("DROP ROLE IF EXISTS sq_impact_reader")
+            conn.execute("CREATE ROLE sq_impact_reader LOGIN")
+            conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO sq_impact_reader")
+            conn.execute("UPDATE sqi_state SET impact_c3 = 1.0")  # far from any length
+        reader = with_user(dsn, "sq_impact_reader")
+        with psycopg.connect(reader, autocommit=True) as conn, conn.transaction():
+            assert not tune_impact(conn)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            assert _keyed(conn) == 1.0
+            with conn.transaction():
+                assert tune_impact(conn)  # the owner keys it again
+            assert _keyed(conn) == pytest.approx(K1 * B / 32.0)
+    finally:
+        postgres_server.drop_database(dsn)
+        with psycopg.connect(postgres_server.admin_dsn, autocommit=True) as conn:
+            conn.execute("DROP ROLE IF EXISTS sq_impact_reader")
+
+
+def with_user(dsn: str, user: str) -> str:
+    params = conninfo_to_dict(dsn)
+    params["user"] = user
+    return make_conninfo("", **params)

@@ -47,16 +47,17 @@ from sessionquery.search.postgres.relevance import (
     session_relevance_sql,
     stored_counts,
 )
-from sessionquery.search.postgres.schema import IMPACT_C2, IMPACT_C3, impact_key
+from sessionquery.search.postgres.schema import IMPACT_C2, impact_key
 from sessionquery.search.postgres.sql import COLUMNS
 from sessionquery.search.postgres.tokens import lexeme
 from sessionquery.search.predicates import CompiledFilters
-from sessionquery.search.relevance import RelevancePlan
+from sessionquery.search.relevance import PHRASE_FACTOR, RelevancePlan
 
 __all__ = [
     "DEPTHS",
     "MAX_SCAN",
     "MAX_SESSIONS",
+    "MAX_SLACK",
     "RARE_DOCUMENTS",
     "WALK_DOCUMENTS",
     "ranked",
@@ -77,6 +78,10 @@ of candidates among them sets how many: a scope holding few is not searched for 
 whole index)."""
 MAX_SESSIONS: Final = 1024
 """Sessions ranked in full at most; more means the bounds are not tight yet."""
+MAX_SLACK: Final = 2.0
+"""The walk is not tried over an index keyed for a corpus this much shorter on average than
+the one searched (its bounds would be this much looser; the owner's next open or ``team init``
+keys it again, :func:`~.schema.tune_impact`)."""
 _HOPELESS: Final = 1.25
 """A depth whose bounds exceed the page's floor by more than this factor ends the walk."""
 _MARGIN: Final = 1.0 + 1e-9
@@ -85,28 +90,45 @@ _MARGIN: Final = 1.0 + 1e-9
 
 @dataclass(frozen=True, slots=True)
 class _Walk:
-    """The terms walked (their plan positions) and the most they weigh in a document."""
+    """How one search walks.
 
+    Attributes:
+        rare: the first ``rare`` terms are scored exactly in every document holding them.
+        phrases: every document that may hold the whole question as a phrase (all its
+            words) is scored exactly.
+        terms: the terms walked (plan positions), the rest.
+        factor: the most the terms walked weigh together in an event left unread (the
+            coverage boost included, and the phrase boost when it may apply).
+        keyed: the impact index's constant (``sqi_state.impact_c3``).
+        share: about which share of the documents hold a term walked.
+    """
+
+    rare: int
+    phrases: bool
     terms: tuple[int, ...]
     factor: float
+    keyed: float
+    share: float
 
 
-def _walk(plan: RelevancePlan, rare: int) -> _Walk | None:
-    """The walk of a plan whose first ``rare`` terms are scored exactly, if it can end."""
-    count = len(plan.terms)
-    if not rare and (count > 1 or plan.phrase):
-        return None
-    rest = tuple(range(rare, count))
+def _walk(  # noqa: PLR0917
+    plan: RelevancePlan, rare: int, phrases: bool, keyed: float, held: Sequence[int], documents: int
+) -> _Walk:
+    """The walk of a plan, ``held`` documents holding each term (``documents`` in all)."""
+    rest = tuple(range(rare, len(plan.terms)))
     weights = sorted((plan.weights[i] for i in rest), reverse=True)
     factor = max(sum(weights[:m]) * plan.coverage[m - 1] for m in range(1, len(rest) + 1))
-    return _Walk(rest, factor)
+    if plan.phrase and not rare and not phrases:
+        factor *= PHRASE_FACTOR  # an event left unread may hold the phrase
+    walked = sum(held[i] for i in rest)
+    return _Walk(rare, phrases, rest, factor, keyed, walked / max(documents, walked, 1))
 
 
 def _walk_sql(plan: RelevancePlan, filters: CompiledFilters, walk: _Walk) -> str:
     """The ``depth + 1`` candidates of highest key among the ``scan`` events of highest key,
     scored, and the last of those events: one row per session, ``session_id, title, best
     score, candidates, lowest key, last key``."""
-    key = impact_key("d")
+    key = impact_key("d", walk.keyed)
     source = (
         f"(SELECT d.*, {key} AS k, row_number() OVER (ORDER BY {key} DESC) AS rn "
         f"FROM sqi_docs AS d WHERE NOT d.title ORDER BY {key} DESC LIMIT %(scan)s) AS d"
@@ -133,14 +155,20 @@ def _walk_sql(plan: RelevancePlan, filters: CompiledFilters, walk: _Walk) -> str
     )
 
 
-def _exact_sql(plan: RelevancePlan, filters: CompiledFilters, rare: int) -> str:
-    """Every document holding one of the first ``rare`` terms and every title holding any,
-    scored; rows as a walk's."""
+def _exact_sql(plan: RelevancePlan, filters: CompiledFilters, rare: int, phrases: bool) -> str:
+    """Every document holding one of the first ``rare`` terms (or, with ``phrases``, every
+    one that may hold the whole question as a phrase: all its words) and every title holding
+    any term, scored; rows as a walk's."""
     live = f" AND NOT (d.session_id = ANY(%(live)s::text[])){filters.where(COLUMNS)}"
     titles = match_predicate(plan, "rtsq", range(len(plan.terms)), every=False)
     parts = [scored_sql(plan, filters, "", condition=f"d.title AND {titles}{live}")]
     if rare:
         match = match_predicate(plan, "etsq", range(rare), every=False)
+        parts.append(scored_sql(plan, filters, "", condition=f"NOT d.title AND {match}{live}"))
+    elif phrases:
+        match = (
+            "(d.tsv @@ %(ptsq)s::tsquery OR (d.tsv IS NULL AND strpos(d.norm, %(rphrase)s) > 0))"
+        )
         parts.append(scored_sql(plan, filters, "", condition=f"NOT d.title AND {match}{live}"))
     union = " UNION ALL ".join(f"({part})" for part in parts)
     return (
@@ -153,12 +181,13 @@ def _tsquery(plan: RelevancePlan, terms: Sequence[int]) -> str:
     return " | ".join(f"'{lexeme(plan.terms[i])}'" for i in terms)
 
 
-def slack(constants: tuple[float, float, float]) -> float:
+def slack(constants: tuple[float, float, float], keyed: float) -> float:
     """How much more than ``c1 * key`` a term can score in an event of impact key ``key``,
-    for a search of BM25 ``constants`` ``(c1, c2, c3)``: the key's ``IMPACT_C2`` and
-    ``IMPACT_C3`` over the search's (a corpus whose average length is not the key's)."""
+    for a search of BM25 ``constants`` ``(c1, c2, c3)`` over an index keyed with ``keyed``
+    (``sqi_state.impact_c3``): the key's ``c2`` and ``c3`` over the search's (a corpus whose
+    average length is not the key's)."""
     _c1, c2, c3 = constants
-    return max(1.0, IMPACT_C2 / c2, IMPACT_C3 / c3)
+    return max(1.0, IMPACT_C2 / c2, keyed / c3)
 
 
 class _Reading:
@@ -166,7 +195,8 @@ class _Reading:
     (exact scores; every title is read), and the most an unread event can score."""
 
     def __init__(self, plan: RelevancePlan, walk: _Walk) -> None:
-        self._unit = walk.factor * plan.constants[0] * slack(plan.constants) * _MARGIN
+        self._unit = walk.factor * plan.constants[0] * slack(plan.constants, walk.keyed)
+        self._unit *= _MARGIN
         self.best: tuple[dict[str, float], dict[str, float]] = ({}, {})  # events, titles
         self.unread = self._unit  # before any event is read (no key exceeds 1)
 
@@ -214,6 +244,34 @@ class _Reading:
         )
 
 
+def _few_phrases(
+    conn: psycopg.Connection[Any],
+    plan: RelevancePlan,
+    counts: Mapping[str, int],
+    documents: int,
+) -> bool:
+    """Whether at most :data:`RARE_DOCUMENTS` documents hold every word of the question (so
+    those that may hold it as a phrase are few enough to score exactly): surely when one of
+    its words is that rare; else counted, up to one more, when independent words would be
+    held together that rarely."""
+    held = [counts.get(lexeme(word), 0) for word in plan.phrase]
+    if min(held, default=0) <= RARE_DOCUMENTS:
+        return True
+    if math.prod(n / max(documents, 1) for n in held) * documents > RARE_DOCUMENTS:
+        return False
+    row = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM sqi_docs AS d WHERE d.tsv @@ %(ptsq)s::tsquery "
+        "LIMIT %(most)s) AS x",
+        {"ptsq": _all_words(plan), "most": RARE_DOCUMENTS + 1},
+    ).fetchone()
+    return row is not None and int(row[0]) <= RARE_DOCUMENTS
+
+
+def _all_words(plan: RelevancePlan) -> str:
+    """The tsquery of every word of the question (its phrase)."""
+    return " & ".join(sorted({f"'{lexeme(word)}'" for word in plan.phrase}))
+
+
 def ranked_sessions(
     conn: psycopg.Connection[Any],
     plan: RelevancePlan,
@@ -233,48 +291,56 @@ def ranked(
 ) -> tuple[list[tuple[Any, ...]], int]:
     """:func:`ranked_sessions` and the event depth that answered (0: every match was
     ranked)."""
-    counts = stored_counts(conn, {lexeme(term) for term in plan.terms})
+    counts = stored_counts(conn, {lexeme(word) for word in (*plan.terms, *plan.phrase)})
     held = [counts.get(lexeme(term), 0) for term in plan.terms]
     if sum(held) >= WALK_DOCUMENTS:
         rare = 0
         while rare < len(held) and sum(held[: rare + 1]) <= RARE_DOCUMENTS:
             rare += 1
-        walk = _walk(plan, rare) if rare < len(held) else None
-        if walk is not None:
-            walked = sum(held[i] for i in walk.terms)
-            found = _bounded(conn, plan, filters, params, walk, rare, walked)
+        documents, keyed = _index(conn)
+        # not keyed yet, or for documents of another length: the bounds would not be tight
+        if rare < len(held) and keyed is not None and slack(plan.constants, keyed) <= MAX_SLACK:
+            phrases = bool(plan.phrase) and not rare and _few_phrases(conn, plan, counts, documents)
+            walk = _walk(plan, rare, phrases, keyed, held, documents)
+            found = _bounded(conn, plan, filters, params, walk)
             if found is not None:
                 return found
     return conn.execute(session_relevance_sql(plan, filters), params).fetchall(), 0
 
 
-def _documents(conn: psycopg.Connection[Any]) -> int:
-    """Stored documents the connection may see (the index's and the team's counts)."""
+def _index(conn: psycopg.Connection[Any]) -> tuple[int, float | None]:
+    """Stored documents the connection may see (the index's and the team's counts), and the
+    constant the impact index is keyed with (``None``: no index yet)."""
     row = conn.execute(
-        "SELECT (SELECT documents FROM sqi_state) + coalesce(sum(documents), 0) "
-        "FROM sqi_team_counts"
+        "SELECT (SELECT documents FROM sqi_state) + coalesce(sum(documents), 0), "
+        "(SELECT impact_c3 FROM sqi_state) FROM sqi_team_counts"
     ).fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
+    if row is None:
+        return 0, None
+    return int(row[0] or 0), (float(row[1]) if row[1] is not None else None)
 
 
-def _bounded(  # noqa: PLR0917
+def _bounded(
     conn: psycopg.Connection[Any],
     plan: RelevancePlan,
     filters: CompiledFilters,
     params: Mapping[str, Any],
     walk: _Walk,
-    rare: int,
-    walked: int,
 ) -> tuple[list[tuple[Any, ...]], int] | None:
     """The answer through the walk, or ``None`` when no depth bounds it."""
-    bound = {**params, "wtsq": _tsquery(plan, walk.terms), "etsq": _tsquery(plan, range(rare))}
+    rare = walk.rare
+    bound = {
+        **params,
+        "wtsq": _tsquery(plan, walk.terms),
+        "etsq": _tsquery(plan, range(rare)),
+        "ptsq": _all_words(plan),
+    }
     reading = _Reading(plan, walk)
-    reading.add(conn.execute(_exact_sql(plan, filters, rare), bound).fetchall())
-    share = walked / max(_documents(conn), walked, 1)  # of the documents, holding a term
+    reading.add(conn.execute(_exact_sql(plan, filters, rare, walk.phrases), bound).fetchall())
     wanted = int(params["off"]) + int(params["lim"])
     for n, depth in enumerate(DEPTHS):
         if n or reading.unread >= reading.floor(wanted):  # no event read may be needed
-            scan = min(MAX_SCAN, max(depth, math.ceil(depth * 1.5 / share)))
+            scan = min(MAX_SCAN, max(depth, math.ceil(depth * 1.5 / walk.share)))
             sql = _walk_sql(plan, filters, walk)
             rows = conn.execute(sql, {**bound, "depth": depth, "scan": scan}).fetchall()
             reading.add(rows, depth)

@@ -156,6 +156,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
         try:
             with conn.transaction():
                 schema.ensure_schema(conn)
+                schema.tune_impact(conn)
         except psycopg.Error as exc:
             conn.close()
             raise SessionQueryError(

@@ -28,14 +28,18 @@ from typing import Any, Final
 
 import psycopg
 
+from sessionquery.search.relevance import K1, B
+
 __all__ = [
+    "IMPACT_AVGDL",
     "IMPACT_C2",
-    "IMPACT_C3",
+    "IMPACT_RETUNE",
     "INDEX_LOCK",
     "SCHEMA_VERSION",
     "TEAM_SOURCE",
     "ensure_schema",
     "impact_key",
+    "tune_impact",
 ]
 
 INDEX_LOCK: Final = 0x5351_494E_4458_0001
@@ -172,27 +176,62 @@ _MAXTF: Final = (
     "CREATE INDEX sqi_docs_maxtf ON sqi_docs (maxtf)",
 )
 
-IMPACT_C2: Final = 0.3
-IMPACT_C3: Final = 0.028125
-"""The BM25 constants the impact key is computed with (``k1 * (1 - b)`` and ``k1 * b / 32``:
-the kernel's ``k1`` and ``b`` at an average document length of 32 tokens)."""
+IMPACT_C2: Final = K1 * (1.0 - B)
+"""The BM25 constant ``c2`` the impact key is computed with (the kernel's)."""
+IMPACT_AVGDL: Final = 32.0
+"""The average document length the impact key assumes while the index is empty."""
+IMPACT_RETUNE: Final = 1.5
+"""The key is computed again when the average length has moved this factor away from it."""
 
 
-def impact_key(alias: str = "") -> str:
-    """A document's impact key: ``maxtf / (maxtf + IMPACT_C2 + IMPACT_C3 * ntokens)``, in
-    float8 (the columns of ``alias``, when given). No term can score more there than the
-    kernel's ``c1`` times this key, times ``max(1, IMPACT_C2 / c2, IMPACT_C3 / c3)`` for the
-    search's own ``c2`` and ``c3`` (:mod:`.impact`)."""
+def impact_key(alias: str, c3: float) -> str:
+    """A document's impact key: ``maxtf / (maxtf + IMPACT_C2 + c3 * ntokens)``, in float8
+    (the columns of ``alias``, when given), ``c3`` being ``k1 * b / avgdl`` for the average
+    length the index was keyed for (``sqi_state.impact_c3``). No term can score more there
+    than the kernel's ``c1`` times this key, times ``max(1, IMPACT_C2 / c2', c3 / c3')`` for
+    the search's own ``c2'`` and ``c3'`` (:mod:`.impact`)."""
     prefix = f"{alias}." if alias else ""
     maxtf, ntokens = f"{prefix}maxtf::float8", f"{prefix}ntokens::float8"
-    return f"({maxtf} / ({maxtf} + {IMPACT_C2!r}::float8 + {IMPACT_C3!r}::float8 * {ntokens}))"
+    return f"({maxtf} / ({maxtf} + {IMPACT_C2!r}::float8 + {float(c3)!r}::float8 * {ntokens}))"
+
+
+def tune_impact(conn: psycopg.Connection[Any]) -> bool:
+    """Key the events' impact index (``sqi_docs_impact``) for the corpus's average length
+    when it has none yet or the length has moved :data:`IMPACT_RETUNE` away from its key
+    (the owner of the tables only; others leave it as it is); whether it was rebuilt.
+
+    The key's constant is recorded in ``sqi_state.impact_c3`` in the same transaction as
+    the index, so a search reads the key the index holds.
+    """
+    row = conn.execute(
+        "SELECT s.impact_c3, pg_has_role(current_user, c.relowner, 'USAGE') "
+        "FROM sqi_state AS s, pg_class AS c WHERE c.oid = 'sqi_docs'::regclass"
+    ).fetchone()
+    if row is None or not row[1]:
+        return False
+    counts = conn.execute(
+        "SELECT (SELECT documents FROM sqi_state) + coalesce(sum(documents), 0), "
+        "(SELECT tokens FROM sqi_state) + coalesce(sum(tokens), 0) FROM sqi_team_counts"
+    ).fetchone()
+    documents, tokens = (int(counts[0] or 0), int(counts[1] or 0)) if counts else (0, 0)
+    avgdl = tokens / documents if documents and tokens else IMPACT_AVGDL
+    wanted = K1 * B / avgdl
+    if row[0] is not None and 1 / IMPACT_RETUNE <= float(row[0]) / wanted <= IMPACT_RETUNE:
+        return False
+    conn.execute("DROP INDEX IF EXISTS sqi_docs_impact")
+    conn.execute(
+        f"CREATE INDEX sqi_docs_impact ON sqi_docs ({impact_key('', wanted)} DESC) WHERE NOT title"
+    )
+    conn.execute("UPDATE sqi_state SET impact_c3 = %s", (wanted,))
+    return True
 
 
 _IMPACT: Final = (
-    # Events in the order of their impact key, and the titles' own full-text index: a
-    # relevance search of common words scores the matching titles and the events that can
-    # score most, and stops when the events left cannot change its page (.impact).
-    f"CREATE INDEX sqi_docs_impact ON sqi_docs ({impact_key()} DESC) WHERE NOT title",
+    # Events in the order of their impact key (the index is made by tune_impact, for the
+    # corpus's average length) and the titles' own full-text index: a relevance search of
+    # common words scores the matching titles and the events that can score most, and stops
+    # when the events left cannot change its page (.impact).
+    "ALTER TABLE sqi_state ADD COLUMN impact_c3 double precision",
     "CREATE INDEX sqi_docs_titles ON sqi_docs USING gin (tsv) WHERE title",
 )
 

@@ -393,6 +393,8 @@ class _Batches:
         self.vanished.extend(vanished)
         if batch:
             _merge_pending(self.conn)
+            with self.conn.transaction():
+                schema.tune_impact(self.conn)
 
 
 def _merge_pending(conn: psycopg.Connection[Any]) -> None:
