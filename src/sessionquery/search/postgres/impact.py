@@ -2,34 +2,35 @@
 
 A session's relevance is its best event's score plus its best title's (the kernel,
 :mod:`sessionquery.search.relevance`), so a word that half the documents hold made every
-search of it score all of them. Every stored event has an *impact key*
-(:func:`~.schema.impact_key`, indexed): no term scores more in an event than
-``c1 * key * slack`` (``slack`` covers a corpus whose average length is not the key's). A
-relevance search of common words then:
+search of it score all of them, and scoring is the expensive part (a candidate's term counts
+are read from its normal form). Every stored event has an *impact key*
+(:func:`~.schema.impact_key`, indexed, made for the corpus's average length by
+:func:`~.schema.tune_impact`): no term scores more in an event than ``c1 * key * slack``
+(:func:`slack` covers a corpus whose average length has moved since). A relevance search of
+common words then:
 
-1. scores exactly every document holding one of its *rare* terms (the most selective, while
-   they hold at most :data:`RARE_DOCUMENTS` visible documents together), and every title
-   holding any term (titles have their own full-text index, and are few);
+1. scores exactly every title holding a term (titles have their own full-text index, and
+   are few), every document holding one of its *rare* terms (the most selective, while they
+   hold at most :data:`RARE_DOCUMENTS` visible documents together), and, with no rare term,
+   every document holding all the question's words when those are few (only they can hold
+   the whole question as a phrase);
 2. reads the events holding one of the other terms in key order, ``depth`` of them
    (:data:`DEPTHS`), scoring them. Every event left unread has a key of at most the last one
    read (or, when fewer than ``depth`` were found among the events looked at, of the last
    one looked at), so it scores at most ``factor * c1 * key * slack``: ``factor`` is the
-   most the other terms can weigh together (with their coverage boost; such an event holds
-   no rare term, so not the whole question as a phrase);
+   most the other terms can weigh together (with their coverage boost, and the phrase boost
+   when the phrase's holders were not scored);
 3. a session scores at most its best event read (or the unread events' bound, if higher)
-   plus its best title; a session none of whose events was read, at most the bound plus
-   its title. For ``lim`` rows from ``off``, let ``floor`` be the ``off + lim``-th best
-   score of what was read: when the bound stays below it (plus no title: a session with a
-   title scored is one read), every session of the answer is among those whose bound
-   reaches ``floor``, and ranking only those, every document of theirs exactly as before,
-   gives the same rows as ranking every match.
+   plus its best title (every title holding a term was read). For ``lim`` rows from ``off``,
+   let ``floor`` be the ``off + lim``-th best score of what was read: when the bound stays
+   below it, every session of the answer is among those whose bound reaches ``floor``, and
+   ranking only those, every document of theirs exactly as before, gives the same rows as
+   ranking every match.
 
-Otherwise the next depth is read; when none closes the gap, every match is ranked as before.
-A question takes this path only when its terms hold at least :data:`WALK_DOCUMENTS` visible
-documents and it has rare terms or is one word (a question of several common words, or one
-word asked with stopwords, could hold the whole question as a phrase anywhere: its bound
-would be too loose to end a walk). The rows and their order are those of
-:func:`~.relevance.session_relevance_sql` in every case.
+Otherwise the next depth is read; when none closes the gap (or one leaves it wider than
+:data:`_HOPELESS`), every match is ranked as before. A question takes this path only when its
+terms hold at least :data:`WALK_DOCUMENTS` visible documents. The rows and their order are
+those of :func:`~.relevance.session_relevance_sql` in every case.
 """
 
 from __future__ import annotations
