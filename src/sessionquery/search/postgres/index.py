@@ -154,6 +154,10 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
                 ErrorCode.INDEX_FAILED, f"session-search PostgreSQL index cannot connect: {exc}"
             ) from exc
         try:
+            # No JIT compilation: a search's expressions are short-lived, and compiling them
+            # cost about 100 ms for every query the planner thought large (a relevance search
+            # of common words ran 5-20 % slower with it on the real-size history).
+            conn.execute("SET jit = off")
             with conn.transaction():
                 schema.ensure_schema(conn)
                 schema.tune_impact(conn)

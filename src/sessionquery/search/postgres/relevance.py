@@ -153,14 +153,12 @@ def relevance_params(plan: RelevancePlan) -> dict[str, object]:
 
 
 def _frequency(i: int) -> str:
-    """Occurrences of term ``i``'s pattern in the normal form: the bytes a replace removes
-    over the pattern's bytes (exact, as whole occurrences are removed; byte lengths need no
-    scan of the text), computed only where the pattern occurs at all."""
+    """Occurrences of term ``i``'s pattern in the candidate's normal form ``c.n`` (read out
+    of its compressed storage once per candidate): the bytes a replace removes over the
+    pattern's bytes (exact, as whole occurrences are removed; a text without the pattern
+    comes back as it is, after one scan)."""
     name = f"%(rp{i})s"
-    return (
-        f"CASE WHEN strpos(d.norm, {name}) > 0 THEN (octet_length(d.norm) - "
-        f"octet_length(replace(d.norm, {name}, ''))) / octet_length({name}) ELSE 0 END"
-    )
+    return f"(octet_length(c.n) - octet_length(replace(c.n, {name}, ''))) / octet_length({name})"
 
 
 def match_predicate(plan: RelevancePlan, tsquery: str, terms: Sequence[int], *, every: bool) -> str:
@@ -194,13 +192,27 @@ def scored_sql(
         match = match_predicate(plan, "rtsq", range(count), every=False)
         condition = f"{match}{extra}{filters.where(COLUMNS)}"
     frequencies = ", ".join(f"{_frequency(i)} AS tf{i}" for i in range(count))
-    phrase = "strpos(d.norm, %(rphrase)s) > 0" if plan.phrase else "false"
     carried = "".join(f", {expression} AS {name}" for expression, name in carry)
-    inner = (
+    columns = "session_id, seq, type, time, surface, length, title, ntokens" + "".join(
+        f", {name}" for _expression, name in carry
+    )
+    kept = ", ".join(f"c.{column.strip()}" for column in columns.split(","))
+    # Each level ends in OFFSET 0, so none is folded into the next: the normal form is
+    # decompressed once per candidate (``n``, a plain copy) and each frequency computed once.
+    candidates = (
         f"SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, d.title, "
-        f"d.ntokens{carried}, {phrase} AS ph, {frequencies} "
+        f"d.ntokens{carried}, d.norm || '' AS n "
         f"FROM {source or documents_of(filters)} WHERE {condition}{tail}"
     )
+    counted = f"SELECT {kept}, c.n, {frequencies} FROM ({candidates}) AS c OFFSET 0"
+    # Only a candidate holding every term of the phrase can hold the phrase: the others are
+    # not scanned for it.
+    needed = [f"c.tf{i} > 0" for i, term in enumerate(plan.terms) if term in plan.phrase]
+    phrase = "strpos(c.n, %(rphrase)s) > 0" if plan.phrase else "false"
+    if plan.phrase and needed:
+        phrase = f"CASE WHEN {' AND '.join(needed)} THEN {phrase} ELSE false END"
+    tf_columns = "".join(f", c.tf{i}" for i in range(count))
+    inner = f"SELECT {kept}{tf_columns}, {phrase} AS ph FROM ({counted}) AS c OFFSET 0"
     # Python's event_score, operation for operation: 0.0, then for each term with tf > 0
     # score += w * (tf * c1) / (tf + (c2 + c3 * D)); then * phrase factor (when the phrase
     # is held), then * coverage[held - 1].
