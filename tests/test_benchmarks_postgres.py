@@ -1,5 +1,6 @@
-"""Smoke test of ``benchmarks/postgres.py --quick``: it runs, writes its own section of the
-results file without touching the others, and finds both backends' answers identical."""
+"""Smoke tests of ``benchmarks/postgres.py --quick`` and ``benchmarks/pg_questions.py``: each
+runs, writes its own section of the results file without touching the others, and finds the
+answers it compares identical."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ import pytest
 
 from locations import BENCHMARKS
 from postgres_support import PostgresServer
+
+sys.path.insert(0, str(BENCHMARKS))
+
+from quality_questions import KINDS, QUESTIONS
 
 pytestmark = pytest.mark.slow  # a benchmark run against PostgreSQL
 
@@ -48,3 +53,38 @@ def test_quick_run_replaces_its_section_and_reports_identical_results(
         assert f"* {query}: " in text
     assert "**differs**" not in text
     assert text.count(", identical") == 5 + 6  # + the six relevance questions
+
+
+def test_the_quality_questions_benchmark_compares_two_sources_and_replaces_its_section(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    output = tmp_path / "RESULTS.md"
+    heading = "## Relevance on PostgreSQL for the quality questions"
+    output.write_text(f"# results\n\n{heading}\n\nold\n\n## Other\n\nkept\n")
+    dsn = postgres_server.new_database()
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(BENCHMARKS / "pg_questions.py"),
+                "--dsn",
+                dsn,
+                "--before",
+                "HEAD",
+                "--output",
+                str(output),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,  # a hang catcher: an empty database answers each question at once
+            check=False,
+        )
+    finally:
+        postgres_server.drop_database(dsn)
+    assert done.returncode == 0, done.stderr
+    text = output.read_text()
+    assert "## Other\n\nkept\n" in text and "\nold\n" not in text
+    assert text.count(heading) == 1
+    for kind in {question.kind for question in QUESTIONS}:
+        assert kind in KINDS and f"\n| {kind} | p50 " in text, kind
+    assert f"for {len(QUESTIONS)} of {len(QUESTIONS)} questions" in text
