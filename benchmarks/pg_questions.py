@@ -175,12 +175,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--before", required=True, help="the earlier revision to compare")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
-    section = run(args.dsn, args.before)
-    print(section)
-    if args.output is not None:
-        from report import replace_section
+    from team_bench import publish
 
-        replace_section(args.output, section)
+    publish(run(args.dsn, args.before), args.output)
     return 0
 
 
