@@ -156,7 +156,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
         try:
             # No JIT compilation: a search's expressions are short-lived, and compiling them
             # cost about 100 ms for every query the planner thought large (a relevance search
-            # of common words ran 5-20 % slower with it on the real-size history).
+            # of common words ran 4-20 % slower with it on the real-size history).
             conn.execute("SET jit = off")
             with conn.transaction():
                 schema.ensure_schema(conn)

@@ -193,10 +193,8 @@ def scored_sql(
         condition = f"{match}{extra}{filters.where(COLUMNS)}"
     frequencies = ", ".join(f"{_frequency(i)} AS tf{i}" for i in range(count))
     carried = "".join(f", {expression} AS {name}" for expression, name in carry)
-    columns = "session_id, seq, type, time, surface, length, title, ntokens" + "".join(
-        f", {name}" for _expression, name in carry
-    )
-    kept = ", ".join(f"c.{column.strip()}" for column in columns.split(","))
+    names = ("session_id", "seq", "type", "time", "surface", "length", "title", "ntokens")
+    kept = ", ".join(f"c.{name}" for name in (*names, *(name for _e, name in carry)))
     # Each level ends in OFFSET 0, so none is folded into the next: the normal form is
     # decompressed once per candidate (``n``, a plain copy) and each frequency computed once.
     candidates = (
