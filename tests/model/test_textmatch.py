@@ -53,6 +53,11 @@ def test_collapse_whitespace_trims_and_joins_runs_with_one_space() -> None:
     assert split_words("  ") == []
 
 
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F)))
+def test_collapse_whitespace_of_ascii_text_joins_the_pieces_split_words_finds(text: str) -> None:
+    assert collapse_whitespace(text) == " ".join(split_words(text))
+
+
 @pytest.mark.parametrize(
     ("text", "folded"),
     [

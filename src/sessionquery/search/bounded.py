@@ -60,16 +60,21 @@ def phrases_of(tokens: Sequence[str], words: Words) -> Phrases:
     if words is Words.AS_PHRASE:
         return (tuple(tokens),) if tokens else ()
     if words is Words.EVERY:
-        return tuple((token,) for token in dict.fromkeys(tokens))
+        return tuple(zip(dict.fromkeys(tokens)))  # one 1-tuple per distinct token, in C
     raise ValueError(f"{words.name} candidates are not phrases")
 
 
 def is_long(phrases: Phrases) -> bool:
     """Whether a query requiring these phrases takes the bounded path: more than
     :data:`EXPRESSION_TERMS` distinct tokens, or a phrase of more than :data:`PHRASE_TOKENS`."""
-    if any(len(phrase) > PHRASE_TOKENS for phrase in phrases):
-        return True
-    return len({token for phrase in phrases for token in phrase}) > EXPRESSION_TERMS
+    distinct: set[str] = set()
+    for phrase in phrases:  # ends as soon as it knows: a long query is long early
+        if len(phrase) > PHRASE_TOKENS:
+            return True
+        distinct.update(phrase)
+        if len(distinct) > EXPRESSION_TERMS:
+            return True
+    return False
 
 
 def selective_tokens(tokens: Sequence[str]) -> list[str]:

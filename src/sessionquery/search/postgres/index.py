@@ -312,8 +312,9 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
             )
         words = tokens(request.text)
         check_cancel(cancel)  # a long query's tokens took a while
-        if is_long(phrases_of(words, request.plan.words)):
-            return self._long_sessions(corpus, words, request, compiled, position, cancel)
+        phrases = phrases_of(words, request.plan.words)
+        if is_long(phrases):
+            return self._long_sessions(corpus, words, phrases, request, compiled, position, cancel)
         plan = match_plan(request.text, request.plan.words)
         with self._connection(cancel) as conn:
             partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
@@ -358,8 +359,11 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
             )
         words = tokens(request.text)
         check_cancel(cancel)  # a long query's tokens took a while
-        if is_long(phrases_of(words, request.plan.words)):
-            return self._long_events(corpus, session_id, words, request, compiled, position, cancel)
+        phrases = phrases_of(words, request.plan.words)
+        if is_long(phrases):
+            return self._long_events(
+                corpus, session_id, words, phrases, request, compiled, position, cancel
+            )
         plan = match_plan(request.text, request.plan.words)
         with self._connection(cancel) as conn:
             partial = self._search_sync(conn, corpus, cancel, request.allow_partial)

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from sessionquery.match_modes import Words
 from sessionquery.model import SessionHeader, SurfaceClass
 from sessionquery.query.backend import Corpus
 from sessionquery.query.cancel import CancelToken
@@ -28,7 +27,7 @@ from sessionquery.query.types import (
     SessionSearchHit,
 )
 from sessionquery.search.base import Window
-from sessionquery.search.bounded import phrases_of
+from sessionquery.search.bounded import Phrases
 from sessionquery.search.cursor import CursorPosition, page_offset
 from sessionquery.search.postgres import bounded, impact, relevance
 from sessionquery.search.postgres.overlay import LiveOverlay, RelevantHit
@@ -79,14 +78,13 @@ class ModeSearches:
         self,
         conn: psycopg.Connection[Any],
         words: Sequence[str],
-        candidates: Words,
+        phrases: Phrases,
         compiled: CompiledFilters,
         request: SearchRequest,
         persisted: bool,
         session_id: str | None,
         cancel: CancelToken | None,
     ) -> list[bounded.Found]:
-        phrases = phrases_of(words, candidates)
         overlay = self._overlay
         if not bounded.all_present(
             conn, overlay, words, include_persisted=persisted, cancel=cancel
@@ -126,6 +124,7 @@ class ModeSearches:
         self,
         corpus: Corpus,
         words: Sequence[str],
+        phrases: Phrases,
         request: SearchRequest,
         compiled: CompiledFilters,
         position: CursorPosition | None,
@@ -139,7 +138,7 @@ class ModeSearches:
             found = self._long_found(
                 conn,
                 words,
-                request.plan.words,
+                phrases,
                 compiled,
                 request,
                 corpus.persistence is not None,
@@ -164,6 +163,7 @@ class ModeSearches:
         corpus: Corpus,
         session_id: str,
         words: Sequence[str],
+        phrases: Phrases,
         request: SearchRequest,
         compiled: CompiledFilters,
         position: CursorPosition | None,
@@ -181,7 +181,7 @@ class ModeSearches:
             found = self._long_found(
                 conn,
                 words,
-                request.plan.words,
+                phrases,
                 compiled,
                 request,
                 corpus.persistence is not None,
