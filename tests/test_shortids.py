@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from conftest import raises_code
 from sessionquery.errors import ErrorCode
 from sessionquery.model import SessionHeader
+from sessionquery.persistence.base import SessionOutline
 from sessionquery.shortids import AmbiguousId, SessionIds
 
 
@@ -100,6 +101,34 @@ def test_every_short_id_is_unique_and_names_its_own_session(
     assert len(set(shorts.values())) == len(shorts)
     for session_id, short in shorts.items():
         assert ids.resolve(short) == session_id
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(st.tuples(_ID, st.one_of(st.none(), _ID), st.integers(0, 3)), max_size=12),
+    st.data(),
+)
+def test_a_short_id_asked_for_alone_is_the_one_the_whole_listing_gives(
+    rows: list[tuple[str, str | None, int]], data: st.DataObject
+) -> None:
+    headers = {sid: _header(sid, parent, created) for sid, parent, created in rows}
+    whole = SessionIds(headers.values())
+    with raises_code(ErrorCode.SESSION_NOT_FOUND):
+        whole.resolve("zzz")  # a typed start: every short id is found, from the roots down
+    expected = {session_id: whole.short(session_id) for session_id in headers}
+    asked = data.draw(st.permutations(sorted(headers)))
+    alone = SessionIds(headers.values())  # short ids found one at a time, in any order
+    assert {session_id: alone.short(session_id) for session_id in asked} == expected
+
+
+def test_short_ids_are_found_from_outlines_as_from_headers() -> None:
+    rows = [("fe5e1c67-aaaa", None, 1), ("fe5e1c67-aaaa-child", "fe5e1c67-aaaa", 2)]
+    outlines = [SessionOutline(sid, parent, created, None) for sid, parent, created in rows]
+    from_headers = SessionIds(_header(*row) for row in rows)
+    from_outlines = SessionIds(outlines)
+    for sid, _, _ in rows:
+        assert from_outlines.short(sid) == from_headers.short(sid)
+    assert from_outlines.short("fe5e1c67-aaaa-child") == "fe5e1c67/1"
 
 
 @pytest.mark.parametrize(

@@ -441,6 +441,17 @@ def problems_of(persistence: object) -> list[Problem]:
     return list(persistence.problems()) if isinstance(persistence, ProblemSource) else []
 
 
+def _natively(persistence: object, capability: type) -> bool:
+    """Whether ``persistence`` has ``capability`` of its own: through redaction (which
+    changes neither ids nor the listing's order) down to the store that has it, never by a
+    wrapper that would list the whole store to provide it."""
+    from sessionquery.redact import RedactingPersistence
+
+    while isinstance(persistence, RedactingPersistence):
+        persistence = persistence.inner
+    return isinstance(persistence, capability)
+
+
 class ListedOnce:
     """A persistence whose listing is read once: one command works on one snapshot.
 
@@ -449,13 +460,21 @@ class ListedOnce:
     seconds loses nothing by reusing its first listing. Everything else is delegated, and a
     capability the wrapped persistence lacks is missing here too, except :meth:`problems`
     (a :class:`~sessionquery.persistence.base.ProblemSource` always; empty when the wrapped
-    persistence reports none) and :meth:`list_newest` (pages cut from the one listing).
+    persistence reports none), :meth:`list_newest` and :meth:`list_outline`.
+
+    A store that pages and outlines its listing itself (PostgreSQL, redacted or not) is not
+    listed whole for those two: a page is its own query and the outline (short ids, counts)
+    another, read once, so a command over a team database of 100,000 sessions parses the
+    headers of the sessions it shows only. A session pushed between those reads may be shown
+    by its full id. Any other store's pages and outline come from its one listing.
     Not for long-running servers, and never for the search index.
     """
 
     def __init__(self, inner: SessionPersistence) -> None:
         self._inner = inner
         self._listing: list[Any] | None = None
+        self._outline: list[Any] | None = None
+        self._paged: dict[str, Any] = {}  # entries of pages read from the store itself
 
     def list(self) -> list[Any]:
         """The wrapped persistence's listing, read on first use."""
@@ -467,12 +486,59 @@ class ListedOnce:
         """The wrapped persistence's problems (:func:`problems_of`), read each time."""
         return problems_of(self._inner)
 
+    def pages_itself(self) -> bool:
+        """Whether pages and the outline are the store's own queries (nothing was listed
+        whole yet and the store, redacted or not, pages and outlines itself)."""
+        from sessionquery.persistence.base import NewestListing, OutlineListing
+
+        inner = self._inner
+        return (
+            self._listing is None
+            and _natively(inner, NewestListing)
+            and _natively(inner, OutlineListing)
+        )
+
     def list_newest(self, filters: Any, *, after: Any, limit: int) -> builtins.list[Any]:
-        """A page of the one listing in the listing order (``NewestListing``): a command's
-        pages, short ids and titles all come from the same snapshot."""
+        """A page in the listing order (``NewestListing``): the store's own query when it
+        pages itself and nothing was listed whole yet, else cut from the one listing."""
+        from sessionquery.persistence.base import NewestListing
         from sessionquery.query.listing import newest_entries
 
+        inner = self._inner
+        if self._listing is None and _natively(inner, NewestListing):
+            assert isinstance(inner, NewestListing)
+            entries = inner.list_newest(filters, after=after, limit=limit)
+            self._paged.update((entry.header.id, entry) for entry in entries)
+            return entries
         return newest_entries(self.list(), filters, after=after, limit=limit)
+
+    def list_outline(self) -> builtins.list[Any]:
+        """Every listed session's outline (``OutlineListing``), read once: the store's own
+        when it outlines itself and nothing was listed whole yet, else the listing's."""
+        from sessionquery.persistence.base import OutlineListing, outline_of
+
+        if self._outline is None:
+            inner = self._inner
+            if self._listing is None and _natively(inner, OutlineListing):
+                assert isinstance(inner, OutlineListing)
+                self._outline = inner.list_outline()
+            else:
+                self._outline = [outline_of(entry.header) for entry in self.list()]
+        return list(self._outline)
+
+    def entries(self, ids: Iterable[str]) -> builtins.list[Any]:
+        """The listing entries of ``ids`` that are listed: from the one listing when it was
+        read, else from the pages read (a session in neither is asked for on its own)."""
+        wanted = list(dict.fromkeys(ids))
+        if self._listing is not None:
+            chosen = set(wanted)
+            return [entry for entry in self._listing if entry.header.id in chosen]
+        found = []
+        for session_id in wanted:
+            entry = self._paged.get(session_id) or self._inner.stat(session_id)
+            if entry is not None:
+                found.append(entry)
+        return found
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -641,9 +707,13 @@ class App:
     def snapshot(self) -> SessionPersistence:
         """The sources listed once, for reads that only need one consistent listing (ids,
         titles). Never for the search index, which pairs a listing with the change token."""
+        return cast("SessionPersistence", self.listed_once())
+
+    def listed_once(self) -> ListedOnce:
+        """:meth:`snapshot` as what it is, for its listing's pages, outline and entries."""
         if self._snapshot is None:
             self._snapshot = ListedOnce(self.persistence())
-        return cast("SessionPersistence", self._snapshot)
+        return self._snapshot
 
     def open_index(self) -> SearchIndex:
         """A new handle on the selected search index (the caller closes it)."""
@@ -688,9 +758,9 @@ class App:
             yield query
 
     def session_ids(self) -> SessionIds:
-        """The short ids and resolver of the sources' listing (listed once)."""
+        """The short ids and resolver of the sources' listing (its outline, read once)."""
         if self._ids is None:
-            self._ids = SessionIds.of(self.snapshot().list())
+            self._ids = SessionIds(self.listed_once().list_outline())
         return self._ids
 
     def resolve(self, text: str) -> str:

@@ -9,20 +9,32 @@ session; a start that names several sessions is :class:`AmbiguousId`, never a gu
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sessionquery.errors import ErrorCode, SessionQueryError
 
-if TYPE_CHECKING:
-    from sessionquery.model import SessionHeader
-
-__all__ = ["SHORT_ID_MIN", "AmbiguousId", "SessionIds"]
+__all__ = ["SHORT_ID_MIN", "AmbiguousId", "Placed", "SessionIds"]
 
 SHORT_ID_MIN = 8
 """The fewest characters of a root session's id its short id shows (the whole id if shorter)."""
 
 _CANDIDATES_SHOWN = 10
+
+
+class Placed(Protocol):
+    """What short ids are found from: a session header, or an outline of one
+    (:class:`~sessionquery.persistence.base.SessionOutline`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def parent_session(self) -> str | None: ...
+
+    @property
+    def created_at(self) -> int: ...
 
 
 class AmbiguousId(SessionQueryError):
@@ -57,16 +69,28 @@ def _common(a: str, b: str) -> int:
     return length
 
 
+def _unique_start(value: str, before: str | None, after: str | None, minimum: int) -> str:
+    """The shortest start of ``value``, at least ``minimum`` long, that starts neither of its
+    neighbours in sorted order (``None``: no neighbour on that side)."""
+    need = minimum
+    for other in (before, after):
+        if other is not None:
+            need = max(need, _common(value, other) + 1)
+    return value[:need]
+
+
 def _unique_prefixes(ids: Sequence[str], minimum: int) -> dict[str, str]:
     ordered = sorted(set(ids))
-    out: dict[str, str] = {}
-    for position, value in enumerate(ordered):
-        need = minimum
-        for other in (position - 1, position + 1):
-            if 0 <= other < len(ordered):
-                need = max(need, _common(value, ordered[other]) + 1)
-        out[value] = value[:need]
-    return out
+    last = len(ordered) - 1
+    return {
+        value: _unique_start(
+            value,
+            ordered[i - 1] if i > 0 else None,
+            ordered[i + 1] if i < last else None,
+            minimum,
+        )
+        for i, value in enumerate(ordered)
+    }
 
 
 _SEPARATORS = frozenset("-_.:/ ")
@@ -108,16 +132,20 @@ class SessionIds:
     root's id; the start of exactly one id.
     """
 
-    def __init__(self, headers: Iterable[SessionHeader]) -> None:
+    def __init__(self, headers: Iterable[Placed]) -> None:
         self._headers = {header.id: header for header in headers}
-        self._ids = sorted(self._headers)
         self._roots = sorted(
             session_id
             for session_id, header in self._headers.items()
             if header.parent_session is None or header.parent_session not in self._headers
         )
-        self._short = self._short_ids()
-        self._by_short = {short: session_id for session_id, short in self._short.items()}
+        self._root_set = frozenset(self._roots)
+        self._siblings: dict[str, list[str]] | None = None
+        self._memo: dict[str, str] = {}
+        # What resolve() needs beyond full ids, built on its first use: a listing shows the
+        # short ids of its page only, each found from its neighbours among the roots.
+        self._ids: list[str] | None = None
+        self._by_short: dict[str, str] | None = None
 
     @classmethod
     def of(cls, records: Iterable[Any]) -> SessionIds:
@@ -125,16 +153,61 @@ class SessionIds:
         return cls(record.header for record in records)
 
     def _children(self) -> dict[str, list[str]]:
-        children: dict[str, list[str]] = {}
-        for session_id, header in self._headers.items():
-            parent = header.parent_session
-            if parent is not None and parent in self._headers:
-                children.setdefault(parent, []).append(session_id)
-        for siblings in children.values():
-            siblings.sort(key=lambda i: (self._headers[i].created_at, i))
-        return children
+        if self._siblings is None:
+            children: dict[str, list[str]] = {}
+            for session_id, header in self._headers.items():
+                parent = header.parent_session
+                if parent is not None and parent in self._headers:
+                    children.setdefault(parent, []).append(session_id)
+            for siblings in children.values():
+                siblings.sort(key=lambda i: (self._headers[i].created_at, i))
+            self._siblings = children
+        return self._siblings
 
-    def _short_ids(self) -> dict[str, str]:
+    def _root_short(self, root: str) -> str:
+        roots = self._roots
+        at = bisect.bisect_left(roots, root)
+        before = roots[at - 1] if at > 0 else None
+        after = roots[at + 1] if at + 1 < len(roots) else None
+        return _readable(root, _unique_start(root, before, after, SHORT_ID_MIN))
+
+    def _numbered(self, session_id: str) -> str | None:
+        """The short id before clashes are checked: the root's start and each ancestor's
+        number below it; ``None`` for a session whose parents never reach a root (a cycle)."""
+        chain: list[str] = []
+        current = session_id
+        while current not in self._root_set:
+            if current in chain:
+                return None
+            chain.append(current)
+            parent = self._headers[current].parent_session
+            assert parent is not None  # a session that is no root has a listed parent
+            current = parent
+        value = self._root_short(current)
+        children = self._children()
+        for child in reversed(chain):
+            parent = self._headers[child].parent_session
+            assert parent is not None
+            value = f"{value}/{children[parent].index(child) + 1}"
+        return value
+
+    def short(self, session_id: str) -> str:
+        """The short id of ``session_id`` (the id itself when it is not in the listing)."""
+        known = self._memo.get(session_id)
+        if known is not None:
+            return known
+        if session_id not in self._headers:
+            return session_id
+        value = self._numbered(session_id)
+        # A parent cycle leaves no root to number from; a clash with a real id is refused.
+        if value is None or (value != session_id and value in self._headers):
+            value = session_id
+        self._memo[session_id] = value
+        return value
+
+    def _every_short(self) -> dict[str, str]:
+        """Every session's short id, found from the roots down (what :meth:`short` finds
+        one at a time)."""
         starts = _unique_prefixes(self._roots, SHORT_ID_MIN)
         short = {root: _readable(root, start) for root, start in starts.items()}
         children = self._children()
@@ -144,16 +217,19 @@ class SessionIds:
             for number, child in enumerate(children.get(parent, ()), start=1):
                 short[child] = f"{short[parent]}/{number}"
                 pending.append(child)
-        for session_id in self._ids:
+        for session_id in sorted(self._headers):
             value = short.get(session_id)
-            # A parent cycle leaves no root to number from; a clash with a real id is refused.
             if value is None or (value != session_id and value in self._headers):
                 short[session_id] = session_id
         return short
 
-    def short(self, session_id: str) -> str:
-        """The short id of ``session_id`` (the id itself when it is not in the listing)."""
-        return self._short.get(session_id, session_id)
+    def _resolver(self) -> tuple[list[str], dict[str, str]]:
+        if self._ids is None or self._by_short is None:
+            every = self._every_short()
+            self._memo = every
+            self._ids = sorted(self._headers)
+            self._by_short = {short: session_id for session_id, short in every.items()}
+        return self._ids, self._by_short
 
     def resolve(self, text: str) -> str:
         """The full id that ``text`` names.
@@ -164,13 +240,14 @@ class SessionIds:
         """
         if text in self._headers:
             return text
-        if text in self._by_short:
-            return self._by_short[text]
+        ids, by_short = self._resolver()
+        if text in by_short:
+            return by_short[text]
         if text:
             roots = [value for value in self._roots if value.startswith(text)]
             if len(roots) == 1:
                 return roots[0]
-            matches = [value for value in self._ids if value.startswith(text)]
+            matches = [value for value in ids if value.startswith(text)]
             if len(matches) == 1:
                 return matches[0]
             if matches:

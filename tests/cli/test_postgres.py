@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from sessionquery.cli import main
 from sessionquery.live import SessionStore
+from sessionquery.model import SessionHeader
 from sessionquery.persistence.postgres import PostgresPersistence
 
 
@@ -108,3 +110,34 @@ def test_sources_shows_an_unreachable_postgres_database_with_its_reason(
     assert main(["sources", "--postgres", dsn]) == 0
     text = capsys.readouterr().out
     assert "(unreachable)" in text and "hunter2" not in text
+
+
+def test_list_and_show_read_only_the_headers_they_show_from_a_store_that_pages_itself(
+    postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with PostgresPersistence(postgres_dsn) as persistence:
+        for n, sid in enumerate(["old-damaged", "fe5e1c67-root", "fe5e1c67-other"]):
+            persistence.create(SessionHeader(id=sid, created_at=1000 + n, cwd="/repo")).close()
+        persistence.create(
+            SessionHeader(id="child-1", created_at=2000, parent_session="fe5e1c67-root")
+        ).close()
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE sq_sessions SET header_json = '{' WHERE id = 'old-damaged'")
+    # The damaged header is no session shown: the newest page, its count and short ids hold.
+    assert main(["list", "--postgres", postgres_dsn, "--limit", "2", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["total"] == 4
+    assert [(s["id"], s["short_id"]) for s in listed["sessions"]] == [
+        ("child-1", "fe5e1c67-root/1"),
+        ("fe5e1c67-other", "fe5e1c67-other"),
+    ]
+    assert (
+        main(["list", "--postgres", postgres_dsn, "--cwd", "/repo", "--limit", "1", "--json"]) == 0
+    )
+    in_repo = json.loads(capsys.readouterr().out)
+    assert (in_repo["total"], in_repo["sessions"][0]["id"]) == (3, "fe5e1c67-other")
+    assert main(["show", "fe5e1c67-root/1", "--postgres", postgres_dsn, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["session"]["id"] == "child-1"
+    # A listing that shows the damaged session reports it.
+    assert main(["list", "--postgres", postgres_dsn, "--all"]) != 0
+    assert "'old-damaged' header" in capsys.readouterr().err

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from hypothesis import given
 
@@ -19,6 +20,7 @@ from sessionquery.live import SessionStore
 from sessionquery.model import SessionEvent, SessionHeader, interrupted_turn_closers
 from sessionquery.persistence.base import PersistedSession
 from sessionquery.persistence.jsonl import JsonlPersistence
+from sessionquery.persistence.postgres import PostgresPersistence
 from sessionquery.query.backend import Corpus
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken
@@ -338,3 +340,29 @@ def test_a_deadline_passing_inside_a_long_listing_or_lookup_stops_it_with_aborte
             corpus.stat_persisted("long-1", token)
     assert stopped == ["SESSION_QUERY_ABORTED"]  # by a check inside the listing
     assert [entry.header.id for entry in corpus.list_persisted()] == ["long-1"]
+
+
+def test_persisted_entries_of_a_store_that_pages_itself_read_those_sessions_only(
+    postgres_dsn: str,
+) -> None:
+    with PostgresPersistence(postgres_dsn) as persistence:
+        for n, sid in enumerate(["damaged", "wanted", "other"]):
+            persistence.create(SessionHeader(id=sid, created_at=n)).close()
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute("UPDATE sq_sessions SET header_json = '{' WHERE id = 'damaged'")
+        corpus = ServiceCorpus(None, persistence, PreparedCache(1))
+        entries = corpus.persisted_entries(["wanted", "gone", "bad\x00id", "wanted"])
+        assert [entry.header.id for entry in entries] == ["wanted"]
+        assert entries == [persistence.stat("wanted")]
+        with pytest.raises(SessionQueryError) as caught:
+            corpus.list_persisted()  # the whole listing meets the damaged header
+        assert caught.value.code is ErrorCode.PERSISTENCE_FAILED
+
+
+def test_persisted_entries_of_any_other_store_are_picked_from_its_listing(tmp_path: Path) -> None:
+    persistence = JsonlPersistence(tmp_path / "store")
+    for n, sid in enumerate(["a", "b", "c"]):
+        persistence.create(SessionHeader(id=sid, created_at=n)).close()
+    corpus = ServiceCorpus(None, persistence, PreparedCache(1))
+    entries = corpus.persisted_entries(["c", "a", "x", "\x00"])
+    assert sorted(entry.header.id for entry in entries) == ["a", "c"]

@@ -85,9 +85,10 @@ def _listing_titles(inv: Invocation, ids: list[str]) -> TitleView:
     budget = float("inf") if inv.json else titlecache.BUDGET_S
     inv.save_titles()  # what the index read for this command is remembered already
     snapshot = inv.snapshot()
+    entries = inv.app.listed_once().entries(ids)
     with SessionQuery(persistence=snapshot) as titles_query:
         found = titlecache.read_titles(
-            titles_query, snapshot.list(), ids, inv.config.title_cache, budget_s=budget
+            titles_query, entries, ids, inv.config.title_cache, budget_s=budget
         )
     shown: dict[str, str | None] = {}
     missing = 0
@@ -109,18 +110,24 @@ def _listing_titles(inv: Invocation, ids: list[str]) -> TitleView:
 
 def cmd_list(inv: Invocation) -> int:
     args = inv.args
+    limit = None if args.all else args.limit
+    listed = inv.app.listed_once()
     with inv.query() as query:
-        everything = query.list_sessions()
-        records = everything
-        if args.cwd:
-            records = query.filter_sessions([clauses.CwdIn(tuple(args.cwd))])
-        total = len(records)
-        if args.limit is not None and not args.all:
-            records = records[: args.limit]
+        if limit is not None and listed.pages_itself():
+            # A store that pages itself (a team database): the page is one query and the
+            # count and short ids come from the listing's outline; no other header is read.
+            records, total = _first_records(query, args.cwd, limit), _outline_count(inv, args.cwd)
+        else:
+            records = query.list_sessions()
+            if args.cwd:
+                records = query.filter_sessions([clauses.CwdIn(tuple(args.cwd))])
+            total = len(records)
+            if limit is not None:
+                records = records[:limit]
         view = None if args.no_titles else _listing_titles(inv, [r.id for r in records])
     titles = None if view is None else view.titles
     ids = inv.app.session_ids()
-    short = {record.id: ids.short(record.id) for record in everything}
+    short = {record.id: ids.short(record.id) for record in records}
     document = render.records_json(records, titles, short)
     document["total"] = total
 
@@ -131,6 +138,43 @@ def cmd_list(inv: Invocation) -> int:
     return emit(inv, document, text)
 
 
+def _first_records(
+    query: SessionQuery, cwds: Sequence[str] | None, limit: int
+) -> list[SessionRecord]:
+    """The first ``limit`` sessions of the listing (of ``cwds`` when given), page by page."""
+    return _matching(query, [clauses.CwdIn(tuple(cwds))] if cwds else [], limit)
+
+
+def _matching(
+    query: SessionQuery, filters: Sequence[clauses.SessionFilter], limit: int | None = None
+) -> list[SessionRecord]:
+    """``query.filter_sessions(filters)`` (its first ``limit``), read page by page: over a
+    store that pages itself, only the headers of the sessions that match are read."""
+    records: list[SessionRecord] = []
+    cursor = None
+    while limit is None or len(records) < limit:
+        size = _PAGE if limit is None else min(limit - len(records), _PAGE)
+        page = query.list_page(filters, limit=size, cursor=cursor)
+        records.extend(page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return records
+
+
+_PAGE = 1000
+"""The largest page :meth:`SessionQuery.list_page` gives."""
+
+
+def _outline_count(inv: Invocation, cwds: Sequence[str] | None) -> int:
+    """How many listed sessions there are (with one of ``cwds`` when given)."""
+    outline = inv.app.listed_once().list_outline()
+    if not cwds:
+        return len(outline)
+    wanted = set(cwds)
+    return sum(1 for entry in outline if entry.cwd in wanted)
+
+
 def cmd_show(inv: Invocation) -> int:
     args = inv.args
     with inv.query() as query:
@@ -139,7 +183,7 @@ def cmd_show(inv: Invocation) -> int:
             return _show_conversation(inv, query, session_id)
         log = query.read_session(session_id)
         (result,) = query.read_title_snapshots([session_id])
-        archived = any(r.archived for r in query.filter_sessions([clauses.IdIn((session_id,))]))
+        archived = any(r.archived for r in _matching(query, [clauses.IdIn((session_id,))]))
     if result.error is not None:
         raise result.error
     header = log.session
@@ -179,7 +223,7 @@ def _conversation_parts(
 
     log = query.read_session(session_id)
     (result,) = query.read_title_snapshots([session_id])
-    children = query.filter_sessions([clauses.ParentIn((session_id,))])
+    children = _matching(query, [clauses.ParentIn((session_id,))])
     child_titles = {k: v for k, v in titles_of(query, [c.id for c in children]).items() if v}
     return log, result.title, children, conversation.entries(log, children, child_titles)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, Self, runtime_checkable
 
 from sessionquery.model import SessionEvent, SessionHeader, SurfaceClass, TitleSnapshot
 from sessionquery.model.skeleton import EventSkeleton
@@ -26,15 +26,18 @@ __all__ = [
     "DocumentSource",
     "ListingKey",
     "NewestListing",
+    "OutlineListing",
     "PersistedSession",
     "Problem",
     "ProblemSource",
     "ReadHandle",
+    "SessionOutline",
     "SessionPersistence",
     "SkeletonHandle",
     "TextDocument",
     "TitleSource",
     "WriteHandle",
+    "outline_of",
 ]
 
 
@@ -191,6 +194,32 @@ class NewestListing(Protocol):
         (from the newest without it) and match every id, cwd, created-at and parent clause
         of ``filters``, in that order, one entry per id. Availability clauses are left to
         the caller (they depend on the live store)."""
+        ...
+
+
+class SessionOutline(NamedTuple):
+    """The header fields that place a session among the others (for short ids and counts):
+    its id, parent, creation time and cwd."""
+
+    id: str
+    parent_session: str | None
+    created_at: int
+    cwd: str | None
+
+
+def outline_of(header: SessionHeader) -> SessionOutline:
+    """The outline of a session with this header."""
+    return SessionOutline(header.id, header.parent_session, header.created_at, header.cwd)
+
+
+@runtime_checkable
+class OutlineListing(Protocol):
+    """A persistence that outlines every listed session without building its header (the
+    PostgreSQL store: one query of four columns, where :meth:`~SessionPersistence.list`
+    parses every header)."""
+
+    def list_outline(self) -> list[SessionOutline]:
+        """One outline per listed session (no promised order), with the header's values."""
         ...
 
 

@@ -40,6 +40,7 @@ from sessionquery.model import (
     TitleSnapshot,
     fold_title,
     interrupted_turn_closers,
+    validate_session_id,
 )
 from sessionquery.model.surface import SurfaceError
 from sessionquery.persistence.base import (
@@ -47,6 +48,7 @@ from sessionquery.persistence.base import (
     ChangeTokenSource,
     DocumentLog,
     DocumentSource,
+    NewestListing,
     PersistedSession,
     ReadHandle,
     SessionPersistence,
@@ -58,6 +60,7 @@ from sessionquery.persistence.documents import checking, event_documents, title_
 from sessionquery.query.backend import LiveSnapshot
 from sessionquery.query.cache import PreparedCache
 from sessionquery.query.cancel import CancelToken, check_cancel
+from sessionquery.query.filters import IdIn
 from sessionquery.query.outline import OutlinedLog
 from sessionquery.query.prepared import PreparedLog
 from sessionquery.query.types import SessionLog, SessionRecord
@@ -196,6 +199,15 @@ def mapped(session_id: str, action: str) -> Iterator[None]:
         ) from error
 
 
+def _storable(session_id: object) -> bool:
+    """Whether a session could have this id (anything else is in no store's listing)."""
+    try:
+        validate_session_id(session_id)
+    except ValueError:
+        return False
+    return True
+
+
 class ServiceCorpus:
     """The query service's corpus; implements :class:`sessionquery.query.backend.Corpus`.
 
@@ -265,6 +277,40 @@ class ServiceCorpus:
             ) from error
         check_cancel(cancel)
         return listing
+
+    def persisted_entries(
+        self, ids: Sequence[str], cancel: CancelToken | None = None
+    ) -> list[PersistedSession]:
+        """The listing entries of those of ``ids`` that are persisted (no promised order).
+
+        A persistence that pages its listing itself (``NewestListing``, the PostgreSQL store)
+        is asked for these ids only, one indexed query, where :meth:`list_persisted` would
+        read every header; any other is listed (an id no session can have is simply absent).
+
+        Raises:
+            SessionQueryError: ``PERSISTENCE_FAILED`` or ``ABORTED``.
+        """
+        persistence = self._persistence
+        wanted = list(dict.fromkeys(i for i in ids if _storable(i)))
+        if not isinstance(persistence, NewestListing):
+            chosen = set(wanted)
+            return [entry for entry in self.list_persisted(cancel) if entry.header.id in chosen]
+        check_cancel(cancel)
+        if not wanted:
+            return []
+        try:
+            with _checking(cancel):
+                entries = persistence.list_newest(
+                    [IdIn(tuple(wanted))], after=None, limit=len(wanted)
+                )
+        except _STORAGE_ERRORS as error:
+            if isinstance(error, SessionQueryError) and error.code is ErrorCode.ABORTED:
+                raise
+            raise SessionQueryError(
+                ErrorCode.PERSISTENCE_FAILED, f"session persistence listing failed: {error}"
+            ) from error
+        check_cancel(cancel)
+        return entries
 
     def read_persisted(self, session_id: str, cancel: CancelToken | None = None) -> SessionLog:
         """A cold read of one persisted log (crash-tail closers appended in memory).

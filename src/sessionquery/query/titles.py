@@ -137,7 +137,7 @@ def _read_cold(
     memo: TitleMemo | None,
 ) -> dict[str, TitleResult]:
     try:
-        listing = {entry.header.id: entry for entry in corpus.list_persisted(cancel)}
+        listing = {entry.header.id: entry for entry in corpus.persisted_entries(ids, cancel)}
     except SessionQueryError as error:
         if error.code is ErrorCode.ABORTED:
             raise

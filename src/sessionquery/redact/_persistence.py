@@ -50,13 +50,16 @@ from sessionquery.persistence.base import (
     DocumentSource,
     ListingKey,
     NewestListing,
+    OutlineListing,
     PersistedSession,
     Problem,
     ProblemSource,
     ReadHandle,
+    SessionOutline,
     SessionPersistence,
     SkeletonHandle,
     TextDocument,
+    outline_of,
 )
 from sessionquery.persistence.documents import stored_documents
 from sessionquery.persistence.handles import WrappingHandle
@@ -260,6 +263,14 @@ class RedactingPersistence:
         else:
             entries = newest_entries(inner.list(), filters, after=after, limit=limit)
         return [self._entry(entry) for entry in entries]
+
+    def list_outline(self) -> builtins.list[SessionOutline]:
+        """The wrapped store's outline when it has one (``OutlineListing``; redaction changes
+        no header), else the outline of its listing."""
+        inner = self._inner
+        if isinstance(inner, OutlineListing):
+            return inner.list_outline()
+        return [outline_of(entry.header) for entry in inner.list()]
 
     def stat(self, session_id: str) -> PersistedSession | None:
         """One listing entry (as :meth:`list`), or ``None``."""

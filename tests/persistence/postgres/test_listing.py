@@ -1,5 +1,6 @@
 """The PostgreSQL store's own pages of the listing (``list_newest``): one query on the listing
-index, the listing columns the m003 migration adds, and what a row without them does."""
+index, the listing columns the m003 migration adds, and what a row without them does; the
+outline of the listing (``list_outline``) from those columns."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any
 import psycopg
 import pytest
 
+from sessionquery.errors import PersistenceCorrupt
 from sessionquery.model import SessionHeader
+from sessionquery.persistence.base import SessionOutline, outline_of
 from sessionquery.persistence.postgres import PostgresPersistence
 from sessionquery.persistence.postgres._listing import page_query
 from sessionquery.query import CreatedBetween, CwdIn, IdIn, ParentIn
@@ -96,3 +99,30 @@ def test_a_row_without_listing_columns_makes_pages_read_the_whole_listing(
         conn.execute("UPDATE sq_sessions SET created_at = NULL WHERE id = 's3'")  # by hand
     assert _newest_ids(store) == ["s4", "s3", "s2", "s1", "s0"]
     assert _newest_ids(store, after=(3, "s3")) == ["s2", "s1", "s0"]
+
+
+def test_the_outline_has_each_listed_sessions_id_parent_time_and_cwd(
+    store: PostgresPersistence,
+) -> None:
+    _create(store, "a", 30, cwd="/one")
+    _create(store, "b", 20, parent_session="a")
+    _create(store, "c", 10, cwd="/two", parent_session="gone")
+    expected = sorted(outline_of(entry.header) for entry in store.list())
+    assert sorted(store.list_outline()) == expected
+    assert SessionOutline("b", "a", 20, None) in expected
+
+
+def test_the_outline_of_a_row_without_listing_columns_is_the_listings(
+    store: PostgresPersistence, postgres_dsn: str
+) -> None:
+    for n in range(3):
+        _create(store, f"s{n}", n, cwd=f"/w{n}")
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE sq_sessions SET created_at = NULL, cwd = NULL WHERE id = 's1'")
+    assert sorted(store.list_outline()) == [
+        SessionOutline(f"s{n}", None, n, f"/w{n}") for n in range(3)
+    ]
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE sq_sessions SET header_json = '{' WHERE id = 's1'")
+    with pytest.raises(PersistenceCorrupt, match="'s1'"):
+        store.list_outline()  # as list() refuses it
