@@ -11,7 +11,9 @@ at a smaller size). Then, for a role granted every workspace (``*``) and one gra
 8 repositories, each on its own connection through ``SessionQuery``: the newest page of 50
 (``list_page``), the page after it (its cursor), the newest 50 of one repository (a ``CwdIn``
 clause), and ``list_sessions()`` (every visible session). Medians of 5, with the CPU of this
-process and of the database server (``/proc``), and the load average.
+process and of the database server (``/proc``), and the load average. Then the command line
+as a person runs it, a new process each time (start-up included): ``list``, ``list --cwd``
+and ``show ID --json``, medians of 3.
 
 The section is printed; ``--output FILE`` also replaces the ``## Team listing`` section.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,6 +35,7 @@ from team_bench import publish, team_database, with_role
 
 SECTION = "## Team listing"
 ROUNDS = 5
+CLI_ROUNDS = 3
 REPOSITORIES = 8
 MACHINES = 50
 
@@ -85,6 +89,24 @@ def _steps(query: Any, clause: Any) -> list[tuple[str, Callable[[], object]]]:
     ]
 
 
+def _cli(dsn: str, args: Sequence[str], home: str) -> float:
+    """Median wall milliseconds of CLI_ROUNDS runs of the command line (a new process each, as a
+    person runs it), with an empty home so that only the team database is listed."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HOME": home, "XDG_CONFIG_HOME": f"{home}/.config"}
+    command = [sys.executable, "-m", "sessionquery.cli", "--postgres", dsn, *args]
+    walls = []
+    for _ in range(CLI_ROUNDS):
+        started = time.perf_counter()
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        walls.append((time.perf_counter() - started) * 1000)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)} failed: {done.stderr.strip()}")
+    return statistics.median(walls)
+
+
 def run(sessions: int) -> str:
     import psycopg
 
@@ -116,6 +138,18 @@ def run(sessions: int) -> str:
                         f"| {step}, role granted {label} ({visible:,} visible, load {load}) "
                         f"| {wall:.1f} ms | {cpu:.1f} ms |"
                     )
+                newest = query.list_page(limit=1).items[0].id
+            home = tempfile.mkdtemp(prefix="sq-team-listing-")
+            for command, args in (
+                ("`sessionquery list` (50 newest, titles)", ["list"]),
+                ("`sessionquery list --cwd DIR`", ["list", "--cwd", "/home/dev/p1"]),
+                ("`sessionquery show ID --json`", ["show", newest, "--json"]),
+            ):
+                wall = _cli(with_role(dsn, role), args, home)
+                rows.append(
+                    f"| {command}, a new process, role granted {label} (load "
+                    f"{os.getloadavg()[0]:.1f}) | {wall:.0f} ms | — |"
+                )
     return "\n".join(
         [
             SECTION,
@@ -125,8 +159,11 @@ def run(sessions: int) -> str:
             f"{sessions:,} sessions over {MACHINES} machines and {REPOSITORIES} repositories "
             f"(rows written in {filled:.0f} s by one `INSERT … SELECT`), PostgreSQL 15 "
             "(throwaway cluster, `fsync=off`), each role on its own connection through "
-            f"`SessionQuery`; medians of {ROUNDS}. Two cores shared with other work: the load "
-            "average is given beside each role.",
+            f"`SessionQuery`; medians of {ROUNDS}. The command line: `python -m sessionquery.cli "
+            f"--postgres DSN …` as the role, a new process each run (start-up and imports "
+            f"included; `--version` alone takes about 0.1 s), an empty home, medians of "
+            f"{CLI_ROUNDS}. Two cores shared with other work: the load average is given beside "
+            "each role.",
             "",
             "| step | wall | CPU (client + server) |",
             "|---|---:|---:|",

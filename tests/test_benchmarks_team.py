@@ -51,5 +51,7 @@ def test_the_listing_benchmark_replaces_its_section_with_every_row(tmp_path: Pat
         "| `list_page(limit=50)`, the newest page, role granted `*` (400 visible",
         "| `list_page` of the next 50 (its cursor), role granted 2 of 8 repositories (100 visible",
         "| `list_sessions()` (every visible session), role granted `*`",
+        "| `sessionquery list` (50 newest, titles), a new process, role granted `*` (load",
+        "| `sessionquery show ID --json`, a new process, role granted 2 of 8 repositories",
     ):
         assert row in text, row
