@@ -35,6 +35,7 @@ those of :func:`~.relevance.session_relevance_sql` in every case.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -199,15 +200,21 @@ class _Reading:
         self._unit = walk.factor * plan.constants[0] * slack(plan.constants, walk.keyed)
         self._unit *= _MARGIN
         self.best: tuple[dict[str, float], dict[str, float]] = ({}, {})  # events, titles
+        self._total: dict[str, float] = {}  # each session's best event read + best title
         self.unread = self._unit  # before any event is read (no key exceeds 1)
 
     def add(self, rows: Sequence[tuple[Any, ...]], depth: int | None = None) -> None:
         """Take the rows of :func:`_exact_sql`, or of :func:`_walk_sql` read at ``depth``."""
         hits, lowest, last = 0, 1.0, None
+        events, titles = self.best
+        total = self._total
         for sid, title, score, found, low, end in rows:
             if score is not None and score > 0.0:
-                mine = self.best[int(bool(title))]
-                mine[sid] = max(mine.get(sid, 0.0), float(score))
+                mine, other = (titles, events) if title else (events, titles)
+                value = float(score)
+                if value > mine.get(sid, 0.0):
+                    mine[sid] = value
+                    total[sid] = value + other.get(sid, 0.0)
             hits += int(found)
             if low is not None:
                 lowest = min(lowest, float(low))
@@ -228,20 +235,18 @@ class _Reading:
 
     def floor(self, wanted: int) -> float:
         """The ``wanted``-th best session score read (0.0 with fewer sessions)."""
-        events, titles = self.best
-        lower = sorted(
-            (events.get(s, 0.0) + titles.get(s, 0.0) for s in events.keys() | titles.keys()),
-            reverse=True,
-        )
-        return lower[wanted - 1] if len(lower) >= wanted else 0.0
+        best = heapq.nlargest(wanted, self._total.values())
+        return best[-1] if len(best) >= wanted else 0.0
 
     def candidates(self, floor: float) -> list[str]:
         """The sessions read whose score may reach ``floor``."""
         events, titles = self.best
+        unread = self.unread
         return sorted(
             s
-            for s in events.keys() | titles.keys()
-            if max(events.get(s, 0.0), self.unread) + titles.get(s, 0.0) >= floor
+            for s, score in self._total.items()
+            # a session's score read is its bound, unless an unread event may score more
+            if score >= floor or max(events.get(s, 0.0), unread) + titles.get(s, 0.0) >= floor
         )
 
 
