@@ -3,6 +3,8 @@ listings with 20 concurrent clients, beside the SQLite backend over the same ses
 
     python benchmarks/team_bench.py                          # 10 machines x 2,000 sessions
     python benchmarks/team_bench.py --machines 4 --sessions 300 --output benchmarks/RESULTS.md
+    python benchmarks/team_bench.py --machines 50 --sessions 2000 --output benchmarks/RESULTS.md \
+        --section "## Team history at 100,000 sessions"
 
 Each machine's history is the benchmark corpus generator's (``corpus.py``, its own seed), its
 sessions renamed ``m<NN>-<id>`` and its eight project folders made git checkouts of eight
@@ -153,16 +155,16 @@ def _step_key(label: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"\([^)]*\)", "", label)).strip()
 
 
-def _before(path: Path | None) -> tuple[str, dict[str, str]]:
-    """The PostgreSQL column of the ``## Team history`` section of ``path`` by step, and the
+def _before(path: Path | None, section_name: str = SECTION) -> tuple[str, dict[str, str]]:
+    """The PostgreSQL column of the ``section_name`` section of ``path`` by step, and the
     date it was measured on."""
     if path is None or not path.exists():
         return "", {}
     text = path.read_text()
-    start = text.find(SECTION + "\n")
+    start = text.find(section_name + "\n")
     if start < 0:
         return "", {}
-    end = text.find("\n## ", start + len(SECTION))
+    end = text.find("\n## ", start + len(section_name))
     section = text[start : None if end < 0 else end]
     when = re.search(r"on (\d{4}-\d\d-\d\d \d\d:\d\d UTC)", section)
     rows: dict[str, str] = {}
@@ -311,7 +313,9 @@ def team_database(dsn: str, roles: Sequence[str]) -> Any:
     return setup
 
 
-def run(machines: int, sessions: int, before: Path | None = None) -> str:
+def run(
+    machines: int, sessions: int, before: Path | None = None, section_name: str = SECTION
+) -> str:
     import psycopg
 
     from sessionquery.persistence.postgres import PostgresPersistence
@@ -455,14 +459,14 @@ def run(machines: int, sessions: int, before: Path | None = None) -> str:
         shutil.rmtree(base, ignore_errors=True)
 
     total = machines * sessions
-    measured_before, old = _before(before)
+    measured_before, old = _before(before, section_name)
     then = f"before ({measured_before})" if measured_before else "before"
 
     def row(step: str, now: str, sqlite: str) -> str:
         return f"| {step} | {old.get(_step_key(step), '—')} | {now} | {sqlite} |"
 
     lines += [
-        SECTION,
+        section_name,
         "",
         "Measured by `python benchmarks/team_bench.py "
         f"--machines {machines} --sessions {sessions}` "
@@ -628,11 +632,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--transcripts", type=int, default=30, help="sessions of the realistic-size push"
     )
+    parser.add_argument(
+        "--section",
+        default=SECTION,
+        help=f"the results section read and replaced (default {SECTION!r}; the 100,000-session "
+        "run has its own: '## Team history at 100,000 sessions')",
+    )
     args = parser.parse_args(argv)
     before = args.before or args.output
-    section = run(args.machines, args.sessions, before)
+    section = run(args.machines, args.sessions, before, args.section)
     row = transcripts(args.transcripts)
-    _, old = _before(before)
+    _, old = _before(before, args.section)
     row = row.replace("{before}", old.get(_step_key(row.strip().strip("|").split("|")[0]), "—"))
     head, sep, rest = section.partition("| push, two machines at once")
     publish(head + row + sep + rest, args.output)
