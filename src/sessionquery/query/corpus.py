@@ -199,6 +199,21 @@ def mapped(session_id: str, action: str) -> Iterator[None]:
         ) from error
 
 
+@contextmanager
+def _listing(cancel: CancelToken | None) -> Iterator[None]:
+    """A listing read of the persistence, ``cancel`` checked inside it; a failure is
+    ``PERSISTENCE_FAILED`` (the deadline's ``ABORTED`` passes as it is)."""
+    try:
+        with _checking(cancel):
+            yield
+    except _STORAGE_ERRORS as error:
+        if isinstance(error, SessionQueryError) and error.code is ErrorCode.ABORTED:
+            raise  # the deadline, checked inside a long listing
+        raise SessionQueryError(
+            ErrorCode.PERSISTENCE_FAILED, f"session persistence listing failed: {error}"
+        ) from error
+
+
 def _storable(session_id: object) -> bool:
     """Whether a session could have this id (anything else is in no store's listing)."""
     try:
@@ -266,15 +281,8 @@ class ServiceCorpus:
         check_cancel(cancel)
         if self._persistence is None:
             return []
-        try:
-            with _checking(cancel):
-                listing = list(self._persistence.list())
-        except _STORAGE_ERRORS as error:
-            if isinstance(error, SessionQueryError) and error.code is ErrorCode.ABORTED:
-                raise  # the deadline, checked inside a long listing
-            raise SessionQueryError(
-                ErrorCode.PERSISTENCE_FAILED, f"session persistence listing failed: {error}"
-            ) from error
+        with _listing(cancel):
+            listing = list(self._persistence.list())
         check_cancel(cancel)
         return listing
 
@@ -298,17 +306,8 @@ class ServiceCorpus:
         check_cancel(cancel)
         if not wanted:
             return []
-        try:
-            with _checking(cancel):
-                entries = persistence.list_newest(
-                    [IdIn(tuple(wanted))], after=None, limit=len(wanted)
-                )
-        except _STORAGE_ERRORS as error:
-            if isinstance(error, SessionQueryError) and error.code is ErrorCode.ABORTED:
-                raise
-            raise SessionQueryError(
-                ErrorCode.PERSISTENCE_FAILED, f"session persistence listing failed: {error}"
-            ) from error
+        with _listing(cancel):
+            entries = persistence.list_newest([IdIn(tuple(wanted))], after=None, limit=len(wanted))
         check_cancel(cancel)
         return entries
 
