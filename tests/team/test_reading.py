@@ -32,7 +32,7 @@ def _history(projects: Path, count: int) -> list[str]:
 def _shape(item: Local | str) -> object:
     if isinstance(item, str):
         return item
-    return (item.header.id, item.lines, item.workspace, item.size, item.rows, item.fold_error)
+    return (item.header.id, item.lines, item.workspace, item.size, item.own, item.fold_error)
 
 
 def _read(source: RedactingPersistence, jobs: int, keep_docs: bool = True) -> list[Local | str]:

@@ -57,14 +57,16 @@ from sessionquery.persistence.postgres._schema import (
     parse_event,
 )
 from sessionquery.search.postgres import schema as index_schema
-from sessionquery.search.postgres.sync import DocRow
 from sessionquery.team import schema as team_schema
 from sessionquery.team import tables
 from sessionquery.team.reading import MAX_JOBS, Local, Read, readers
 from sessionquery.team.rows import (
     Delta,
     Docs,
+    OwnDocs,
     changed,
+    copy_field,
+    copy_lines,
     digests,
     documents,
     index_rows,
@@ -180,8 +182,9 @@ class _Pusher:
         self.totals = _Totals()
         self.state: dict[str, _Pushed] = {}
         self._ws_ids: dict[str, int] = {}
-        self._events: list[tuple[object, ...]] = []
-        self._docs_out: list[tuple[object, ...]] = []
+        self._events: list[str] = []  # COPY text (tables.EVENT_COLUMNS)
+        self._docs_out: list[str] = []  # COPY text (tables.DOC_COLUMNS)
+        self._placed: dict[str, int | None] = {}  # the batch's sessions written: workspace
         self._index_new: list[tuple[object, ...]] = []
         self._index_changed: list[tuple[object, ...]] = []
 
@@ -268,12 +271,13 @@ class _Pusher:
                 changed_ws.append(local.ws)
                 setattr(self.totals, kind, getattr(self.totals, kind) + 1)
             tables.write_index_sessions(self.conn, self._index_new, self._index_changed)
-            tables.insert_rows(self.conn, self._events, self._docs_out)
+            tables.insert_rows(self.conn, self.mid, self._placed, self._events, self._docs_out)
             tables.write_statistics(self.conn, self.mid, deltas)
             if changed:
                 tables.record_changes(self.conn, self.mid, self.store_id, changed, changed_ws)
         for queue in (self._index_new, self._index_changed, self._events, self._docs_out):
             queue.clear()
+        self._placed.clear()
         for local in batch:
             sid = local.header.id
             if local.digest and (sid in self.state or sid in inserted):  # written or unchanged
@@ -455,30 +459,34 @@ class _Pusher:
             local.docs = self._docs(local.header.id, events)
         return local.docs
 
-    def _own_rows(self, local: Local) -> list[tuple[DocRow, frozenset[str]]]:
+    def _own(self, local: Local) -> OwnDocs:
         """The rows of the whole log's documents (tokenised by the reader)."""
-        if local.fold_error is not None or local.rows is None:
+        if local.fold_error is not None or local.own is None:
             raise _failed(f"session {local.header.id!r} does not fold: {local.fold_error}")
-        return local.rows
+        return local.own
 
     def _add_docs(self, local: Local, docs: Docs | None, deltas: dict[int | None, Delta]) -> None:
         """Write ``docs`` (``None``: the whole log's, as the reader tokenised them)."""
-        if docs is None or (docs is local.docs and local.rows is not None):
-            rows = self._own_rows(local)
-        else:
-            rows = index_rows(local.header.id, docs)
-        self._copy_docs(local, rows)
         delta = deltas.setdefault(local.ws, Delta())
+        self._placed[local.header.id] = local.ws
+        if docs is None or (docs is local.docs and local.own is not None):
+            own = self._own(local)
+            self._docs_out.append(own.copy)
+            delta.add_own(own)
+            return
+        rows = index_rows(local.header.id, docs)
+        self._docs_out.append(copy_lines(row for row, _terms in rows))
         for row, terms in rows:
             delta.add(row[9], terms, 1)
 
     def _copy_events(self, local: Local, start: int) -> None:
-        sid, ws, mid = local.header.id, local.ws, self.mid
-        for seq in range(start, len(local.lines)):
-            line = local.lines[seq]
-            self._events.append((sid, seq, line, ws, mid))
-            self.totals.events += 1
-            self.totals.bytes += len(line) + 1
+        sid, lines = copy_field(local.header.id), local.lines
+        self._placed[local.header.id] = local.ws
+        self._events.append(
+            "".join(f"{sid}\t{seq}\t{copy_field(lines[seq])}\n" for seq in range(start, len(lines)))
+        )
+        self.totals.events += len(lines) - start
+        self.totals.bytes += sum(len(lines[seq]) + 1 for seq in range(start, len(lines)))
 
     def _index_session(self, local: Local, *, insert: bool) -> None:
         header = local.header
@@ -492,10 +500,6 @@ class _Pusher:
             self.mid,
         )
         (self._index_new if insert else self._index_changed).append(values)
-
-    def _copy_docs(self, local: Local, docs: Any) -> None:
-        ws, mid = local.ws, self.mid
-        self._docs_out.extend((*row, ws, mid) for row, _terms in docs)
 
 
 def _parsed(sid: str, lines: Sequence[str], first: int) -> list[SessionEvent]:

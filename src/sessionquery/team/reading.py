@@ -45,8 +45,7 @@ from sessionquery.errors import ErrorCode, PersistenceError, SessionQueryError
 from sessionquery.model import SessionEvent, SessionHeader, SurfaceError
 from sessionquery.persistence.base import PersistedSession, SessionPersistence
 from sessionquery.persistence.postgres._schema import check_id
-from sessionquery.search.postgres.sync import DocRow
-from sessionquery.team.rows import Docs, documents, event_lines, index_rows
+from sessionquery.team.rows import Docs, OwnDocs, documents, event_lines, own_docs
 from sessionquery.team.workspace import team_workspace
 
 __all__ = ["MAX_JOBS", "Local", "default_jobs", "read_local", "readers"]
@@ -67,10 +66,11 @@ class Local:
     Attributes:
         events: the events, when read in this process (a reader process leaves them out: a
             push that needs them parses ``lines`` again).
-        docs: the log's index documents; ``None`` when they were not kept (``rows`` holds
+        docs: the log's index documents; ``None`` when they were not kept (``own`` holds
             them tokenised).
-        fold_error: why the log does not fold (then ``docs`` and ``rows`` are ``None``).
-        rows: the ``sqi_docs`` rows of the documents with each one's distinct lexemes.
+        fold_error: why the log does not fold (then ``docs`` and ``own`` are ``None``).
+        own: the ``sqi_docs`` rows of the documents as ``COPY`` text, with the statistics
+            they add (formatted by the reader, so the writer only forwards them).
     """
 
     entry: PersistedSession
@@ -82,7 +82,7 @@ class Local:
     events: list[SessionEvent] | None
     docs: Docs | None
     fold_error: str | None
-    rows: list[tuple[DocRow, frozenset[str]]] | None
+    own: OwnDocs | None
     ws: int | None = None
     digest: str = ""
     anchor: str = ""
@@ -122,14 +122,14 @@ def read_local(
     lines = event_lines(events)
     size = sum(len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines)
     docs: Docs | None = None
-    rows: list[tuple[DocRow, frozenset[str]]] | None = None
+    own: OwnDocs | None = None
     fold_error: str | None = None
     try:
         docs = documents(events)
     except SurfaceError as exc:
         fold_error = str(exc)
     else:
-        rows = index_rows(sid, docs)
+        own = own_docs(sid, docs)
     return Local(
         entry,
         header,
@@ -140,7 +140,7 @@ def read_local(
         list(events) if keep_events else None,
         docs if keep_docs else None,
         fold_error,
-        rows,
+        own,
     )
 
 

@@ -9,13 +9,16 @@ Invariants:
   built from the same store would.
 * :func:`digests` hashes the canonical wire JSON of each event in seq order; equal digests of a
   prefix mean the stored prefix is unchanged.
+* :func:`copy_lines` writes what psycopg's ``Copy.write_row`` would send for the same values
+  (PostgreSQL's ``COPY`` text format): a reader process formats a session's rows once, and
+  the process holding the connection only forwards the text.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -29,12 +32,16 @@ from sessionquery.search.postgres.tokens import lexeme
 __all__ = [
     "Delta",
     "Docs",
+    "OwnDocs",
     "changed",
+    "copy_field",
+    "copy_lines",
     "digests",
     "documents",
     "event_lines",
     "index_rows",
     "lexemes_of_norm",
+    "own_docs",
 ]
 
 
@@ -90,6 +97,61 @@ def index_rows(session_id: str, docs: Docs) -> list[tuple[DocRow, frozenset[str]
     return rows
 
 
+def copy_field(value: object) -> str:
+    """``value`` as one field of a ``COPY … FROM STDIN`` text row (``None`` is NULL)."""
+    if value is None:
+        return "\\N"
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    # str.replace scans in C at memory speed; translate looks every character up (an event's
+    # JSON holds backslashes, so nearly every line is escaped).
+    if "\\" in text:
+        text = text.replace("\\", "\\\\")
+    if "\t" in text:
+        text = text.replace("\t", "\\t")
+    if "\n" in text:
+        text = text.replace("\n", "\\n")
+    if "\r" in text:
+        text = text.replace("\r", "\\r")
+    return text
+
+
+def copy_lines(rows: Iterable[Sequence[object]]) -> str:
+    """``rows`` as the text of ``COPY … FROM STDIN``, one line per row."""
+    return "".join("\t".join(map(copy_field, row)) + "\n" for row in rows)
+
+
+@dataclass(frozen=True, slots=True)
+class OwnDocs:
+    """A log's index documents as a push writes them, tokenised by the reader.
+
+    Attributes:
+        copy: the ``sqi_docs`` rows without ``ws`` and ``mid`` (:func:`copy_lines`).
+        documents: how many rows.
+        tokens: their tokens together.
+        terms: each lexeme's number of documents holding it.
+    """
+
+    copy: str
+    documents: int
+    tokens: int
+    terms: Mapping[str, int]
+
+
+def own_docs(session_id: str, docs: Docs) -> OwnDocs:
+    """The rows of ``docs`` ready to copy, with the statistics they add."""
+    lines, terms, tokens = [], Counter[str](), 0
+    for doc, title in docs.values():
+        row, held = doc_row(session_id, doc.seq, doc.type, doc.time, doc.surface, doc.text, title)
+        lines.append("\t".join(map(copy_field, row)) + "\n")
+        terms.update(held)
+        tokens += row[9]
+    return OwnDocs("".join(lines), len(lines), tokens, terms)
+
+
 def lexemes_of_norm(norm: str) -> frozenset[str]:
     """The distinct lexemes of a stored normal form (to take a row out of the statistics)."""
     return frozenset(lexeme(word) for word in norm.split(" ") if word)
@@ -107,6 +169,7 @@ class Delta:
     tokens: int = 0
     _added: list[Iterable[str]] = field(default_factory=list)
     _removed: list[Iterable[str]] = field(default_factory=list)
+    _counted: list[Mapping[str, int]] = field(default_factory=list)
 
     def add(self, ntokens: int, terms: Iterable[str], sign: int) -> None:
         """Count one document in (``sign`` 1) or out (``sign`` -1)."""
@@ -114,10 +177,18 @@ class Delta:
         self.tokens += sign * ntokens
         (self._added if sign > 0 else self._removed).append(terms)
 
+    def add_own(self, own: OwnDocs) -> None:
+        """Count a log's documents in, as its reader counted them."""
+        self.documents += own.documents
+        self.tokens += own.tokens
+        self._counted.append(own.terms)
+
     @property
     def terms(self) -> Counter[str]:
         """Each term's change of document count (zero for a term added and removed)."""
         counts = Counter(chain.from_iterable(self._added))
+        for counted in self._counted:
+            counts.update(counted)
         if self._removed:
             counts.subtract(chain.from_iterable(self._removed))
         return counts

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import psycopg
 
-from sessionquery.team.rows import Delta
+from sessionquery.team.rows import Delta, copy_field
 
 __all__ = [
     "DOC_COLUMNS",
@@ -25,10 +25,12 @@ __all__ = [
     "write_statistics",
 ]
 
-EVENT_COLUMNS: Final = "session_id, seq, event_json, ws, mid"
+EVENT_COLUMNS: Final = "session_id, seq, event_json"
+"""The columns of the event rows a push copies (``ws`` and ``mid`` come from the session)."""
 DOC_COLUMNS: Final = (
-    "session_id, seq, type, time, surface, length, text, norm, tsv, ntokens, title, maxtf, ws, mid"
+    "session_id, seq, type, time, surface, length, text, norm, tsv, ntokens, title, maxtf"
 )
+"""The columns of the index-document rows a push copies (``ws`` and ``mid`` likewise)."""
 _STAGING: Final = (
     ("sq_events", "sq_push_events", EVENT_COLUMNS),
     ("sqi_docs", "sq_push_docs", DOC_COLUMNS),
@@ -37,22 +39,35 @@ _STAGING: Final = (
 
 def insert_rows(
     conn: psycopg.Connection[Any],
-    events: Sequence[tuple[object, ...]],
-    docs: Sequence[tuple[object, ...]],
+    mid: int,
+    placed: Mapping[str, int | None],
+    events: Sequence[str],
+    docs: Sequence[str],
 ) -> None:
-    """Insert event and index-document rows: ``COPY`` into this connection's temporary
-    tables (``COPY`` into a table under row-level security is not allowed), then one
-    ``INSERT … SELECT`` each, which the policies check row by row."""
-    for (table, staging, columns), rows in zip(_STAGING, (events, docs), strict=True):
-        if not rows:
+    """Insert event and index-document rows, given as ``COPY`` text
+    (:func:`~.rows.copy_lines` of :data:`EVENT_COLUMNS` / :data:`DOC_COLUMNS` values) of
+    sessions of machine ``mid`` whose workspaces ``placed`` holds (``{session id: ws}``).
+
+    ``COPY`` goes into this connection's temporary tables (``COPY`` into a table under
+    row-level security is not allowed), then one ``INSERT … SELECT`` each, which adds each
+    row's workspace and machine and which the policies check row by row."""
+    ids, wss = list(placed), list(placed.values())
+    for (table, staging, columns), chunks in zip(_STAGING, (events, docs), strict=True):
+        if not chunks:
             continue
         conn.execute(
             f"CREATE TEMP TABLE IF NOT EXISTS {staging} (LIKE {table}) ON COMMIT DELETE ROWS"
         )
         with conn.cursor() as cur, cur.copy(f"COPY {staging} ({columns}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-        conn.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {staging}")
+            for chunk in chunks:
+                copy.write(chunk)
+        staged = ", ".join(f"g.{column}" for column in columns.split(", "))
+        conn.execute(
+            f"INSERT INTO {table} ({columns}, ws, mid) SELECT {staged}, p.ws, %s "
+            f"FROM {staging} AS g JOIN unnest(%s::text[], %s::int[]) AS p(id, ws) "
+            "ON p.id = g.session_id",
+            (mid, ids, wss),
+        )
 
 
 def write_index_sessions(
@@ -100,7 +115,13 @@ def write_statistics(
         )
     # Unsorted: the upsert below reads them in (term, ws) order (so two batches updating the
     # same rows lock them in one order and never deadlock).
-    terms = [(term, ws, n) for ws, delta in keyed for term, n in delta.terms.items() if n]
+    counted = [(ws, delta.terms) for ws, delta in keyed]
+    terms = [
+        f"{copy_field(term)}\t{ws}\t{n}\n"
+        for ws, counts in counted
+        for term, n in counts.items()
+        if n
+    ]
     if not terms:
         return
     # COPY, then one upsert from the copy: binding tens of thousands of terms as array
@@ -110,15 +131,14 @@ def write_statistics(
         "docs bigint) ON COMMIT DELETE ROWS"
     )
     with conn.cursor() as cur, cur.copy("COPY sq_push_terms (term, ws, docs) FROM STDIN") as copy:
-        for row in terms:
-            copy.write_row(row)
+        copy.write("".join(terms))
     conn.execute(
         "INSERT INTO sqi_team_terms (term, ws, mid, docs) SELECT g.term, g.ws, %s, g.docs "
         "FROM sq_push_terms AS g ORDER BY g.term, g.ws "
         "ON CONFLICT (term, ws, mid) DO UPDATE SET docs = sqi_team_terms.docs + excluded.docs",
         (mid,),
     )
-    if any(n < 0 for _term, _ws, n in terms):
+    if any(n < 0 for _ws, counts in counted for n in counts.values()):
         conn.execute(
             "DELETE FROM sqi_team_terms AS k USING sq_push_terms AS g "
             "WHERE g.docs < 0 AND k.term = g.term AND k.ws = g.ws AND k.mid = %s AND k.docs <= 0",
