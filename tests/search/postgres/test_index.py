@@ -679,6 +679,33 @@ def test_a_partial_search_during_a_build_answers_from_the_indexed_part(
         postgres_server.drop_schema(dsn)
 
 
+def test_the_count_after_a_cut_short_build_recovers_a_connection_left_in_a_failed_transaction(
+    postgres_server: PostgresServer,
+) -> None:
+    # The cut-short build's own cancel request can land on the ROLLBACK that ends its
+    # transaction; psycopg only logs that, and the connection stays in a failed transaction.
+    from psycopg.pq import TransactionStatus
+
+    from sessionquery.search.postgres.index import _indexed_sessions
+
+    store = FakePersistence()
+    for number in range(3):
+        store.put(header(f"s{number}", number + 1), log(f"entry {number} words"))
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg:
+            pg.update(FakeCorpus(store))
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("BEGIN")
+            with pytest.raises(psycopg.errors.DivisionByZero):
+                conn.execute("SELECT 1 / 0")
+            assert conn.info.transaction_status is TransactionStatus.INERROR
+            assert _indexed_sessions(conn) == 3
+            assert conn.info.transaction_status is TransactionStatus.IDLE
+    finally:
+        postgres_server.drop_schema(dsn)
+
+
 def test_a_correction_never_names_a_word_only_another_workspace_holds(
     postgres_server: PostgresServer,
 ) -> None:

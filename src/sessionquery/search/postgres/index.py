@@ -290,8 +290,7 @@ class PostgresSearch(SearchBase[psycopg.Connection[Any]], ModeSearches):
                 raise
         else:
             return None
-        row = conn.execute("SELECT count(*) FROM sqi_sessions").fetchone()
-        return PartialIndex(int(row[0]) if row else 0, None)
+        return PartialIndex(_indexed_sessions(conn), None)
 
     # -- one page of a search (the steps around it are SearchBase's) ---------------------
 
@@ -493,6 +492,27 @@ def _watch(
     finally:
         done.set()
         watcher.join()
+
+
+def _indexed_sessions(conn: psycopg.Connection[Any]) -> int:
+    """How many sessions the shared index holds, asked right after a reconciliation was
+    cut short by its own cancel request.
+
+    That request may have stopped the ``ROLLBACK`` which ended the cut-short transaction
+    (psycopg only logs a failed rollback), leaving the connection in a failed transaction.
+    The watcher that sent it has been joined, so the server holds the request by now; one
+    that still lands on the count itself is answered by asking again."""
+    try:
+        return _count_sessions(conn)
+    except psycopg.errors.QueryCanceled:
+        return _count_sessions(conn)
+
+
+def _count_sessions(conn: psycopg.Connection[Any]) -> int:
+    if conn.info.transaction_status is TransactionStatus.INERROR:
+        conn.rollback()
+    row = conn.execute("SELECT count(*) FROM sqi_sessions").fetchone()
+    return int(row[0]) if row else 0
 
 
 def _hang_up_if_unsettled(conn: psycopg.Connection[Any], cancel_sent: threading.Event) -> None:
