@@ -71,6 +71,23 @@ def test_two_machines_push_both_repositories_tagged_with_machine_user_and_worksp
     assert {row[2] for row in stored.values()} == {APP, TOOLS, f"{APP}#api"}
 
 
+_GIN_PENDING = (
+    "SELECT c.relname, gin_clean_pending_list(c.oid) FROM pg_index AS i "
+    "JOIN pg_class AS c ON c.oid = i.indexrelid JOIN pg_am AS a ON a.oid = c.relam "
+    "WHERE i.indrelid = 'sqi_docs'::regclass AND a.amname = 'gin' ORDER BY 1"
+)
+"""Each full-text index of the documents with the pending-list pages the owner's clean-up
+finds (and deletes)."""
+
+
+def test_a_push_leaves_no_pending_full_text_entries_for_searches_to_read_through(
+    pushers: TeamDb, machines: tuple[Machine, Machine]
+) -> None:
+    report = push_sessions(sources_of(machines[0]), pushers.dsn("alice"), machine="alpha")
+    assert report.events > 0
+    assert pushers.rows(_GIN_PENDING) == [("sqi_docs_titles", 0), ("sqi_docs_tsv", 0)]
+
+
 def test_a_second_push_of_an_unchanged_history_reads_and_writes_nothing(
     pushers: TeamDb, machines: tuple[Machine, Machine]
 ) -> None:

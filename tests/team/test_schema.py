@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import psycopg
+import pytest
 
 from conftest import raises_code
 from sessionquery.errors import ErrorCode
@@ -65,6 +66,18 @@ def test_only_the_owner_sets_up_or_manages_grants(team_db: TeamDb) -> None:
             grant(conn, team_db.roles["mallory"], "*")
         with raises_code(ErrorCode.INVALID_CONFIG):
             members(conn)
+
+
+def test_pushing_roles_may_empty_the_full_text_pending_lists_and_readers_may_not(
+    team_db: TeamDb,
+) -> None:
+    team_db.role("reader")
+    team_db.grant("reader", "*")
+    team_db.role("pusher")
+    team_db.grant("pusher", "github.com/acme/app", push=True)
+    assert team_db.rows("SELECT sq_clean_pending()", "pusher") == [(0,)]
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        team_db.rows("SELECT sq_clean_pending()", "reader")
 
 
 def test_members_lists_each_role_with_its_workspaces(team_db: TeamDb) -> None:

@@ -520,8 +520,14 @@ def _tune(conn: psycopg.Connection[Any]) -> None:
     * ``default_toast_compression = lz4`` when the server has it: the documents' text, normal
       form and lexemes are compressed ~20% cheaper in server CPU than with pglz (measured on
       realistic transcripts); a server built without lz4 keeps its default.
+    * ``gin_pending_list_limit = 16MB`` (the default is 4 MB): the full-text indexes take the
+      batches' rows into a pending list and merge it into the index when it outgrows the
+      limit; merging four times fewer, larger lists updates each common word's entry four
+      times less often (15-20 % less server CPU for a push, measured). A search reads through
+      the pending list, so the push empties it when it ends (:func:`.tables.clean_pending`).
     """
     conn.execute("SET synchronous_commit = off")
+    conn.execute("SET gin_pending_list_limit = '16MB'")
     try:
         conn.execute("SET default_toast_compression = lz4")
     except psycopg.errors.InvalidParameterValue:
@@ -662,6 +668,8 @@ def _push(  # noqa: PLR0917
             if progress is not None:
                 progress(done, len(todo))
         tables.prune_journal(conn, pusher.mid, JOURNAL_KEEP)
+        if done:
+            tables.clean_pending(conn)
     except psycopg.Error as exc:
         raise _failed("the team database refused the push", exc) from exc
     finally:

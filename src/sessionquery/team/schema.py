@@ -230,6 +230,31 @@ def _workspace_function(conn: psycopg.Connection[Any]) -> None:
     )
 
 
+def _clean_function(conn: psycopg.Connection[Any]) -> None:
+    """``sq_clean_pending()``: move the full-text indexes' pending entries into the indexes.
+
+    A GIN index takes new rows into a pending list that every search of it reads through
+    (about 60 microseconds a page: a 10 MB list added 78 ms to each search of a team history
+    measured); only the owner of an index may empty it (``gin_clean_pending_list``), so a
+    push calls this function, which runs as the owner and does nothing else."""
+    conn.execute(
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION sq_clean_pending() RETURNS bigint "
+            "LANGUAGE sql SECURITY DEFINER SET search_path = {}, pg_temp AS $$ "
+            "SELECT coalesce(sum(gin_clean_pending_list(i.indexrelid)), 0)::bigint "
+            "FROM pg_catalog.pg_index AS i JOIN pg_catalog.pg_class AS c ON c.oid = i.indexrelid "
+            "JOIN pg_catalog.pg_am AS a ON a.oid = c.relam "
+            "WHERE i.indrelid = 'sqi_docs'::regclass AND a.amname = 'gin' $$"
+        ).format(_schema_ident(conn))
+    )
+    conn.execute("REVOKE ALL ON FUNCTION sq_clean_pending() FROM PUBLIC")
+    conn.execute(
+        sql.SQL("GRANT EXECUTE ON FUNCTION sq_clean_pending() TO {}").format(
+            sql.Identifier(PUSH_ROLE)
+        )
+    )
+
+
 def _privileges(conn: psycopg.Connection[Any]) -> None:
     read, push = sql.Identifier(READ_ROLE), sql.Identifier(PUSH_ROLE)
     conn.execute(sql.SQL("GRANT {} TO {}").format(read, push))
@@ -302,6 +327,7 @@ def init_team(conn: psycopg.Connection[Any]) -> TeamSetup:
             for statement in _VIEWS:
                 conn.execute(statement)
             _workspace_function(conn)
+            _clean_function(conn)
             for table in _TEAM_TABLES:
                 _policies(conn, table)
             _special_policies(conn)

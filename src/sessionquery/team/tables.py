@@ -18,6 +18,7 @@ from sessionquery.team.rows import Delta, copy_field
 __all__ = [
     "DOC_COLUMNS",
     "EVENT_COLUMNS",
+    "clean_pending",
     "insert_rows",
     "prune_journal",
     "record_changes",
@@ -196,3 +197,14 @@ def prune_journal(conn: psycopg.Connection[Any], mid: int, keep: int) -> None:
                 "UPDATE sq_store SET pruned_through = %s WHERE pruned_through < %s",
                 (through, through),
             )
+
+
+def clean_pending(conn: psycopg.Connection[Any]) -> bool:
+    """Empty the full-text indexes' pending lists (``sq_clean_pending``, made by ``team
+    init``), so that no search reads through what a push added; whether the database has
+    the function (one set up by an older version gets it when ``team init`` runs again)."""
+    row = conn.execute("SELECT to_regprocedure('sq_clean_pending()') IS NOT NULL").fetchone()
+    if not row or not row[0]:
+        return False
+    conn.execute("SELECT sq_clean_pending()")
+    return True
