@@ -346,3 +346,24 @@ def test_a_session_that_does_not_fold_stops_the_push_after_the_batches_written_b
     assert seen == [(0, 2), (1, 2)]
     again = push_sessions(source, pushers.dsn("alice"), machine="alpha")
     assert (again.new, again.unchanged) == (1, 1)
+
+
+def test_no_batch_queued_after_one_that_failed_is_written(
+    pushers: TeamDb, machines: tuple[Machine, Machine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(push_module, "BATCH_SESSIONS", 1)
+    source = sources_of(*machines)
+    ids = sorted(entry.header.id for entry in source.list())
+    assert len(ids) >= 3
+    seen: list[tuple[int, int]] = []
+    with raises_code(ErrorCode.PERSISTENCE_FAILED):
+        push_sessions(
+            cast(SessionPersistence, _Unfolding(source, ids[0])),
+            pushers.dsn("alice"),
+            machine="alpha",
+            progress=lambda done, total: seen.append((done, total)),
+        )
+    assert _sessions(pushers) == {}
+    assert seen == [(0, len(ids))]
+    again = push_sessions(source, pushers.dsn("alice"), machine="alpha")
+    assert again.new == len(ids)

@@ -77,6 +77,15 @@ def test_a_readers_own_documents_are_the_rows_and_statistics_of_the_documents_on
     assert own.terms["login"] >= 2
 
 
+@settings(max_examples=80)
+@given(texts=st.lists(_TEXT, min_size=1, max_size=5))
+def test_a_readers_own_rows_are_the_copy_text_of_the_rows_whatever_the_text_holds(
+    texts: list[str],
+) -> None:
+    docs = documents(log(*texts))
+    assert own_docs(_SID, docs).copy == copy_lines(row for row, _terms in index_rows(_SID, docs))
+
+
 def test_a_delta_merges_a_readers_counts_with_rows_counted_in_and_out() -> None:
     docs = _docs()
     rows = index_rows(_SID, docs)

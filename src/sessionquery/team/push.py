@@ -33,13 +33,15 @@ Invariants:
   :func:`~.reading.readers`, in this process or in ``jobs`` reader processes forked after the
   listing and before the connection opens; the calling thread gathers them into batches
   while one writer thread resolves and writes the previous batch. The database connection
-  is used by that thread only, batches are written one at a time in order, and at most two
-  batches (and ``2 * jobs`` sessions read ahead) are held in memory.
+  is used by that thread only, batches are written one at a time in order, and at most three
+  batches (one being written, one waiting for it, one being gathered; and ``2 * jobs``
+  sessions read ahead) are held in memory (:data:`QUEUED_WRITES`).
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -84,6 +86,12 @@ its terms' counts to the statistics, one row per term and workspace, so a common
 updated once a batch: batches of 16 MB (not 8) took the 1.4 GB history's first push from 162
 to 135 s (server CPU 134 -> 113 s, the push's 146 -> 132 s), peaking at 500 MB of memory
 (32 MB: 133 s, 700 MB)."""
+QUEUED_WRITES: Final = 2
+"""Batches handed to the writer thread and not yet committed, at most: while it writes one,
+the next waits ready and the readers go on filling a third. With one, the readers stopped
+whenever a batch was ready before the previous one had committed: 22-24 CPU seconds of two
+cores idle during the 1.4 GB history's first push, 13-14 with two (156-161 s -> 149-155 s,
+peak memory 480-500 -> 575-610 MB)."""
 TAIL_EVENTS: Final = 32
 """Stored events compared one by one when a session grew: an importer may rewrite its last
 synthetic events (closing a turn) when a line is appended; anything before the last
@@ -258,6 +266,7 @@ class _Pusher:
         deltas: dict[int | None, Delta] = {}
         changed: list[str] = []
         changed_ws: list[int | None] = []
+        self._clear()  # of what a batch that failed may have left
         with self.conn.transaction():
             fresh = [local for local in batch if local.header.id not in self.state]
             inserted = self._insert_sessions(fresh)
@@ -279,15 +288,18 @@ class _Pusher:
             tables.write_statistics(self.conn, self.mid, deltas)
             if changed:
                 tables.record_changes(self.conn, self.mid, self.store_id, changed, changed_ws)
-        for queue in (self._index_new, self._index_changed, self._events, self._docs_out):
-            queue.clear()
-        self._placed.clear()
+        self._clear()
         for local in batch:
             sid = local.header.id
             if local.digest and (sid in self.state or sid in inserted):  # written or unchanged
                 self.state[local.header.id] = _Pushed(
                     local.entry.revision, local.digest, local.anchor, len(local.lines), local.ws
                 )
+
+    def _clear(self) -> None:
+        for queue in (self._index_new, self._index_changed, self._events, self._docs_out):
+            queue.clear()
+        self._placed.clear()
 
     def _digest(self, local: Local) -> str:
         """Set ``local``'s digests; return the digest at the stored session's anchor."""
@@ -583,22 +595,34 @@ def _write(pusher: _Pusher, batch: Sequence[Local]) -> int:
 
 
 def _overlapped(pusher: _Pusher, batches: Iterator[list[Local]]) -> Iterator[int]:
-    """Write each batch in one writer thread while the next is read here; yield each batch's
-    size once it committed. An error of a write is raised here after the batch being read;
-    leaving early waits for the write under way (the connection is closed after it)."""
+    """Write each batch in one writer thread while the next are read here; yield each batch's
+    size once it committed. An error of a write is raised here after the batch being read, and
+    no batch queued after the one that failed is written; leaving early waits for the write
+    under way (the connection is closed after it)."""
+    failed: list[BaseException] = []
+
+    def write(batch: Sequence[Local]) -> int:  # in the writer thread, one batch at a time
+        if failed:
+            raise failed[0]
+        try:
+            return _write(pusher, batch)
+        except BaseException as exc:
+            failed.append(exc)
+            raise
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessionquery-push") as writer:
-        pending: Future[int] | None = None
+        queued: deque[Future[int]] = deque()
         try:
             for batch in batches:
-                if pending is not None:
-                    yield pending.result()
-                pending = writer.submit(_write, pusher, batch)
-            if pending is not None:
-                yield pending.result()
-                pending = None
+                if len(queued) == QUEUED_WRITES:
+                    yield queued.popleft().result()
+                queued.append(writer.submit(write, batch))
+            while queued:
+                yield queued.popleft().result()
         finally:
-            if pending is not None:
+            for pending in queued:
                 pending.cancel()
+            for pending in queued:
                 try:
                     pending.result()
                 except BaseException:  # the error being raised is the first one

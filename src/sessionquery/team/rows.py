@@ -97,10 +97,13 @@ def index_rows(session_id: str, docs: Docs) -> list[tuple[DocRow, frozenset[str]
     return rows
 
 
+_NULL = "\\N"
+
+
 def copy_field(value: object) -> str:
     """``value`` as one field of a ``COPY … FROM STDIN`` text row (``None`` is NULL)."""
     if value is None:
-        return "\\N"
+        return _NULL
     if isinstance(value, bool):
         return "t" if value else "f"
     if isinstance(value, int):
@@ -142,13 +145,23 @@ class OwnDocs:
 
 
 def own_docs(session_id: str, docs: Docs) -> OwnDocs:
-    """The rows of ``docs`` ready to copy, with the statistics they add."""
+    """The rows of ``docs`` ready to copy, with the statistics they add.
+
+    Each row is :func:`copy_lines` of its values, formatted field by field: the normal form
+    and the lexemes are tokens, which hold nothing ``COPY`` text escapes (the tokens'
+    invariants), so only the other strings go through :func:`copy_field`."""
     lines, terms, tokens = [], Counter[str](), 0
+    sid = copy_field(session_id)
     for doc, title in docs.values():
         row, held = doc_row(session_id, doc.seq, doc.type, doc.time, doc.surface, doc.text, title)
-        lines.append("\t".join(map(copy_field, row)) + "\n")
+        _sid, seq, kind, at, surface, length, text, norm, tsv, ntokens, _title, maxtf = row
+        lines.append(
+            f"{sid}\t{seq}\t{copy_field(kind)}\t{at}\t{copy_field(surface)}\t{length}\t"
+            f"{copy_field(text)}\t{norm}\t{_NULL if tsv is None else tsv}\t{ntokens}\t"
+            f"{'t' if title else 'f'}\t{maxtf}\n"
+        )
         terms.update(held)
-        tokens += row[9]
+        tokens += ntokens
     return OwnDocs("".join(lines), len(lines), tokens, terms)
 
 

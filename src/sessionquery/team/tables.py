@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import psycopg
 
-from sessionquery.team.rows import Delta, copy_field
+from sessionquery.team.rows import Delta
 
 __all__ = [
     "DOC_COLUMNS",
@@ -117,12 +117,8 @@ def write_statistics(
     # Unsorted: the upsert below reads them in (term, ws) order (so two batches updating the
     # same rows lock them in one order and never deadlock).
     counted = [(ws, delta.terms) for ws, delta in keyed]
-    terms = [
-        f"{copy_field(term)}\t{ws}\t{n}\n"
-        for ws, counts in counted
-        for term, n in counts.items()
-        if n
-    ]
+    # Lexemes go in unescaped: no token holds what COPY text reserves (tokens' invariants).
+    terms = [f"{term}\t{ws}\t{n}\n" for ws, counts in counted for term, n in counts.items() if n]
     if not terms:
         return
     # COPY, then one upsert from the copy: binding tens of thousands of terms as array

@@ -13,6 +13,9 @@ Invariants:
   :attr:`MatchPlan.simple` says when the cheap count (non-overlapping occurrences per phrase,
   summed) equals that: when no phrase can overlap itself (no proper border) or another phrase
   (no shared token).
+* No token holds a tab, a line break (``\n``, ``\r``) or a backslash: they are separators.
+  Tokens, normal forms and lexemes therefore go into ``COPY`` text as they are, unescaped
+  (:mod:`sessionquery.team.rows`).
 """
 
 from __future__ import annotations
