@@ -96,3 +96,15 @@ def test_term_statistics_always_equal_a_recount_of_the_indexed_rows(
                 assert stored == counted
     finally:
         sync.BATCH_SESSIONS = saved
+
+
+def test_a_document_row_cuts_long_tokens_and_stores_no_tsvector_past_the_budget() -> None:
+    long_token = "x" * 300
+    row, held = sync.doc_row("s", 0, "user/message", 1, "main", f"a {long_token} a", False)
+    assert set(held) == {"a", lexeme(long_token)} and lexeme(long_token) == "x" * 200
+    assert row[8] == f"'a' '{'x' * 200}'" and row[11] == 2
+    # 50,000 distinct lexemes of 12 bytes and 8 bytes of overhead each: exactly the budget
+    words = [f"w{i:011d}" for i in range(50_000)]
+    fits, _held = sync.doc_row("s", 1, "user/message", 1, "main", " ".join(words), False)
+    over, _held = sync.doc_row("s", 2, "user/message", 1, "main", " ".join([*words, "ab"]))
+    assert fits[8] is not None and over[8] is None

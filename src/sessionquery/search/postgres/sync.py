@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -98,29 +99,32 @@ def _source_of(persistence: SessionPersistence) -> str:
     return kind
 
 
-def _lexemes(words: Iterable[str]) -> set[str]:
-    """The distinct lexemes of ``words`` (most words are shorter than a lexeme's cut)."""
-    distinct = set(words)
-    if max(map(len, distinct), default=0) > LEXEME_CHARS:
-        distinct = {lexeme(word) for word in distinct}
-    return distinct
+def _lexemes(counts: Mapping[str, int], text: str) -> AbstractSet[str]:
+    """The distinct lexemes of a document of ``text`` whose tokens ``counts`` counts (most
+    tokens are shorter than a lexeme's cut, and none is longer than the text)."""
+    held = counts.keys()
+    if len(text) > LEXEME_CHARS and max(map(len, held), default=0) > LEXEME_CHARS:
+        return {lexeme(word) for word in held}
+    return held
 
 
-def _tsvector(words: Sequence[str], lexemes: set[str] | None = None) -> str | None:
-    held = _lexemes(words) if lexemes is None else lexemes
-    if len("".join(held).encode("utf-8")) + 8 * len(held) > _TSVECTOR_BUDGET:
+def _tsvector(held: AbstractSet[str], text: str) -> str | None:
+    # The lexemes' UTF-8 bytes are at most the text's, at most four a character: joined and
+    # counted only for a text long enough to reach the budget.
+    budget = _TSVECTOR_BUDGET - 8 * len(held)
+    if 4 * len(text) > budget and len("".join(held).encode("utf-8")) > budget:
         return None
     return "'" + "' '".join(sorted(held)) + "'" if held else ""
 
 
 def _doc_row(  # noqa: PLR0917
     sid: str, seq: int, kind: str, time: int, surface: str, raw: str, title: bool = False
-) -> tuple[_DocRow, set[str]]:
+) -> tuple[_DocRow, AbstractSet[str]]:
     """The row of one document and its distinct lexemes (for the term statistics)."""
     text = sanitize_text(raw)
     words = tokens(text)
     counts = Counter(words)  # hashes each token once, for both the lexemes and maxtf
-    held = _lexemes(counts)
+    held = _lexemes(counts, text)
     row = (
         sid,
         seq,
@@ -130,7 +134,7 @@ def _doc_row(  # noqa: PLR0917
         len(text),
         text,
         normal_form(words),
-        _tsvector(words, held),
+        _tsvector(held, text),
         len(words),
         title,
         max_repeats(counts),
