@@ -367,3 +367,19 @@ def test_no_batch_queued_after_one_that_failed_is_written(
     assert seen == [(0, len(ids))]
     again = push_sessions(source, pushers.dsn("alice"), machine="alpha")
     assert again.new == len(ids)
+
+
+def test_a_push_lets_go_of_its_machine_before_it_returns(
+    pushers: TeamDb, machines: tuple[Machine, Machine]
+) -> None:
+    # Closing the connection alone releases the lock only once the server's backend has
+    # exited, which may be after the next push asked for it (seen as a spurious BUSY).
+    source = sources_of(machines[0])
+    with psycopg.connect(pushers.dsn(), autocommit=True) as watch:
+        for _ in range(30):
+            push_sessions(source, pushers.dsn("alice"), machine="alpha")
+            held = watch.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            ).fetchone()
+            assert held == (0,)

@@ -192,6 +192,7 @@ class _Pusher:
         self.mid = 0
         self.role = ""
         self.totals = _Totals()
+        self.claimed = False  # whether this push holds the machine's lock
         self.state: dict[str, _Pushed] = {}
         self._ws_ids: dict[str, int] = {}
         self._events: list[str] = []  # COPY text (tables.EVENT_COLUMNS)
@@ -238,6 +239,7 @@ class _Pusher:
             raise SessionQueryError(
                 ErrorCode.BUSY, f"push: another push from machine {self.machine!r} is running"
             )
+        self.claimed = True
         rows = conn.execute(
             "SELECT id, source_revision, digest, anchor, event_count, ws FROM sq_sessions "
             "WHERE mid = %s",
@@ -300,6 +302,23 @@ class _Pusher:
         for queue in (self._index_new, self._index_changed, self._events, self._docs_out):
             queue.clear()
         self._placed.clear()
+
+    def release(self) -> None:
+        """Let go of the machine's push lock now. Closing the connection would release it
+        too, but only once the server's backend has exited, after the client has returned:
+        a push started right after this one would find it still held."""
+        if not self.claimed or self.conn.closed:
+            return
+        self.claimed = False
+        try:
+            if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                self.conn.rollback()
+            self.conn.execute(
+                "SELECT pg_advisory_unlock(%s)",
+                (advisory_key(self.store_id, f"push:{self.machine}"),),
+            )
+        except psycopg.Error:
+            pass  # a broken connection: the lock ends with its backend
 
     def _digest(self, local: Local) -> str:
         """Set ``local``'s digests; return the digest at the stored session's anchor."""
@@ -701,6 +720,7 @@ def _push(  # noqa: PLR0917
     except psycopg.Error as exc:
         raise _failed("the team database refused the push", exc) from exc
     finally:
+        pusher.release()
         conn.close()
     totals = pusher.totals
     return PushReport(
