@@ -148,6 +148,24 @@ def test_a_question_of_uncommon_words_ranks_every_match_at_once(dsn: str) -> Non
     assert _ranked(dsn, "the", lim=2) == (_expected(corpus, "the", 2), 0)
 
 
+def test_a_search_reads_each_stored_count_once_and_keeps_what_it_read(dsn: str) -> None:
+    corpus = corpus_of(("s", ["the fix"]), ("t", ["the"]))
+    with PostgresSearch(dsn) as pg:
+        pg.update(corpus)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        known: dict[str, int] = {}
+        assert pg_relevance.stored_counts(conn, ["the", "fix", "absent"], known) == {
+            "the": 2,
+            "fix": 1,
+        }
+        assert known == {"the": 2, "fix": 1, "absent": 0}
+        # what the search already read is not read again: a count it kept is the answer
+        known["the"] = 7
+        assert pg_relevance.stored_counts(conn, ["the", "fix"], known) == {"the": 7, "fix": 1}
+        # without the search's counts, the database answers
+        assert pg_relevance.stored_counts(conn, ["the"]) == {"the": 2}
+
+
 def test_a_question_of_common_words_scores_its_phrase_exactly_and_walks_the_rest(
     dsn: str, shallow: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -283,10 +283,12 @@ def ranked_sessions(
     plan: RelevancePlan,
     filters: CompiledFilters,
     params: Mapping[str, Any],
+    known: dict[str, int] | None = None,
 ) -> list[tuple[Any, ...]]:
     """The rows of :func:`~.relevance.session_relevance_sql` for ``params`` (``lim`` rows
-    from ``off``), read through the impact key when the terms are common."""
-    return ranked(conn, plan, filters, params)[0]
+    from ``off``), read through the impact key when the terms are common (``known``: the
+    search's stored counts read so far, :func:`~.relevance.stored_counts`)."""
+    return ranked(conn, plan, filters, params, known)[0]
 
 
 def ranked(
@@ -294,10 +296,11 @@ def ranked(
     plan: RelevancePlan,
     filters: CompiledFilters,
     params: Mapping[str, Any],
+    known: dict[str, int] | None = None,
 ) -> tuple[list[tuple[Any, ...]], int]:
     """:func:`ranked_sessions` and the event depth that answered (0: every match was
     ranked)."""
-    counts = stored_counts(conn, {lexeme(word) for word in (*plan.terms, *plan.phrase)})
+    counts = stored_counts(conn, {lexeme(word) for word in (*plan.terms, *plan.phrase)}, known)
     held = [counts.get(lexeme(term), 0) for term in plan.terms]
     if sum(held) >= WALK_DOCUMENTS:
         rare = 0

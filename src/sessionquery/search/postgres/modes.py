@@ -211,9 +211,12 @@ class ModeSearches:
         compiled: CompiledFilters,
         include_persisted: bool,
         session_id: str | None = None,
+        *,
+        known: dict[str, int] | None = None,
     ) -> RelevancePlan | None:
         """The relevance plan; corrections limited to the search's scope (one session, or
-        the sessions the filters keep)."""
+        the sessions the filters keep); ``known`` keeps the stored counts read
+        (:func:`~.relevance.stored_counts`)."""
         overlay = self._overlay
         scope: Callable[[str], bool] | None = None
         if session_id is not None or compiled.session_predicates:
@@ -237,7 +240,7 @@ class ModeSearches:
             tokens(request.text),
             relevance.corpus_stats(conn, overlay, include_persisted=include_persisted),
             lambda words: relevance.document_counts(
-                conn, overlay, words, include_persisted=include_persisted
+                conn, overlay, words, include_persisted=include_persisted, known=known
             ),
             scope,
         )
@@ -257,7 +260,8 @@ class ModeSearches:
             partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             generation = f"{self._generation}:{self._overlay.generation}"
             offset = page_offset(position, generation)
-            plan = self._plan(conn, request, compiled, persisted)
+            known: dict[str, int] = {}
+            plan = self._plan(conn, request, compiled, persisted, known=known)
             if plan is None:
                 return Window([], False, generation, offset, partial=partial)
             live = self._overlay.best_relevant(plan, request.session_filters, request.event_filters)
@@ -271,7 +275,7 @@ class ModeSearches:
                     "lim": offset + page_size + 1 - start,
                     "off": start,
                 }
-                rows = impact.ranked_sessions(conn, plan, compiled, params)
+                rows = impact.ranked_sessions(conn, plan, compiled, params, known)
                 ranked += [((-r[6], r[5], -r[3], r[0], -r[1]), r) for r in rows]
             ranked.sort(key=lambda item: item[0])
             window = ranked[offset - start :]

@@ -70,26 +70,45 @@ def document_counts(
     words: Sequence[str],
     *,
     include_persisted: bool,
+    known: dict[str, int] | None = None,
 ) -> Mapping[str, int]:
-    """How many documents (stored, when searched, and live) hold each of ``words``."""
+    """How many documents (stored, when searched, and live) hold each of ``words``; the
+    stored counts read are kept in ``known`` (see :func:`stored_counts`)."""
     counts = {word: overlay.document_count(word) for word in words}
     if include_persisted and words:
-        stored = stored_counts(conn, {lexeme(word) for word in words})
+        stored = stored_counts(conn, {lexeme(word) for word in words}, known)
         for word in words:
             counts[word] += stored.get(lexeme(word), 0)
     return counts
 
 
-def stored_counts(conn: psycopg.Connection[Any], lexemes: Iterable[str]) -> dict[str, int]:
+def stored_counts(
+    conn: psycopg.Connection[Any], lexemes: Iterable[str], known: dict[str, int] | None = None
+) -> dict[str, int]:
     """How many stored documents the connection may see hold each of ``lexemes`` (absent:
-    none): the index's own statistics plus a team database's visible per-workspace ones."""
-    rows = conn.execute(
-        "SELECT term, sum(docs) FROM (SELECT term, docs FROM sqi_terms "
-        "WHERE term = ANY(%(t)s::text[]) UNION ALL SELECT term, docs FROM sqi_team_terms "
-        "WHERE term = ANY(%(t)s::text[])) AS k GROUP BY term",
-        {"t": sorted(set(lexemes))},
-    ).fetchall()
-    return {str(term): int(docs) for term, docs in rows}
+    none): the index's own statistics plus a team database's visible per-workspace ones.
+
+    ``known`` (one search's): counts read before, not read again (a search plans with its
+    words' counts, then bounds its walk with them: one query instead of two, each a
+    row-level-security read of every workspace's and machine's rows of a word); the counts
+    read now are added to it.
+    """
+    wanted = set(lexemes)
+    missing = wanted if known is None else wanted - known.keys()
+    found: dict[str, int] = {}
+    if missing:
+        rows = conn.execute(
+            "SELECT term, sum(docs) FROM (SELECT term, docs FROM sqi_terms "
+            "WHERE term = ANY(%(t)s::text[]) UNION ALL SELECT term, docs FROM sqi_team_terms "
+            "WHERE term = ANY(%(t)s::text[])) AS k GROUP BY term",
+            {"t": sorted(missing)},
+        ).fetchall()
+        found = {str(term): int(docs) for term, docs in rows}
+    if known is None:
+        return found
+    for term in missing:
+        known[term] = found.get(term, 0)
+    return {term: known[term] for term in wanted if known[term]}
 
 
 def _session_where(filters: CompiledFilters) -> str:
