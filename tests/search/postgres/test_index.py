@@ -243,6 +243,26 @@ def test_an_oversized_document_is_still_found(pg: PostgresSearch) -> None:
     assert hits[1].best_match.snippet.endswith("needle")
 
 
+@pytest.mark.slow
+def test_an_oversized_document_is_ranked_by_relevance_as_sqlite_ranks_it(
+    pg: PostgresSearch,
+) -> None:
+    # the oversized document has no tsvector: only the candidates' second branch finds it
+    text = " ".join(f"w{i:07d}" for i in range(120_000)) + " needle needle thread"
+    corpus = build_corpus(
+        {"big": [text], "small": ["needle in the hay"], "pair": ["needle thread", "w0000001"]},
+        {},
+    )
+    with SqliteSearch(":memory:") as lite:
+        for query in ("needle", "needle thread", "thread w0000001"):
+            got = pg.search_sessions(corpus, query, match="relevance").items
+            want = lite.search_sessions(corpus, query, match="relevance").items
+            assert [(h.record.header.id, h.best_match.seq) for h in got] == [
+                (h.record.header.id, h.best_match.seq) for h in want
+            ]
+            assert "big" in {h.record.header.id for h in got}
+
+
 # --- sync, cursors, lifecycle ------------------------------------------------------------------
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "document_counts",
     "event_relevance_sql",
     "in_scope",
+    "match_branches",
     "match_predicate",
     "relevance_params",
     "scored_sql",
@@ -180,13 +181,27 @@ def _frequency(i: int) -> str:
     return f"(octet_length(c.n) - octet_length(replace(c.n, {name}, ''))) / octet_length({name})"
 
 
-def match_predicate(plan: RelevancePlan, tsquery: str, terms: Sequence[int], *, every: bool) -> str:
-    """The candidates holding any (or, ``every``, all) of the plan's terms ``terms``: the
-    tsvector matches the bound tsquery ``tsquery``, or an oversized document (no tsvector)
-    holds the term patterns."""
+def match_branches(
+    plan: RelevancePlan, tsquery: str, terms: Sequence[int], *, every: bool
+) -> tuple[str, str]:
+    """The candidates holding any (or, ``every``, all) of the plan's terms ``terms``, as two
+    conditions no document passes both: the tsvector matches the bound tsquery ``tsquery``
+    (read through its index alone), or an oversized document (no tsvector) holds the term
+    patterns.
+
+    A scan of the two as one ``OR`` had to test the tsvector of every candidate again
+    (the second branch is no index condition): about a fifth of scoring a common word's
+    matches at real size, where tsvectors are kilobytes read out of compressed storage.
+    """
     joiner = " AND " if every else " OR "
     contains = joiner.join(f"strpos(d.norm, %(rp{i})s) > 0" for i in terms)
-    return f"(d.tsv @@ %({tsquery})s::tsquery OR (d.tsv IS NULL AND ({contains})))"
+    return f"d.tsv @@ %({tsquery})s::tsquery", f"(d.tsv IS NULL AND ({contains}))"
+
+
+def match_predicate(plan: RelevancePlan, tsquery: str, terms: Sequence[int], *, every: bool) -> str:
+    """:func:`match_branches` as one condition."""
+    indexed, oversized = match_branches(plan, tsquery, terms, every=every)
+    return f"({indexed} OR {oversized})"
 
 
 def scored_sql(
@@ -195,7 +210,7 @@ def scored_sql(
     extra: str,
     *,
     source: str | None = None,
-    condition: str | None = None,
+    condition: str | Sequence[str] | None = None,
     tail: str = " OFFSET 0",
     carry: Sequence[tuple[str, str]] = (),
 ) -> str:
@@ -203,24 +218,28 @@ def scored_sql(
 
     The candidates are the rows of ``source`` (default: the documents, joined with their
     sessions when a filter needs them) holding any term and passing ``extra`` and the filters,
-    or, given, those passing ``condition``; ``tail`` ends their statement, and each
+    or, given, those passing ``condition`` (several: those passing one of them, which no row
+    passes two of); ``tail`` ends their statement (each one's), and each
     ``(expression, name)`` of ``carry`` is a column they carry along.
     """
     count = len(plan.terms)
     if condition is None:
-        match = match_predicate(plan, "rtsq", range(count), every=False)
-        condition = f"{match}{extra}{filters.where(COLUMNS)}"
+        branches = match_branches(plan, "rtsq", range(count), every=False)
+        condition = [f"{branch}{extra}{filters.where(COLUMNS)}" for branch in branches]
     frequencies = ", ".join(f"{_frequency(i)} AS tf{i}" for i in range(count))
     carried = "".join(f", {expression} AS {name}" for expression, name in carry)
     names = ("session_id", "seq", "type", "time", "surface", "length", "title", "ntokens")
     kept = ", ".join(f"c.{name}" for name in (*names, *(name for _e, name in carry)))
     # Each level ends in OFFSET 0, so none is folded into the next: the normal form is
     # decompressed once per candidate (``n``, a plain copy) and each frequency computed once.
-    candidates = (
+    select = (
         f"SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, d.title, "
-        f"d.ntokens{carried}, d.norm || '' AS n "
-        f"FROM {source or documents_of(filters)} WHERE {condition}{tail}"
+        f"d.ntokens{carried}, d.norm || '' AS n FROM {source or documents_of(filters)} WHERE "
     )
+    if isinstance(condition, str):
+        candidates = f"{select}{condition}{tail}"
+    else:
+        candidates = " UNION ALL ".join(f"({select}{c}{tail})" for c in condition)
     counted = f"SELECT {kept}, c.n, {frequencies} FROM ({candidates}) AS c OFFSET 0"
     # Only a candidate holding every term of the phrase can hold the phrase: the others are
     # not scanned for it.
