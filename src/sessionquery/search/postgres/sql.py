@@ -96,8 +96,13 @@ def _match(plan: MatchPlan) -> tuple[str, str]:
     contains = "".join(f" AND strpos(d.norm, {name}) > 0" for name in names)
     if all(len(p) == 1 and lexeme(p[0]) == p[0] for p in plan.phrases):
         # whole single tokens: the tsvector holds exactly the document's tokens, so a match
-        # there needs no second look at the text
-        predicate = f"(d.tsv @@ %(tsq)s::tsquery OR (d.tsv IS NULL{contains}))"
+        # there needs no second look at the text. Written so that the first condition is
+        # the index scans' own (no candidate's tsvector, kilobytes in compressed storage, is
+        # matched again) and the second only looks whether there is one.
+        predicate = (
+            "(d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL) "
+            f"AND (d.tsv IS NOT NULL OR (true{contains}))"
+        )
     else:
         predicate = f"(d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL){contains}"
     predicate += " AND NOT d.title"  # titles are ranked by relevance search only
