@@ -59,14 +59,19 @@ def shallow(monkeypatch: pytest.MonkeyPatch) -> None:
     live=st.dictionaries(st.sampled_from("LM"), st.lists(docs, min_size=1, max_size=3), max_size=1),
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=2).map(" ".join),
     match=st.sampled_from([m.name for m in SEARCH_MODES if not m.plan.ranked]),
+    window=st.sampled_from([1, 2, walk.WINDOW]),
 )
 def test_pages_read_from_the_deepest_candidates_equal_sqlite_pages(
     postgres_server: PostgresServer,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
     persisted: dict[str, list[str]],
     live: dict[str, list[str]],
     query: str,
     match: str,
+    window: int,
 ) -> None:
+    monkeypatch.setattr(walk, "WINDOW", window)  # small: the documents looked at end a depth
     corpus = build_corpus(persisted, live)
     dsn = postgres_server.new_schema()
     try:
@@ -112,6 +117,36 @@ def test_a_shallow_depth_answers_when_the_best_sessions_repeat_the_word(
     assert _ranked(dsn, "the", lim=2) == (expected[:2], 3)
     # eleven sessions: only ranking every match reaches the last one
     assert _ranked(dsn, "the", lim=11) == (expected, 0)
+
+
+def test_a_depth_ends_at_its_window_and_bounds_what_it_did_not_look_at(
+    dsn: str, shallow: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the documents of the highest maxtf (7-9) do not hold the phrase; one session holds it 5
+    # times, twenty hold it once or twice
+    corpus = corpus_of(
+        *[(f"noise{i}", [" ".join(["zz"] * (9 - i % 3))]) for i in range(6)],
+        ("best", [" ".join(["the fix"] * 5)]),
+        *[(f"s{i:02d}", [" ".join(["the fix"] * (1 + i % 2))]) for i in range(20)],
+    )
+    with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
+        pg.update(corpus)
+        pages = {
+            limit: [
+                h.record.header.id
+                for h in lite.search_sessions(corpus, "the fix", limit=limit, match="phrase").items
+            ]
+            for limit in (1, 5)
+        }
+    assert pages[1] == ["best"]
+    # looking at up to 16 documents, depth 1 reads "best" and one of maxtf 2: it answers
+    assert _ranked(dsn, "the fix", lim=1) == (pages[1], 1)
+    # looking at 2: only noise, which bounds nothing below a phrase held 5 times, and no
+    # candidate among them, so that filling the next depth would look at every document:
+    # every match is ranked at once
+    monkeypatch.setattr(walk, "WINDOW", 2)
+    assert _ranked(dsn, "the fix", lim=1) == (pages[1], 0)
+    assert _ranked(dsn, "the fix", lim=5) == (pages[5], 0)
 
 
 def test_a_query_of_a_rare_word_ranks_every_match_at_once(dsn: str) -> None:

@@ -123,42 +123,65 @@ def session_search_sql(plan: MatchPlan, filters: CompiledFilters, *, deepest: bo
     """Persisted sessions (not live) with their best event, ranked.
 
     Binds ``tsq``, ``m<i>``/``patterns``, ``live`` (ids to leave out), ``lim``, ``off`` and
-    the filters' parameters. With ``deepest``, only the ``depth`` candidates of the highest
-    ``maxtf`` are read (binds ``depth`` and ``phrases``, the plan's phrase count; :mod:`.walk`):
-    ``x`` is the lowest ``maxtf`` among them (0 when they are every candidate), and only
-    events of more than ``phrases * x`` match spans are ranked; each row then ends with ``x``.
+    the filters' parameters. With ``deepest`` (:mod:`.walk`), the documents of the highest
+    ``maxtf`` are looked at in that order, at most ``scan`` of them, and the first ``depth``
+    candidates among them are read (binds ``depth``, ``scan`` and ``phrases``, the plan's
+    phrase count): ``x`` is the lowest ``maxtf`` of what was looked at (0 when that was every
+    document), so that no candidate left unread has a higher one, and only events of more
+    than ``phrases * x`` match spans are ranked; each row then ends with ``x``, the
+    candidates read and the documents looked at, and a page without sessions is one row of
+    ``NULL`` ending with them.
     """
     predicate, count = _match(plan)
-    source = (
-        f"{documents_of(filters)} WHERE {predicate} "
-        f"AND NOT (d.session_id = ANY(%(live)s::text[])){filters.where(COLUMNS)}"
-    )
-    deep = edge = ranked_from = ""
-    if deepest:
-        # the spans are counted in the depth rows only, whatever plan finds them
-        source = (
-            "(SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, d.norm, d.maxtf "
-            f"FROM {source} ORDER BY d.maxtf DESC LIMIT %(depth)s) AS d"
+    live = f" AND NOT (d.session_id = ANY(%(live)s::text[])){filters.where(COLUMNS)}"
+    if not deepest:
+        cand = (
+            "SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, "
+            f"{count} AS mc FROM {documents_of(filters)} WHERE {predicate}{live}"
         )
-        deep = ", d.maxtf"
+        edge = ranked_from = ""
+    else:
+        # Looked at in maxtf order until ``depth`` candidates (one more row: the last one
+        # looked at may be no candidate) or the window's last row. The spans are counted in
+        # the candidates read only, and a document's text is read only when its tsvector
+        # holds the words (a phrase of common words is in few of the documents holding them
+        # all: the window keeps a walk that cannot answer from reading most of them). The
+        # window's own order is the one read in: nothing is sorted, nothing read ahead.
+        window = (
+            f"(SELECT d.*, row_number() OVER (ORDER BY d.maxtf DESC) AS wn, ({predicate}{live}) "
+            f"AS hit FROM {documents_of(filters)} WHERE NOT d.title ORDER BY d.maxtf DESC "
+            "LIMIT %(scan)s) AS d"
+        )
+        cand = (
+            "SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, d.maxtf, d.wn, "
+            f"d.hit, CASE WHEN d.hit THEN {count} END AS mc FROM {window} "
+            "WHERE d.hit OR d.wn = %(scan)s ORDER BY d.maxtf DESC LIMIT %(depth)s + 1"
+        )
         edge = (
-            "edge AS (SELECT CASE WHEN count(*) < %(depth)s THEN 0 ELSE min(maxtf) END AS x "
-            "FROM cand), "
+            "edge AS (SELECT CASE WHEN count(*) <= %(depth)s AND NOT "
+            "coalesce(bool_or(wn = %(scan)s), false) THEN 0 ELSE min(maxtf) END AS x, "
+            "count(*) FILTER (WHERE hit) AS hits, coalesce(max(wn), 0) AS seen FROM cand), "
         )
-        ranked_from = " WHERE mc > %(phrases)s * (SELECT x FROM edge)"
+        ranked_from = " WHERE hit AND mc > %(phrases)s * (SELECT x FROM edge)"
+    rows = (
+        "SELECT p.session_id, p.seq, p.type, p.time, p.surface, p.length, p.mc, s.header_json, "
+        "d.text FROM page AS p JOIN sqi_sessions AS s ON s.id = p.session_id "
+        "JOIN sqi_docs AS d ON d.session_id = p.session_id AND d.seq = p.seq"
+    )
+    alias = "p"
+    if deepest:
+        # one row at least, for the edge's figures: a depth that puts no session on the page
+        # still tells how many candidates it found among the documents it looked at
+        rows = f"SELECT r.*, e.x, e.hits, e.seen FROM edge AS e LEFT JOIN ({rows}) AS r ON true"
+        alias = "r"
+    order = ", ".join(f"{alias}.{key}" for key in SESSION_ORDER.split(", "))
     return (
-        "WITH cand AS MATERIALIZED ("
-        f"SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length{deep}, "
-        f"{count} AS mc FROM {source}), {edge}"
+        f"WITH cand AS MATERIALIZED ({cand}), {edge}"
         "ranked AS (SELECT *, row_number() OVER (PARTITION BY session_id ORDER BY "
         f"{EVENT_ORDER}) AS rn FROM cand{ranked_from}), "
         "page AS (SELECT r.session_id, r.seq, r.type, r.time, r.surface, r.length, r.mc "
         f"FROM ranked AS r WHERE r.rn = 1 ORDER BY {SESSION_ORDER} LIMIT %(lim)s OFFSET %(off)s) "
-        "SELECT p.session_id, p.seq, p.type, p.time, p.surface, p.length, p.mc, s.header_json, "
-        f"d.text{', (SELECT x FROM edge)' if deepest else ''} FROM page AS p "
-        "JOIN sqi_sessions AS s ON s.id = p.session_id "
-        "JOIN sqi_docs AS d ON d.session_id = p.session_id AND d.seq = p.seq "
-        "ORDER BY p.mc DESC, p.length ASC, p.time DESC, p.session_id ASC, p.seq DESC"
+        f"{rows} ORDER BY {order}"
     )
 
 

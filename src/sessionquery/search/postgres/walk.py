@@ -5,9 +5,10 @@ Sessions rank by their best event's match spans first (SPEC §7), so a word that
 documents hold made every search of it count and rank all of them. Every stored document
 keeps ``maxtf``, how often its most repeated token occurs (indexed), and a query of ``P``
 phrases has at most ``P * maxtf`` spans in a document. So one statement
-(:func:`~.sql.session_search_sql` with ``deepest``) reads only the ``depth`` candidates of
-the highest ``maxtf``; ``x``, the lowest ``maxtf`` among them, bounds every candidate left
-out (at most ``P * x`` spans), and:
+(:func:`~.sql.session_search_sql` with ``deepest``) looks at the documents of the highest
+``maxtf`` in that order, at most :data:`WINDOW` for each candidate wanted, and reads the
+first ``depth`` candidates among them; ``x``, the lowest ``maxtf`` of what it looked at,
+bounds every candidate left out (at most ``P * x`` spans), and:
 
 * the events of more than ``P * x`` spans are all among those read, so ranking them gives
   exactly the sessions whose best event has more than ``P * x`` spans, each with that best
@@ -16,9 +17,11 @@ out (at most ``P * x`` spans), and:
   When they fill the rows asked for (``lim``, from ``off``), those rows are the answer; when
   the candidates read are all there are (``x`` is 0), the rows are the answer too.
 
-Otherwise the next depth of :data:`DEPTHS` is tried, and after the last every match is ranked
-as before. Only a query whose rarest lexeme at least :data:`WALK_DOCUMENTS` visible documents
-hold takes this path (fewer candidates are ranked at once, from the full-text index, as fast).
+Otherwise the next depth of :data:`DEPTHS` is tried (unless the share of candidates among
+the documents looked at says that filling it would look at half as many documents as ranking
+every match reads), and after the last every match is ranked as before. Only a query whose
+rarest lexeme at least :data:`WALK_DOCUMENTS` visible documents hold takes this path (fewer
+candidates are ranked at once, from the full-text index, as fast).
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ __all__ = ["DEPTHS", "WALK_DOCUMENTS", "ranked", "ranked_sessions"]
 DEPTHS: Final = (256, 4096)
 """Candidates read, highest ``maxtf`` first, before every match is ranked (a depth of at least
 half the candidates is not tried: ranking them all costs about the same)."""
+WINDOW: Final = 16
+"""Documents looked at in ``maxtf`` order for each candidate a depth reads, at most: the
+candidates of a phrase of common words are a few of the documents holding its words, and
+looking through most of those (each one's tsvector read) to fill a depth cost more than
+ranking every match."""
 WALK_DOCUMENTS: Final = 8192
 """The rarest lexeme of a query held by at least this many documents takes the depths. Below
 it, ranking every candidate costs a few tens of milliseconds at most, and a depth that does
@@ -67,12 +75,17 @@ def ranked(
     if held >= WALK_DOCUMENTS:
         wanted = int(params["lim"])
         deepest = session_search_sql(plan, filters, deepest=True)
+        share = 1.0  # of the documents looked at that are candidates (none looked at yet)
         for depth in DEPTHS:
-            if 2 * depth > held:
-                break  # about as many as there are: rank them all
+            if 2 * depth > share * held:
+                break  # about as many as there are, or as ranking them all cost: rank them all
+            scan = depth * WINDOW
             rows = conn.execute(
-                deepest, {**params, "depth": depth, "phrases": len(plan.phrases)}
+                deepest, {**params, "depth": depth, "scan": scan, "phrases": len(plan.phrases)}
             ).fetchall()
-            if rows and (len(rows) >= wanted or int(rows[0][-1]) == 0):
-                return [row[:-1] for row in rows], depth
+            x, hits, seen = (int(value) for value in rows[0][-3:])
+            found = [row[:-3] for row in rows if row[0] is not None]
+            if x == 0 or len(found) >= wanted:
+                return found, depth  # x is 0: every candidate was read
+            share = hits / max(seen, 1)
     return conn.execute(session_search_sql(plan, filters), params).fetchall(), 0
