@@ -1,5 +1,5 @@
-"""Relevance session search on PostgreSQL for the search-quality benchmark's questions, with
-an earlier revision's source and this tree's side by side.
+"""Relevance (or phrase) session search on PostgreSQL for the search-quality benchmark's
+questions, with an earlier revision's source and this tree's side by side.
 
     python benchmarks/pg_questions.py --dsn 'host=/run/pg dbname=real user=reader' \\
         --before 4a4885b --output benchmarks/RESULTS.md
@@ -10,8 +10,9 @@ push`` of the real-size history of ``benchmarks/history.py HOME --transcripts 20
 ``impact_bench.py``), read as a member granted every workspace (``sessionquery team grant ROLE
 '*'``: row-level security is in the way, as for a team). Every question of
 ``quality_questions.QUESTIONS`` is asked the way a tool asks it:
-``SessionQuery.search_sessions(text, match="relevance", limit=20)`` over
-``PostgresPersistence`` and ``PostgresSearch`` of that database. The questions were written
+``SessionQuery.search_sessions(text, match="relevance", limit=20)`` (``--match phrase``:
+``match="phrase"``, each question as one phrase) over ``PostgresPersistence`` and
+``PostgresSearch`` of that database. The questions were written
 for other transcripts; here they stand for what people type (their words, their length), and
 what is measured is the cost of answering them at this size, not whether the right session
 comes first.
@@ -21,7 +22,8 @@ Two worker processes answer them, one importing the ``--before`` revision's sour
 alternating order (the first to ask warms the page cache for the second), once each; the
 wall time of each answer is kept, and whether both gave the same sessions in the same order
 with the same best events. The section is printed; ``--output FILE`` also replaces its
-``## Relevance on PostgreSQL for the quality questions`` section.
+``## Relevance on PostgreSQL for the quality questions`` section (``## Phrase search on
+PostgreSQL for the quality questions`` with ``--match phrase``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 SECTION = "## Relevance on PostgreSQL for the quality questions"
+SECTIONS = {
+    "relevance": SECTION,
+    "phrase": "## Phrase search on PostgreSQL for the quality questions",
+}
 
 WORKER = r"""
 import json, sys, time
@@ -48,14 +54,14 @@ from sessionquery import SessionQuery
 from sessionquery.persistence.postgres import PostgresPersistence
 from sessionquery.search.postgres import PostgresSearch
 
-dsn = sys.argv[1]
+dsn, match = sys.argv[1], sys.argv[2]
 with SessionQuery(persistence=PostgresPersistence(dsn), search=PostgresSearch(dsn)) as query:
-    query.search_sessions("warm the connection", match="relevance", limit=20)
+    query.search_sessions("warm the connection", match=match, limit=20)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         text = json.loads(line)
         started = time.perf_counter()
-        page = query.search_sessions(text, match="relevance", limit=20)
+        page = query.search_sessions(text, match=match, limit=20)
         ms = (time.perf_counter() - started) * 1000
         hits = [[hit.record.id, hit.best_match.seq] for hit in page.items]
         print(json.dumps({"ms": ms, "hits": hits}), flush=True)
@@ -65,10 +71,10 @@ with SessionQuery(persistence=PostgresPersistence(dsn), search=PostgresSearch(ds
 class _Worker:
     """A process answering questions with the source at ``src``."""
 
-    def __init__(self, src: Path, dsn: str) -> None:
+    def __init__(self, src: Path, dsn: str, match: str) -> None:
         env = {**os.environ, "PYTHONPATH": str(src)}
         self._process = subprocess.Popen(
-            [sys.executable, "-c", WORKER, dsn],
+            [sys.executable, "-c", WORKER, dsn, match],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -113,13 +119,16 @@ def _summary(samples: Sequence[float]) -> str:
     )
 
 
-def run(dsn: str, before: str) -> str:
+def run(dsn: str, before: str, match: str = "relevance") -> str:
     from quality_questions import KINDS, QUESTIONS
     from report import source_tree
 
     repo = HERE.parent
     with tempfile.TemporaryDirectory(prefix="sq-before-") as into:
-        workers = (_Worker(source_tree(before, Path(into)), dsn), _Worker(repo / "src", dsn))
+        workers = (
+            _Worker(source_tree(before, Path(into)), dsn, match),
+            _Worker(repo / "src", dsn, match),
+        )
         times: list[dict[str, list[float]]] = [{}, {}]
         same = differ = 0
         for n, question in enumerate(QUESTIONS):
@@ -147,13 +156,14 @@ def run(dsn: str, before: str) -> str:
     rows.append(f"| **every question** | {_summary(every[0])} | **{_summary(every[1])}** |")
     (documents,) = _documents(dsn)
     return (
-        f"{SECTION}\n\n"
-        f"`python benchmarks/pg_questions.py --before {before}` on "
+        f"{SECTIONS[match]}\n\n"
+        f"`python benchmarks/pg_questions.py --before {before}"
+        f"{'' if match == 'relevance' else ' --match ' + match}` on "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} (the module docstring says how "
         f"the database was filled: {documents:,} index documents), PostgreSQL 15 on the same "
         f"2-core machine, load average {os.getloadavg()[0]:.1f}: the {len(QUESTIONS)} questions "
         "of the search-quality benchmark, each asked once of each source as a tool asks "
-        '(`search_sessions(text, match="relevance", limit=20)`), wall time.\n\n'
+        f'(`search_sessions(text, match="{match}", limit=20)`), wall time.\n\n'
         f"| kind | source of {before} | this tree |\n|---|---|---|\n"
         + "\n".join(rows)
         + "\n\nBoth gave the same sessions, in the same order with the same best events, for "
@@ -173,11 +183,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dsn", required=True, help="a filled team database")
     parser.add_argument("--before", required=True, help="the earlier revision to compare")
+    parser.add_argument(
+        "--match", choices=sorted(SECTIONS), default="relevance", help="how the questions match"
+    )
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
     from team_bench import publish
 
-    publish(run(args.dsn, args.before), args.output)
+    publish(run(args.dsn, args.before, args.match), args.output)
     return 0
 
 

@@ -55,11 +55,17 @@ def test_quick_run_replaces_its_section_and_reports_identical_results(
     assert text.count(", identical") == 5 + 6  # + the six relevance questions
 
 
+@pytest.mark.parametrize(
+    ("match", "heading"),
+    [
+        ("relevance", "## Relevance on PostgreSQL for the quality questions"),
+        ("phrase", "## Phrase search on PostgreSQL for the quality questions"),
+    ],
+)
 def test_the_quality_questions_benchmark_compares_two_sources_and_replaces_its_section(
-    tmp_path: Path, postgres_server: PostgresServer
+    tmp_path: Path, postgres_server: PostgresServer, match: str, heading: str
 ) -> None:
     output = tmp_path / "RESULTS.md"
-    heading = "## Relevance on PostgreSQL for the quality questions"
     output.write_text(f"# results\n\n{heading}\n\nold\n\n## Other\n\nkept\n")
     dsn = postgres_server.new_database()
     try:
@@ -71,6 +77,8 @@ def test_the_quality_questions_benchmark_compares_two_sources_and_replaces_its_s
                 dsn,
                 "--before",
                 "HEAD",
+                "--match",
+                match,
                 "--output",
                 str(output),
             ],
@@ -88,3 +96,4 @@ def test_the_quality_questions_benchmark_compares_two_sources_and_replaces_its_s
     for kind in {question.kind for question in QUESTIONS}:
         assert kind in KINDS and f"\n| {kind} | p50 " in text, kind
     assert f"for {len(QUESTIONS)} of {len(QUESTIONS)} questions" in text
+    assert f'match="{match}"' in text
