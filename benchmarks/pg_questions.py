@@ -11,7 +11,8 @@ push`` of the real-size history of ``benchmarks/history.py HOME --transcripts 20
 '*'``: row-level security is in the way, as for a team). Every question of
 ``quality_questions.QUESTIONS`` is asked the way a tool asks it:
 ``SessionQuery.search_sessions(text, match="relevance", limit=20)`` (``--match phrase``:
-``match="phrase"``, each question as one phrase) over ``PostgresPersistence`` and
+``match="phrase"``, each question as one phrase; ``--common``: the few short questions of
+common words of :data:`COMMON` in both modes instead) over ``PostgresPersistence`` and
 ``PostgresSearch`` of that database. The questions were written
 for other transcripts; here they stand for what people type (their words, their length), and
 what is measured is the cost of answering them at this size, not whether the right session
@@ -23,7 +24,8 @@ alternating order (the first to ask warms the page cache for the second), once e
 wall time of each answer is kept, and whether both gave the same sessions in the same order
 with the same best events. The section is printed; ``--output FILE`` also replaces its
 ``## Relevance on PostgreSQL for the quality questions`` section (``## Phrase search on
-PostgreSQL for the quality questions`` with ``--match phrase``).
+PostgreSQL for the quality questions`` with ``--match phrase``, ``## PostgreSQL search of
+common words at real size`` with ``--common``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,22 @@ SECTIONS = {
     "relevance": SECTION,
     "phrase": "## Phrase search on PostgreSQL for the quality questions",
 }
+COMMON_SECTION = "## PostgreSQL search of common words at real size"
+
+COMMON = (
+    "the",
+    "error",
+    "function",
+    "permission",
+    "git commit",
+    "permission denied",
+    "run the tests",
+    "fix the failing test",
+    "where is the config",
+    "update the readme",
+)
+"""Short questions of words that long tool outputs repeat (``--common``): the searches that
+walk the bounded candidates (relevance's impact key, phrase's ``maxtf``) or rank every match."""
 
 WORKER = r"""
 import json, sys, time
@@ -171,6 +189,52 @@ def run(dsn: str, before: str, match: str = "relevance") -> str:
     )
 
 
+def run_common(dsn: str, before: str) -> str:
+    """:data:`COMMON`, each asked twice of each source in both match modes (alternating which
+    source asks first); the best of the two wall times."""
+    from report import source_tree
+
+    repo = HERE.parent
+    best: dict[tuple[str, str, int], float] = {}
+    same = differ = 0
+    with tempfile.TemporaryDirectory(prefix="sq-before-") as into:
+        old = source_tree(before, Path(into))
+        for match in ("relevance", "phrase"):
+            workers = (_Worker(old, dsn, match), _Worker(repo / "src", dsn, match))
+            for n, text in enumerate(COMMON * 2):
+                replies: dict[int, dict[str, Any]] = {}
+                for side in (0, 1) if n % 2 == 0 else (1, 0):
+                    replies[side] = workers[side].ask(text)
+                    key = (match, text, side)
+                    best[key] = min(best.get(key, float("inf")), replies[side]["ms"])
+                if replies[0]["hits"] == replies[1]["hits"]:
+                    same += 1
+                else:
+                    differ += 1
+            for worker in workers:
+                worker.close()
+    rows = [
+        f"| `{text}` | {best['relevance', text, 0]:,.0f} ms | **{best['relevance', text, 1]:,.0f} "
+        f"ms** | {best['phrase', text, 0]:,.0f} ms | **{best['phrase', text, 1]:,.0f} ms** |"
+        for text in COMMON
+    ]
+    (documents,) = _documents(dsn)
+    return (
+        f"{COMMON_SECTION}\n\n"
+        f"`python benchmarks/pg_questions.py --common --before {before}` on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} (the module docstring says how "
+        f"the database was filled: {documents:,} index documents), PostgreSQL 15 on the same "
+        f"2-core machine, load average {os.getloadavg()[0]:.1f}: short questions of common "
+        "words, each asked twice of each source as a tool asks "
+        "(`search_sessions(text, match=..., limit=20)`), the better wall time of the two.\n\n"
+        f"| question | relevance, {before} | relevance, this tree | phrase, {before} "
+        "| phrase, this tree |\n|---|---:|---:|---:|---:|\n"
+        + "\n".join(rows)
+        + "\n\nBoth gave the same sessions, in the same order with the same best events, for "
+        f"{same} of {same + differ} searches.\n"
+    )
+
+
 def _documents(dsn: str) -> tuple[int]:
     import psycopg
 
@@ -186,11 +250,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--match", choices=sorted(SECTIONS), default="relevance", help="how the questions match"
     )
+    parser.add_argument(
+        "--common",
+        action="store_true",
+        help="short questions of common words instead, in both match modes",
+    )
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
     from team_bench import publish
 
-    publish(run(args.dsn, args.before, args.match), args.output)
+    if args.common:
+        publish(run_common(args.dsn, args.before), args.output)
+    else:
+        publish(run(args.dsn, args.before, args.match), args.output)
     return 0
 
 

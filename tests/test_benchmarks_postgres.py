@@ -97,3 +97,34 @@ def test_the_quality_questions_benchmark_compares_two_sources_and_replaces_its_s
         assert kind in KINDS and f"\n| {kind} | p50 " in text, kind
     assert f"for {len(QUESTIONS)} of {len(QUESTIONS)} questions" in text
     assert f'match="{match}"' in text
+
+
+def test_the_common_words_benchmark_compares_two_sources_in_both_modes(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    from pg_questions import COMMON, COMMON_SECTION
+
+    output = tmp_path / "RESULTS.md"
+    output.write_text(f"# results\n\n{COMMON_SECTION}\n\nold\n\n## Other\n\nkept\n")
+    dsn = postgres_server.new_database()
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(BENCHMARKS / "pg_questions.py"),
+                *("--dsn", dsn, "--before", "HEAD", "--common", "--output", str(output)),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,  # a hang catcher: an empty database answers each question at once
+            check=False,
+        )
+    finally:
+        postgres_server.drop_database(dsn)
+    assert done.returncode == 0, done.stderr
+    text = output.read_text()
+    assert "## Other\n\nkept\n" in text and "\nold\n" not in text
+    assert text.count(COMMON_SECTION) == 1
+    for question in COMMON:
+        assert f"\n| `{question}` | " in text, question
+    assert f"for {4 * len(COMMON)} of {4 * len(COMMON)} searches" in text
