@@ -325,3 +325,24 @@ def with_user(dsn: str, user: str) -> str:
     params = conninfo_to_dict(dsn)
     params["user"] = user
     return make_conninfo("", **params)
+
+
+scores = st.floats(min_value=0.0, max_value=50.0, allow_nan=False)
+
+
+@given(
+    events=st.dictionaries(st.sampled_from("abcdefgh"), scores, max_size=8),
+    titles=st.dictionaries(st.sampled_from("abcdefgh"), scores, max_size=8),
+    unread=scores,
+    floor=scores,
+)
+def test_the_sessions_that_may_reach_the_floor_are_those_whose_bound_reaches_it(
+    events: dict[str, float], titles: dict[str, float], unread: float, floor: float
+) -> None:
+    reading = impact._Reading.__new__(impact._Reading)
+    reading.best = (events, titles)
+    reading._total = {s: events.get(s, 0.0) + titles.get(s, 0.0) for s in {*events, *titles}}
+    reading.unread = unread
+    # a session's bound: its best title plus its best event read or the unread events' bound
+    bound = {s: max(events.get(s, 0.0), unread) + titles.get(s, 0.0) for s in reading._total}
+    assert reading.candidates(floor) == sorted(s for s, b in bound.items() if b >= floor)

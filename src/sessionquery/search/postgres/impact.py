@@ -241,13 +241,14 @@ class _Reading:
 
     def candidates(self, floor: float) -> list[str]:
         """The sessions read whose score may reach ``floor``."""
-        events, titles = self.best
         unread = self.unread
+        if unread >= floor:
+            return sorted(self._total)  # an unread event alone may reach it
+        # A session's bound is its best title plus its best event read or, when higher, the
+        # unread events' bound: its score read, or its title plus that bound (the same sums).
         return sorted(
-            s
-            for s, score in self._total.items()
-            # a session's score read is its bound, unless an unread event may score more
-            if score >= floor or max(events.get(s, 0.0), unread) + titles.get(s, 0.0) >= floor
+            {s for s, score in self._total.items() if score >= floor}
+            | {s for s, title in self.best[1].items() if title + unread >= floor}
         )
 
 
