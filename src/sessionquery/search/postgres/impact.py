@@ -44,8 +44,8 @@ from typing import Any, Final
 import psycopg
 
 from sessionquery.search.postgres.relevance import (
-    match_branches,
     match_predicate,
+    oversized_or,
     scored_sql,
     session_relevance_sql,
     stored_counts,
@@ -163,16 +163,14 @@ def _exact_sql(plan: RelevancePlan, filters: CompiledFilters, rare: int, phrases
     one that may hold the whole question as a phrase: all its words) and every title holding
     any term, scored; rows as a walk's."""
     live = f" AND NOT (d.session_id = ANY(%(live)s::text[])){filters.where(COLUMNS)}"
-
-    def scored(kind: str, branches: Sequence[str]) -> str:
-        return scored_sql(plan, filters, "", condition=[f"{kind} AND {b}{live}" for b in branches])
-
-    parts = [scored("d.title", match_branches(plan, "rtsq", range(len(plan.terms)), every=False))]
+    titles = match_predicate(plan, "rtsq", range(len(plan.terms)), every=False)
+    parts = [scored_sql(plan, filters, "", condition=f"d.title AND {titles}{live}")]
     if rare:
-        parts.append(scored("NOT d.title", match_branches(plan, "etsq", range(rare), every=False)))
+        match = match_predicate(plan, "etsq", range(rare), every=False)
+        parts.append(scored_sql(plan, filters, "", condition=f"NOT d.title AND {match}{live}"))
     elif phrases:
-        oversized = "(d.tsv IS NULL AND strpos(d.norm, %(rphrase)s) > 0)"
-        parts.append(scored("NOT d.title", ("d.tsv @@ %(ptsq)s::tsquery", oversized)))
+        match = oversized_or("d.tsv @@ %(ptsq)s::tsquery", "rphrase")
+        parts.append(scored_sql(plan, filters, "", condition=f"NOT d.title AND {match}{live}"))
     union = " UNION ALL ".join(f"({part})" for part in parts)
     return (
         "SELECT x.session_id, x.title, max(x.sc), count(*), NULL::float8, NULL::float8 "

@@ -38,8 +38,8 @@ __all__ = [
     "document_counts",
     "event_relevance_sql",
     "in_scope",
-    "match_branches",
     "match_predicate",
+    "oversized_or",
     "relevance_params",
     "scored_sql",
     "session_relevance_sql",
@@ -181,27 +181,30 @@ def _frequency(i: int) -> str:
     return f"(octet_length(c.n) - octet_length(replace(c.n, {name}, ''))) / octet_length({name})"
 
 
-def match_branches(
-    plan: RelevancePlan, tsquery: str, terms: Sequence[int], *, every: bool
-) -> tuple[str, str]:
-    """The candidates holding any (or, ``every``, all) of the plan's terms ``terms``, as two
-    conditions no document passes both: the tsvector matches the bound tsquery ``tsquery``
-    (read through its index alone), or an oversized document (no tsvector) holds the term
-    patterns.
-
-    A scan of the two as one ``OR`` had to test the tsvector of every candidate again
-    (the second branch is no index condition): about a fifth of scoring a common word's
-    matches at real size, where tsvectors are kilobytes read out of compressed storage.
-    """
-    joiner = " AND " if every else " OR "
-    contains = joiner.join(f"strpos(d.norm, %(rp{i})s) > 0" for i in terms)
-    return f"d.tsv @@ %({tsquery})s::tsquery", f"(d.tsv IS NULL AND ({contains}))"
-
-
 def match_predicate(plan: RelevancePlan, tsquery: str, terms: Sequence[int], *, every: bool) -> str:
-    """:func:`match_branches` as one condition."""
-    indexed, oversized = match_branches(plan, tsquery, terms, every=every)
-    return f"({indexed} OR {oversized})"
+    """The candidates holding any (or, ``every``, all) of the plan's terms ``terms``: the
+    tsvector matches the bound tsquery ``tsquery``, or an oversized document (no tsvector)
+    holds the term patterns.
+
+    Written as the index scans' own condition (the tsvector index, and the oversized
+    documents' partial index) and a second one that only looks whether there is a tsvector:
+    as one ``OR`` of the two cases, the whole condition was kept as a filter, and every
+    candidate's tsvector (kilobytes out of compressed storage at real size) was read and
+    matched again after the index had found it.
+    """
+    return oversized_or(f"d.tsv @@ %({tsquery})s::tsquery", terms, every=every)
+
+
+def oversized_or(indexed: str, terms: Sequence[int] | str, *, every: bool = False) -> str:
+    """``indexed`` (a match of the tsvector) or, for an oversized document, the text holding
+    the patterns of the plan's ``terms`` (or the bound pattern named ``terms``)."""
+    if isinstance(terms, str):
+        contains = f"strpos(d.norm, %({terms})s) > 0"
+    else:
+        contains = (" AND " if every else " OR ").join(
+            f"strpos(d.norm, %(rp{i})s) > 0" for i in terms
+        )
+    return f"(({indexed} OR d.tsv IS NULL) AND (d.tsv IS NOT NULL OR ({contains})))"
 
 
 def scored_sql(
@@ -210,7 +213,7 @@ def scored_sql(
     extra: str,
     *,
     source: str | None = None,
-    condition: str | Sequence[str] | None = None,
+    condition: str | None = None,
     tail: str = " OFFSET 0",
     carry: Sequence[tuple[str, str]] = (),
 ) -> str:
@@ -218,28 +221,24 @@ def scored_sql(
 
     The candidates are the rows of ``source`` (default: the documents, joined with their
     sessions when a filter needs them) holding any term and passing ``extra`` and the filters,
-    or, given, those passing ``condition`` (several: those passing one of them, which no row
-    passes two of); ``tail`` ends their statement (each one's), and each
+    or, given, those passing ``condition``; ``tail`` ends their statement, and each
     ``(expression, name)`` of ``carry`` is a column they carry along.
     """
     count = len(plan.terms)
     if condition is None:
-        branches = match_branches(plan, "rtsq", range(count), every=False)
-        condition = [f"{branch}{extra}{filters.where(COLUMNS)}" for branch in branches]
+        match = match_predicate(plan, "rtsq", range(count), every=False)
+        condition = f"{match}{extra}{filters.where(COLUMNS)}"
     frequencies = ", ".join(f"{_frequency(i)} AS tf{i}" for i in range(count))
     carried = "".join(f", {expression} AS {name}" for expression, name in carry)
     names = ("session_id", "seq", "type", "time", "surface", "length", "title", "ntokens")
     kept = ", ".join(f"c.{name}" for name in (*names, *(name for _e, name in carry)))
     # Each level ends in OFFSET 0, so none is folded into the next: the normal form is
     # decompressed once per candidate (``n``, a plain copy) and each frequency computed once.
-    select = (
+    candidates = (
         f"SELECT d.session_id, d.seq, d.type, d.time, d.surface, d.length, d.title, "
-        f"d.ntokens{carried}, d.norm || '' AS n FROM {source or documents_of(filters)} WHERE "
+        f"d.ntokens{carried}, d.norm || '' AS n "
+        f"FROM {source or documents_of(filters)} WHERE {condition}{tail}"
     )
-    if isinstance(condition, str):
-        candidates = f"{select}{condition}{tail}"
-    else:
-        candidates = " UNION ALL ".join(f"({select}{c}{tail})" for c in condition)
     counted = f"SELECT {kept}, c.n, {frequencies} FROM ({candidates}) AS c OFFSET 0"
     # Only a candidate holding every term of the phrase can hold the phrase: the others are
     # not scanned for it.
