@@ -20,7 +20,7 @@ from sessionquery.errors import PersistenceNotFound
 from sessionquery.match_modes import SEARCH_MATCHES
 from sessionquery.persistence.postgres import PostgresPersistence
 from sessionquery.search.postgres import PostgresSearch, impact
-from sessionquery.team import TeamWorkspaces, members, push_sessions, revoke
+from sessionquery.team import TeamWorkspaces, grant, members, push_sessions, revoke
 from sessionquery.tools import SessionQueryTools, ToolCaller
 from team.conftest import TeamDb
 from team.test_push import sources_of
@@ -272,3 +272,19 @@ def test_revoking_a_grant_takes_the_workspace_away_at_once(
         assert not revoke(conn, pushed.roles["rita"], TOOLS)
     assert pushed.rows("SELECT count(*) FROM sq_sessions", "rita") == [(0,)]
     assert pushed.rows("SELECT count(*) FROM sqi_docs", "rita") == [(0,)]
+
+
+def test_a_members_open_connection_sees_a_grant_change_at_its_next_statement(
+    pushed: TeamDb, machines: tuple[Machine, Machine]
+) -> None:
+    count = "SELECT (SELECT count(*) FROM sq_sessions), (SELECT count(*) FROM sqi_docs)"
+    with psycopg.connect(pushed.dsn("rita"), autocommit=True) as member:
+        sessions, docs = member.execute(count).fetchone() or (0, 0)
+        assert sessions > 0 and docs > 0
+        with psycopg.connect(pushed.dsn(), autocommit=True) as owner:
+            assert revoke(owner, pushed.roles["rita"], TOOLS)
+        # the rule reads the member's grants once a statement, never from an earlier one
+        assert member.execute(count).fetchone() == (0, 0)
+        with psycopg.connect(pushed.dsn(), autocommit=True) as owner:
+            grant(owner, pushed.roles["rita"], TOOLS)
+        assert member.execute(count).fetchone() == (sessions, docs)
