@@ -55,17 +55,9 @@ def test_quick_run_replaces_its_section_and_reports_identical_results(
     assert text.count(", identical") == 5 + 6  # + the six relevance questions
 
 
-@pytest.mark.parametrize(
-    ("match", "heading"),
-    [
-        ("relevance", "## Relevance on PostgreSQL for the quality questions"),
-        ("phrase", "## Phrase search on PostgreSQL for the quality questions"),
-    ],
-)
-def test_the_quality_questions_benchmark_compares_two_sources_and_replaces_its_section(
-    tmp_path: Path, postgres_server: PostgresServer, match: str, heading: str
-) -> None:
-    output = tmp_path / "RESULTS.md"
+def _pg_questions(postgres_server: PostgresServer, output: Path, heading: str, *args: str) -> str:
+    """``pg_questions.py ARGS --output OUTPUT`` against an empty database, comparing HEAD with
+    this tree, after OUTPUT held ``heading`` and another section; the file's text after."""
     output.write_text(f"# results\n\n{heading}\n\nold\n\n## Other\n\nkept\n")
     dsn = postgres_server.new_database()
     try:
@@ -73,14 +65,7 @@ def test_the_quality_questions_benchmark_compares_two_sources_and_replaces_its_s
             [
                 sys.executable,
                 str(BENCHMARKS / "pg_questions.py"),
-                "--dsn",
-                dsn,
-                "--before",
-                "HEAD",
-                "--match",
-                match,
-                "--output",
-                str(output),
+                *("--dsn", dsn, "--before", "HEAD", *args, "--output", str(output)),
             ],
             capture_output=True,
             text=True,
@@ -93,6 +78,20 @@ def test_the_quality_questions_benchmark_compares_two_sources_and_replaces_its_s
     text = output.read_text()
     assert "## Other\n\nkept\n" in text and "\nold\n" not in text
     assert text.count(heading) == 1
+    return text
+
+
+@pytest.mark.parametrize(
+    ("match", "heading"),
+    [
+        ("relevance", "## Relevance on PostgreSQL for the quality questions"),
+        ("phrase", "## Phrase search on PostgreSQL for the quality questions"),
+    ],
+)
+def test_the_quality_questions_benchmark_compares_two_sources_and_replaces_its_section(
+    tmp_path: Path, postgres_server: PostgresServer, match: str, heading: str
+) -> None:
+    text = _pg_questions(postgres_server, tmp_path / "RESULTS.md", heading, "--match", match)
     for kind in {question.kind for question in QUESTIONS}:
         assert kind in KINDS and f"\n| {kind} | p50 " in text, kind
     assert f"for {len(QUESTIONS)} of {len(QUESTIONS)} questions" in text
@@ -104,27 +103,7 @@ def test_the_common_words_benchmark_compares_two_sources_in_both_modes(
 ) -> None:
     from pg_questions import COMMON, COMMON_SECTION
 
-    output = tmp_path / "RESULTS.md"
-    output.write_text(f"# results\n\n{COMMON_SECTION}\n\nold\n\n## Other\n\nkept\n")
-    dsn = postgres_server.new_database()
-    try:
-        done = subprocess.run(
-            [
-                sys.executable,
-                str(BENCHMARKS / "pg_questions.py"),
-                *("--dsn", dsn, "--before", "HEAD", "--common", "--output", str(output)),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,  # a hang catcher: an empty database answers each question at once
-            check=False,
-        )
-    finally:
-        postgres_server.drop_database(dsn)
-    assert done.returncode == 0, done.stderr
-    text = output.read_text()
-    assert "## Other\n\nkept\n" in text and "\nold\n" not in text
-    assert text.count(COMMON_SECTION) == 1
+    text = _pg_questions(postgres_server, tmp_path / "RESULTS.md", COMMON_SECTION, "--common")
     for question in COMMON:
         assert f"\n| `{question}` | " in text, question
     assert f"for {4 * len(COMMON)} of {4 * len(COMMON)} searches" in text
