@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 
 from sessionquery.search.postgres.overlay import LiveOverlay, LiveSession
-from sessionquery.search.postgres.sql import COLUMNS, documents_of
+from sessionquery.search.postgres.sql import COLUMNS, documents_of, oversized_or
 from sessionquery.search.postgres.tokens import lexeme, normal_form
 from sessionquery.search.predicates import CompiledFilters
 from sessionquery.search.relevance import PHRASE_FACTOR, TITLE_WEIGHT, CorpusStats, RelevancePlan
@@ -39,7 +39,6 @@ __all__ = [
     "event_relevance_sql",
     "in_scope",
     "match_predicate",
-    "oversized_or",
     "relevance_params",
     "scored_sql",
     "session_relevance_sql",
@@ -184,27 +183,10 @@ def _frequency(i: int) -> str:
 def match_predicate(plan: RelevancePlan, tsquery: str, terms: Sequence[int], *, every: bool) -> str:
     """The candidates holding any (or, ``every``, all) of the plan's terms ``terms``: the
     tsvector matches the bound tsquery ``tsquery``, or an oversized document (no tsvector)
-    holds the term patterns.
-
-    Written as the index scans' own condition (the tsvector index, and the oversized
-    documents' partial index) and a second one that only looks whether there is a tsvector:
-    as one ``OR`` of the two cases, the whole condition was kept as a filter, and every
-    candidate's tsvector (kilobytes out of compressed storage at real size) was read and
-    matched again after the index had found it.
-    """
-    return oversized_or(f"d.tsv @@ %({tsquery})s::tsquery", terms, every=every)
-
-
-def oversized_or(indexed: str, terms: Sequence[int] | str, *, every: bool = False) -> str:
-    """``indexed`` (a match of the tsvector) or, for an oversized document, the text holding
-    the patterns of the plan's ``terms`` (or the bound pattern named ``terms``)."""
-    if isinstance(terms, str):
-        contains = f"strpos(d.norm, %({terms})s) > 0"
-    else:
-        contains = (" AND " if every else " OR ").join(
-            f"strpos(d.norm, %(rp{i})s) > 0" for i in terms
-        )
-    return f"(({indexed} OR d.tsv IS NULL) AND (d.tsv IS NOT NULL OR ({contains})))"
+    holds the term patterns (:func:`~.sql.oversized_or`)."""
+    joiner = " AND " if every else " OR "
+    contains = joiner.join(f"strpos(d.norm, %(rp{i})s) > 0" for i in terms)
+    return oversized_or(f"d.tsv @@ %({tsquery})s::tsquery", contains)
 
 
 def scored_sql(

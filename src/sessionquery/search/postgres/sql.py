@@ -36,6 +36,7 @@ __all__ = [
     "documents_of",
     "event_search_sql",
     "match_params",
+    "oversized_or",
     "session_search_sql",
 ]
 
@@ -90,21 +91,29 @@ def match_params(plan: MatchPlan) -> dict[str, object]:
     return params
 
 
+def oversized_or(indexed: str, contains: str) -> str:
+    """The documents matching ``indexed`` (a condition on the tsvector) or, for an oversized
+    document (no tsvector), passing ``contains`` (a condition on its text).
+
+    Written as the index scans' own condition (the tsvector index, and the oversized
+    documents' partial index) and a second one that only looks whether there is a tsvector:
+    as one ``OR`` of the two cases, the whole condition was kept as a filter, and every
+    candidate's tsvector (kilobytes out of compressed storage at real size) was read and
+    matched again after the index had found it.
+    """
+    return f"(({indexed} OR d.tsv IS NULL) AND (d.tsv IS NOT NULL OR ({contains})))"
+
+
 def _match(plan: MatchPlan) -> tuple[str, str]:
     """``(predicate, span count expression)`` over ``d``."""
     names = [f"%(m{i})s" for i in range(len(plan.phrases))]
-    contains = "".join(f" AND strpos(d.norm, {name}) > 0" for name in names)
+    contains = " AND ".join(f"strpos(d.norm, {name}) > 0" for name in names)
     if all(len(p) == 1 and lexeme(p[0]) == p[0] for p in plan.phrases):
         # whole single tokens: the tsvector holds exactly the document's tokens, so a match
-        # there needs no second look at the text. Written so that the first condition is
-        # the index scans' own (no candidate's tsvector, kilobytes in compressed storage, is
-        # matched again) and the second only looks whether there is one.
-        predicate = (
-            "(d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL) "
-            f"AND (d.tsv IS NOT NULL OR (true{contains}))"
-        )
+        # there needs no second look at the text
+        predicate = oversized_or("d.tsv @@ %(tsq)s::tsquery", contains)
     else:
-        predicate = f"(d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL){contains}"
+        predicate = f"(d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL) AND {contains}"
     predicate += " AND NOT d.title"  # titles are ranked by relevance search only
     if plan.simple:
         # occurrences = bytes a replace removes / the pattern's bytes (byte lengths need no

@@ -18,10 +18,10 @@ bounds every candidate left out (at most ``P * x`` spans), and:
   the candidates read are all there are (``x`` is 0), the rows are the answer too.
 
 Otherwise the next depth of :data:`DEPTHS` is tried (unless the share of candidates among
-the documents looked at says that filling it would look at half as many documents as ranking
-every match reads), and after the last every match is ranked as before. Only a query whose
-rarest lexeme at least :data:`WALK_DOCUMENTS` visible documents hold takes this path (fewer
-candidates are ranked at once, from the full-text index, as fast).
+the documents looked at says that filling it would look at more than half as many documents
+as ranking every match reads), and after the last every match is ranked as before. Only a
+query whose rarest lexeme at least :data:`WALK_DOCUMENTS` visible documents hold takes this
+path (fewer candidates are ranked at once, from the full-text index, as fast).
 """
 
 from __future__ import annotations
