@@ -153,17 +153,54 @@ def test_a_search_reads_each_stored_count_once_and_keeps_what_it_read(dsn: str) 
     with PostgresSearch(dsn) as pg:
         pg.update(corpus)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        known: dict[str, int] = {}
-        assert pg_relevance.stored_counts(conn, ["the", "fix", "absent"], known) == {
+        stored = pg_relevance.Stored()
+        assert pg_relevance.stored_counts(conn, ["the", "fix", "absent"], stored) == {
             "the": 2,
             "fix": 1,
         }
-        assert known == {"the": 2, "fix": 1, "absent": 0}
+        assert stored.counts == {"the": 2, "fix": 1, "absent": 0}
         # what the search already read is not read again: a count it kept is the answer
-        known["the"] = 7
-        assert pg_relevance.stored_counts(conn, ["the", "fix"], known) == {"the": 7, "fix": 1}
+        stored.counts["the"] = 7
+        assert pg_relevance.stored_counts(conn, ["the", "fix"], stored) == {"the": 7, "fix": 1}
         # without the search's counts, the database answers
         assert pg_relevance.stored_counts(conn, ["the"]) == {"the": 2}
+
+
+class _Counting(psycopg.Connection[Any]):
+    """A connection that keeps the statements it ran."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.statements: list[str] = []
+
+    def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+        self.statements.append(str(query))
+        return super().execute(query, *args, **kwargs)
+
+
+def test_a_search_reads_the_totals_and_its_words_counts_in_one_statement(dsn: str) -> None:
+    corpus = corpus_of(("s", ["the fix"]), ("t", ["the"]))
+    with PostgresSearch(dsn) as pg:
+        pg.update(corpus)
+    with _Counting.connect(dsn, autocommit=True) as conn:
+        statements = conn.statements
+        stored = pg_relevance.Stored()
+        stats = pg_relevance.corpus_stats(
+            conn, LiveOverlay(), include_persisted=True, stored=stored, words=["the", "absent"]
+        )
+        assert (stats.documents, stats.tokens) == (2, 3)
+        assert stored.read and stored.counts == {"the": 2, "absent": 0}
+        assert len(statements) == 1
+        # the counts and the totals it read answer without another statement
+        assert pg_relevance.stored_counts(conn, ["the", "absent"], stored) == {"the": 2}
+        again = pg_relevance.corpus_stats(
+            conn, LiveOverlay(), include_persisted=True, stored=stored
+        )
+        assert again == stats
+        assert len(statements) == 1
+        # a word it did not read is read alone
+        assert pg_relevance.stored_counts(conn, ["fix"], stored) == {"fix": 1}
+        assert len(statements) == 2
 
 
 def test_a_question_of_common_words_scores_its_phrase_exactly_and_walks_the_rest(

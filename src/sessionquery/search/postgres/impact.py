@@ -44,6 +44,7 @@ from typing import Any, Final
 import psycopg
 
 from sessionquery.search.postgres.relevance import (
+    Stored,
     match_predicate,
     scored_sql,
     session_relevance_sql,
@@ -282,12 +283,12 @@ def ranked_sessions(
     plan: RelevancePlan,
     filters: CompiledFilters,
     params: Mapping[str, Any],
-    known: dict[str, int] | None = None,
+    stored: Stored | None = None,
 ) -> list[tuple[Any, ...]]:
     """The rows of :func:`~.relevance.session_relevance_sql` for ``params`` (``lim`` rows
-    from ``off``), read through the impact key when the terms are common (``known``: the
-    search's stored counts read so far, :func:`~.relevance.stored_counts`)."""
-    return ranked(conn, plan, filters, params, known)[0]
+    from ``off``), read through the impact key when the terms are common (``stored``: the
+    search's stored statistics read so far, :class:`~.relevance.Stored`)."""
+    return ranked(conn, plan, filters, params, stored)[0]
 
 
 def ranked(
@@ -295,17 +296,17 @@ def ranked(
     plan: RelevancePlan,
     filters: CompiledFilters,
     params: Mapping[str, Any],
-    known: dict[str, int] | None = None,
+    stored: Stored | None = None,
 ) -> tuple[list[tuple[Any, ...]], int]:
     """:func:`ranked_sessions` and the event depth that answered (0: every match was
     ranked)."""
-    counts = stored_counts(conn, {lexeme(word) for word in (*plan.terms, *plan.phrase)}, known)
+    counts = stored_counts(conn, {lexeme(word) for word in (*plan.terms, *plan.phrase)}, stored)
     held = [counts.get(lexeme(term), 0) for term in plan.terms]
     if sum(held) >= WALK_DOCUMENTS:
         rare = 0
         while rare < len(held) and sum(held[: rare + 1]) <= RARE_DOCUMENTS:
             rare += 1
-        documents, keyed = _index(conn)
+        documents, keyed = _index(conn, stored)
         # not keyed yet, or for documents of another length: the bounds would not be tight
         if rare < len(held) and keyed is not None and slack(plan.constants, keyed) <= MAX_SLACK:
             phrases = bool(plan.phrase) and not rare and _few_phrases(conn, plan, counts, documents)
@@ -316,9 +317,12 @@ def ranked(
     return conn.execute(session_relevance_sql(plan, filters), params).fetchall(), 0
 
 
-def _index(conn: psycopg.Connection[Any]) -> tuple[int, float | None]:
+def _index(conn: psycopg.Connection[Any], stored: Stored | None) -> tuple[int, float | None]:
     """Stored documents the connection may see (the index's and the team's counts), and the
-    constant the impact index is keyed with (``None``: no index yet)."""
+    constant the impact index is keyed with (``None``: no index yet); from ``stored`` when
+    the search read them."""
+    if stored is not None and stored.read:
+        return stored.documents, stored.keyed
     row = conn.execute(
         "SELECT (SELECT documents FROM sqi_state) + coalesce(sum(documents), 0), "
         "(SELECT impact_c3 FROM sqi_state) FROM sqi_team_counts"

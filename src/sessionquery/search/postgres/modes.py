@@ -212,11 +212,11 @@ class ModeSearches:
         include_persisted: bool,
         session_id: str | None = None,
         *,
-        known: dict[str, int] | None = None,
+        stored: relevance.Stored | None = None,
     ) -> RelevancePlan | None:
         """The relevance plan; corrections limited to the search's scope (one session, or
-        the sessions the filters keep); ``known`` keeps the stored counts read
-        (:func:`~.relevance.stored_counts`)."""
+        the sessions the filters keep); ``stored`` keeps the stored statistics read
+        (:class:`~.relevance.Stored`)."""
         overlay = self._overlay
         scope: Callable[[str], bool] | None = None
         if session_id is not None or compiled.session_predicates:
@@ -236,11 +236,14 @@ class ModeSearches:
                     include_persisted=include_persisted,
                 )
 
+        words = tokens(request.text)
         return plan_relevance(
-            tokens(request.text),
-            relevance.corpus_stats(conn, overlay, include_persisted=include_persisted),
+            words,
+            relevance.corpus_stats(
+                conn, overlay, include_persisted=include_persisted, stored=stored, words=words
+            ),
             lambda words: relevance.document_counts(
-                conn, overlay, words, include_persisted=include_persisted, known=known
+                conn, overlay, words, include_persisted=include_persisted, stored=stored
             ),
             scope,
         )
@@ -260,8 +263,8 @@ class ModeSearches:
             partial = self._search_sync(conn, corpus, cancel, request.allow_partial)
             generation = f"{self._generation}:{self._overlay.generation}"
             offset = page_offset(position, generation)
-            known: dict[str, int] = {}
-            plan = self._plan(conn, request, compiled, persisted, known=known)
+            stored = relevance.Stored()
+            plan = self._plan(conn, request, compiled, persisted, stored=stored)
             if plan is None:
                 return Window([], False, generation, offset, partial=partial)
             live = self._overlay.best_relevant(plan, request.session_filters, request.event_filters)
@@ -275,7 +278,7 @@ class ModeSearches:
                     "lim": offset + page_size + 1 - start,
                     "off": start,
                 }
-                rows = impact.ranked_sessions(conn, plan, compiled, params, known)
+                rows = impact.ranked_sessions(conn, plan, compiled, params, stored)
                 ranked += [((-r[6], r[5], -r[3], r[0], -r[1]), r) for r in rows]
             ranked.sort(key=lambda item: item[0])
             window = ranked[offset - start :]
@@ -304,7 +307,8 @@ class ModeSearches:
             else:
                 header, generation = self._persisted_target(conn, corpus, session_id, partial)
             offset = page_offset(position, generation)
-            plan = self._plan(conn, request, compiled, persisted, session_id)
+            stored = relevance.Stored()
+            plan = self._plan(conn, request, compiled, persisted, session_id, stored=stored)
             if plan is None:
                 return header, Window([], False, generation, offset, partial=partial)
             if live is not None:

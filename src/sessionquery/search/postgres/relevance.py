@@ -23,6 +23,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -34,6 +35,7 @@ from sessionquery.search.predicates import CompiledFilters
 from sessionquery.search.relevance import PHRASE_FACTOR, TITLE_WEIGHT, CorpusStats, RelevancePlan
 
 __all__ = [
+    "Stored",
     "corpus_stats",
     "document_counts",
     "event_relevance_sql",
@@ -46,22 +48,77 @@ __all__ = [
 ]
 
 
+@dataclass(slots=True)
+class Stored:
+    """What one search read of the stored statistics, each value read once.
+
+    Attributes:
+        read: whether the totals were read (:func:`corpus_stats`).
+        documents: stored documents the connection may see (the index's and a team's).
+        tokens: their tokens.
+        keyed: the constant the impact index is keyed with (``sqi_state.impact_c3``;
+            ``None``: no index yet).
+        counts: each lexeme read and how many of those documents hold it (0: none).
+    """
+
+    read: bool = False
+    documents: int = 0
+    tokens: int = 0
+    keyed: float | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+_HELD = (
+    "(SELECT term, docs FROM sqi_terms WHERE term = ANY(%(t)s::text[]) UNION ALL "
+    "SELECT term, docs FROM sqi_team_terms WHERE term = ANY(%(t)s::text[])) AS k GROUP BY term"
+)
+_TERMS = f"SELECT term, sum(docs) FROM {_HELD}"
+# The totals (the row whose term is NULL) and the terms' counts in one statement: a search
+# plans with both, and under load every round trip waits for the server's turn.
+_TOTALS_AND_TERMS = (
+    "SELECT NULL::text, (SELECT documents FROM sqi_state) + coalesce(sum(documents), 0), "
+    "(SELECT tokens FROM sqi_state) + coalesce(sum(tokens), 0), "
+    "(SELECT impact_c3 FROM sqi_state) FROM sqi_team_counts "
+    f"UNION ALL SELECT term, sum(docs), NULL::numeric, NULL::float8 FROM {_HELD}"
+)
+
+
 def corpus_stats(
-    conn: psycopg.Connection[Any], overlay: LiveOverlay, *, include_persisted: bool
+    conn: psycopg.Connection[Any],
+    overlay: LiveOverlay,
+    *,
+    include_persisted: bool,
+    stored: Stored | None = None,
+    words: Iterable[str] = (),
 ) -> CorpusStats:
-    """Documents and tokens of the stored index (when searched) and the live overlay."""
+    """Documents and tokens of the stored index (when searched) and the live overlay; the
+    stored counts of ``words`` are read in the same statement, into ``stored`` (a search's:
+    read once, then kept)."""
     documents, tokens = overlay.totals()
     if include_persisted:
-        # The team's statistics (sessionquery.team) sit in per-workspace rows beside the
-        # index's own: a role reads the sums over the workspaces it may see.
-        row = conn.execute(
-            "SELECT (SELECT documents FROM sqi_state) + coalesce(sum(documents), 0), "
-            "(SELECT tokens FROM sqi_state) + coalesce(sum(tokens), 0) FROM sqi_team_counts"
-        ).fetchone()
-        if row is not None and row[0] is not None:
-            documents += int(row[0])
-            tokens += int(row[1])
+        known = stored if stored is not None else Stored()
+        if not known.read:
+            _read(conn, known, {lexeme(word) for word in words} - known.counts.keys())
+        documents += known.documents
+        tokens += known.tokens
     return CorpusStats(documents, tokens)
+
+
+def _read(conn: psycopg.Connection[Any], stored: Stored, lexemes: set[str]) -> None:
+    """Read the totals (the team's statistics sit in per-workspace rows beside the index's
+    own: a role reads the sums over the workspaces it may see) and the counts of
+    ``lexemes`` into ``stored``."""
+    rows = conn.execute(_TOTALS_AND_TERMS, {"t": sorted(lexemes)}).fetchall()
+    found: dict[str, int] = {}
+    for term, documents, tokens, keyed in rows:
+        if term is None:
+            stored.documents = int(documents or 0)
+            stored.tokens = int(tokens or 0)
+            stored.keyed = float(keyed) if keyed is not None else None
+        else:
+            found[str(term)] = int(documents)
+    stored.read = True
+    stored.counts.update({term: found.get(term, 0) for term in lexemes})
 
 
 def document_counts(
@@ -70,45 +127,39 @@ def document_counts(
     words: Sequence[str],
     *,
     include_persisted: bool,
-    known: dict[str, int] | None = None,
+    stored: Stored | None = None,
 ) -> Mapping[str, int]:
     """How many documents (stored, when searched, and live) hold each of ``words``; the
-    stored counts read are kept in ``known`` (see :func:`stored_counts`)."""
+    stored counts read are kept in ``stored`` (see :func:`stored_counts`)."""
     counts = {word: overlay.document_count(word) for word in words}
     if include_persisted and words:
-        stored = stored_counts(conn, {lexeme(word) for word in words}, known)
+        found = stored_counts(conn, {lexeme(word) for word in words}, stored)
         for word in words:
-            counts[word] += stored.get(lexeme(word), 0)
+            counts[word] += found.get(lexeme(word), 0)
     return counts
 
 
 def stored_counts(
-    conn: psycopg.Connection[Any], lexemes: Iterable[str], known: dict[str, int] | None = None
+    conn: psycopg.Connection[Any], lexemes: Iterable[str], stored: Stored | None = None
 ) -> dict[str, int]:
     """How many stored documents the connection may see hold each of ``lexemes`` (absent:
     none): the index's own statistics plus a team database's visible per-workspace ones.
 
-    ``known`` (one search's): counts read before, not read again (a search plans with its
+    ``stored`` (one search's): counts read before, not read again (a search plans with its
     words' counts, then bounds its walk with them: one query instead of two, each a
     row-level-security read of every workspace's and machine's rows of a word); the counts
     read now are added to it.
     """
     wanted = set(lexemes)
-    missing = wanted if known is None else wanted - known.keys()
+    missing = wanted if stored is None else wanted - stored.counts.keys()
     found: dict[str, int] = {}
     if missing:
-        rows = conn.execute(
-            "SELECT term, sum(docs) FROM (SELECT term, docs FROM sqi_terms "
-            "WHERE term = ANY(%(t)s::text[]) UNION ALL SELECT term, docs FROM sqi_team_terms "
-            "WHERE term = ANY(%(t)s::text[])) AS k GROUP BY term",
-            {"t": sorted(missing)},
-        ).fetchall()
+        rows = conn.execute(_TERMS, {"t": sorted(missing)}).fetchall()
         found = {str(term): int(docs) for term, docs in rows}
-    if known is None:
+    if stored is None:
         return found
-    for term in missing:
-        known[term] = found.get(term, 0)
-    return {term: known[term] for term in wanted if known[term]}
+    stored.counts.update({term: found.get(term, 0) for term in missing})
+    return {term: stored.counts[term] for term in wanted if stored.counts[term]}
 
 
 def _session_where(filters: CompiledFilters) -> str:
