@@ -592,6 +592,23 @@ def test_relevance_pages_and_statistics_equal_sqlite_on_a_corpus_with_titles_and
         postgres_server.drop_schema(dsn)
 
 
+def test_sessions_of_equal_relevance_are_paged_across_the_tie_as_sqlite_pages_them(
+    postgres_server: PostgresServer,
+) -> None:
+    # seven sessions score the same (the same event), so every page boundary falls inside
+    # the tie: the best document's length, time and the session id order them
+    same = {f"tie{i}": ["fix the build", "unrelated words"] for i in range(7)}
+    corpus = build_corpus({**same, "top": ["fix fix the build"], "low": ["fix it " * 30]}, {})
+    dsn = postgres_server.new_schema()
+    try:
+        with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
+            pages = all_pages(pg, corpus, "fix build", match="relevance")
+            assert pages == all_pages(lite, corpus, "fix build", match="relevance")
+            assert [row[0] for row in pages][:1] == ["top"] and len(pages) == 9
+    finally:
+        postgres_server.drop_schema(dsn)
+
+
 def test_relevance_statistics_follow_deletes_and_rewrites(
     postgres_server: PostgresServer,
 ) -> None:

@@ -331,8 +331,14 @@ def session_relevance_sql(
         "coalesce(max(sc) FILTER (WHERE NOT title), 0.0::float8) + "
         "coalesce(max(sc) FILTER (WHERE title), 0.0::float8) AS score "
         "FROM cand GROUP BY session_id), "
+        # The page's sessions score at least its last row's score: only the sessions that
+        # do (ties included) have their best document looked for.
+        "cut AS (SELECT score FROM top ORDER BY score DESC "
+        "OFFSET greatest(%(lim)s + %(off)s - 1, 0) LIMIT 1), "
+        "chosen AS (SELECT * FROM top WHERE score >= coalesce((SELECT score FROM cut), "
+        "'-Infinity'::float8)), "
         "best AS (SELECT c.*, t.score, row_number() OVER (PARTITION BY c.session_id ORDER BY "
-        "c.length ASC, c.time DESC, c.seq DESC) AS rn FROM cand AS c JOIN top AS t "
+        "c.length ASC, c.time DESC, c.seq DESC) AS rn FROM cand AS c JOIN chosen AS t "
         "ON t.session_id = c.session_id WHERE (NOT c.title AND c.sc = t.best_event) OR "
         "(c.title AND t.best_event IS NULL AND c.sc = t.best_title)), "
         "page AS (SELECT * FROM best WHERE rn = 1 ORDER BY score DESC, length ASC, time DESC, "
