@@ -20,7 +20,7 @@ from sessionquery.match_modes import Words
 from sessionquery.query.cancel import CancelToken, check_cancel
 from sessionquery.search.bounded import Phrases, count_spans, first_span, selective_tokens
 from sessionquery.search.postgres.overlay import LiveDoc, LiveOverlay, LiveSession
-from sessionquery.search.postgres.sql import COLUMNS, match_params
+from sessionquery.search.postgres.sql import COLUMNS, holds, match_params
 from sessionquery.search.postgres.tokens import MatchPlan, lexeme, match_plan, token_spans
 from sessionquery.search.predicates import CompiledFilters
 from sessionquery.search.snippet import MATCH_MARK, snippet_from_highlight
@@ -99,7 +99,7 @@ def selective_plan(tokens: Sequence[str]) -> MatchPlan:
 def candidates_sql(plan: MatchPlan, filters: CompiledFilters, *, one_session: bool) -> str:
     """Stored documents (not titles, not live) holding every token of ``plan`` and passing
     the filters; binds :func:`~.sql.match_params`, ``live`` (or ``sid``) and the filters'."""
-    contains = "".join(f" AND strpos(d.norm, %(m{i})s) > 0" for i in range(len(plan.phrases)))
+    contains = "".join(f" AND {holds('d.norm', f'%(m{i})s')}" for i in range(len(plan.phrases)))
     scope = (
         " AND d.session_id = %(sid)s"
         if one_session

@@ -29,7 +29,7 @@ from typing import Any
 import psycopg
 
 from sessionquery.search.postgres.overlay import LiveOverlay, LiveSession
-from sessionquery.search.postgres.sql import COLUMNS, documents_of, oversized_or
+from sessionquery.search.postgres.sql import COLUMNS, documents_of, holds, oversized_or
 from sessionquery.search.postgres.tokens import lexeme, normal_form
 from sessionquery.search.predicates import CompiledFilters
 from sessionquery.search.relevance import PHRASE_FACTOR, TITLE_WEIGHT, CorpusStats, RelevancePlan
@@ -189,7 +189,8 @@ def in_scope(
     )
     row = conn.execute(
         f"SELECT 1 FROM {documents_of(filters) if session_id is None else 'sqi_docs AS d'} "
-        "WHERE (d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL) AND strpos(d.norm, %(pattern)s) > 0"
+        "WHERE (d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL) AND "
+        f"{holds('d.norm', '%(pattern)s')}"
         f"{scope}{_session_where(filters) if session_id is None else ''} LIMIT 1",
         {
             **(filters.params if session_id is None else {}),
@@ -236,7 +237,7 @@ def match_predicate(plan: RelevancePlan, tsquery: str, terms: Sequence[int], *, 
     tsvector matches the bound tsquery ``tsquery``, or an oversized document (no tsvector)
     holds the term patterns (:func:`~.sql.oversized_or`)."""
     joiner = " AND " if every else " OR "
-    contains = joiner.join(f"strpos(d.norm, %(rp{i})s) > 0" for i in terms)
+    contains = joiner.join(holds("d.norm", f"%(rp{i})s") for i in terms)
     return oversized_or(f"d.tsv @@ %({tsquery})s::tsquery", contains)
 
 
@@ -276,7 +277,7 @@ def scored_sql(
     # Only a candidate holding every term of the phrase can hold the phrase: the others are
     # not scanned for it.
     needed = [f"c.tf{i} > 0" for i, term in enumerate(plan.terms) if term in plan.phrase]
-    phrase = "strpos(c.n, %(rphrase)s) > 0" if plan.phrase else "false"
+    phrase = holds("c.n", "%(rphrase)s") if plan.phrase else "false"
     if plan.phrase and needed:
         phrase = f"CASE WHEN {' AND '.join(needed)} THEN {phrase} ELSE false END"
     tf_columns = "".join(f", c.tf{i}" for i in range(count))

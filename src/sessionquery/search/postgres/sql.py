@@ -35,6 +35,7 @@ __all__ = [
     "compile_filters",
     "documents_of",
     "event_search_sql",
+    "holds",
     "match_params",
     "oversized_or",
     "session_search_sql",
@@ -91,6 +92,16 @@ def match_params(plan: MatchPlan) -> dict[str, object]:
     return params
 
 
+def holds(text: str, pattern: str) -> str:
+    """Whether the SQL expression ``text`` holds ``pattern`` (a bound, non-empty one).
+
+    Compared in bytes: what a ``replace`` of the pattern leaves is shorter. ``strpos`` would
+    count the characters before the match as well, one multibyte step each: twice the cost
+    for a candidate holding a phrase (0.9 against 0.4 us a row of 500 bytes).
+    """
+    return f"(octet_length(replace({text}, {pattern}, '')) < octet_length({text}))"
+
+
 def oversized_or(indexed: str, contains: str) -> str:
     """The documents matching ``indexed`` (a condition on the tsvector) or, for an oversized
     document (no tsvector), passing ``contains`` (a condition on its text).
@@ -107,7 +118,7 @@ def oversized_or(indexed: str, contains: str) -> str:
 def _match(plan: MatchPlan) -> tuple[str, str]:
     """``(predicate, span count expression)`` over ``d``."""
     names = [f"%(m{i})s" for i in range(len(plan.phrases))]
-    contains = " AND ".join(f"strpos(d.norm, {name}) > 0" for name in names)
+    contains = " AND ".join(holds("d.norm", name) for name in names)
     if all(len(p) == 1 and lexeme(p[0]) == p[0] for p in plan.phrases):
         # whole single tokens: the tsvector holds exactly the document's tokens, so a match
         # there needs no second look at the text
