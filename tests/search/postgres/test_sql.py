@@ -10,7 +10,7 @@ from postgres_support import PostgresServer
 from sessionquery.search.postgres.sql import holds
 
 # PostgreSQL text holds no NUL; the rest of Unicode, multibyte characters included
-_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"))
+_TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"))
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
