@@ -57,6 +57,7 @@ def shallow(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(impact, "RARE_DOCUMENTS", 1)
     monkeypatch.setattr(impact, "DEPTHS", (1, 3, 8, 200))
     monkeypatch.setattr(impact, "_HOPELESS", math.inf)  # read on to the last depth
+    monkeypatch.setattr(impact, "SCAN_RATIO", math.inf)  # however few documents hold them
 
 
 @pytest.mark.slow
@@ -146,6 +147,30 @@ def test_a_question_of_uncommon_words_ranks_every_match_at_once(dsn: str) -> Non
     with PostgresSearch(dsn) as pg:
         pg.update(corpus)
     assert _ranked(dsn, "the", lim=2) == (_expected(corpus, "the", 2), 0)
+
+
+def test_a_question_whose_words_few_of_many_documents_hold_ranks_every_match_at_once(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(impact, "WALK_DOCUMENTS", 0)
+    monkeypatch.setattr(impact, "RARE_DOCUMENTS", 0)
+    monkeypatch.setattr(impact, "DEPTHS", (2, 200))
+    filler = [f"w{i} w{i + 1}" for i in range(60)]
+    # "fix" in 3 of 63 documents: its 2 best would be looked for among about 63 in key
+    # order, more than the 3 documents there are to score
+    corpus = corpus_of(
+        ("a", ["fix it", *filler[:20]]),
+        ("b", ["fix fix", *filler[20:40]]),
+        ("c", ["fix this", *filler[40:]]),
+    )
+    with PostgresSearch(dsn) as pg:
+        pg.update(corpus)
+    expected = _expected(corpus, "fix", 2)
+    assert _ranked(dsn, "fix", lim=2) == (expected, 0)
+    # without the rule, the same question walks, to the same answer
+    monkeypatch.setattr(impact, "SCAN_RATIO", math.inf)
+    answer, depth = _ranked(dsn, "fix", lim=2)
+    assert answer == expected and depth > 0
 
 
 def test_a_search_reads_each_stored_count_once_and_keeps_what_it_read(dsn: str) -> None:

@@ -29,7 +29,8 @@ common words then:
 
 Otherwise the next depth is read; when none closes the gap (or one leaves it wider than
 :data:`_HOPELESS`), every match is ranked as before. A question takes this path only when its
-terms hold at least :data:`WALK_DOCUMENTS` visible documents. The rows and their order are
+terms hold at least :data:`WALK_DOCUMENTS` visible documents, and more than its first depth
+would look at (:data:`SCAN_RATIO`). The rows and their order are
 those of :func:`~.relevance.session_relevance_sql` in every case.
 """
 
@@ -62,6 +63,7 @@ __all__ = [
     "MAX_SESSIONS",
     "MAX_SLACK",
     "RARE_DOCUMENTS",
+    "SCAN_RATIO",
     "WALK_DOCUMENTS",
     "ranked",
     "ranked_sessions",
@@ -79,6 +81,10 @@ MAX_SCAN: Final = 65536
 """Documents looked at in key order for one depth's candidates, at most (the expected share
 of candidates among them sets how many: a scope holding few is not searched for through the
 whole index)."""
+SCAN_RATIO: Final = 1.0
+"""A question walks only when its first depth looks at fewer documents than this times the
+documents holding its terms: the key's order is every word's, so a word that few of many
+documents hold is met only far down it, and scoring every candidate costs less."""
 MAX_SESSIONS: Final = 1024
 """Sessions ranked in full at most; more means the bounds are not tight yet."""
 MAX_SLACK: Final = 2.0
@@ -123,8 +129,19 @@ def _walk(  # noqa: PLR0917
     factor = max(sum(weights[:m]) * plan.coverage[m - 1] for m in range(1, len(rest) + 1))
     if plan.phrase and not rare and not phrases:
         factor *= PHRASE_FACTOR  # an event left unread may hold the phrase
-    walked = sum(held[i] for i in rest)
-    return _Walk(rare, phrases, rest, factor, keyed, walked / max(documents, walked, 1))
+    return _Walk(rare, phrases, rest, factor, keyed, _share(held, rare, documents))
+
+
+def _share(held: Sequence[int], rare: int, documents: int) -> float:
+    """About which share of the ``documents`` hold a term walked (those from ``rare`` on)."""
+    walked = sum(held[rare:])
+    return walked / max(documents, walked, 1)
+
+
+def _scan(depth: int, share: float) -> int:
+    """Documents looked at in key order for ``depth`` candidates of terms ``share`` of the
+    documents hold (half as many again as expected, at most :data:`MAX_SCAN`)."""
+    return min(MAX_SCAN, max(depth, math.ceil(depth * 1.5 / share))) if share else MAX_SCAN
 
 
 def _walk_sql(plan: RelevancePlan, filters: CompiledFilters, walk: _Walk) -> str:
@@ -307,8 +324,15 @@ def ranked(
         while rare < len(held) and sum(held[: rare + 1]) <= RARE_DOCUMENTS:
             rare += 1
         documents, keyed = _index(conn, stored)
-        # not keyed yet, or for documents of another length: the bounds would not be tight
-        if rare < len(held) and keyed is not None and slack(plan.constants, keyed) <= MAX_SLACK:
+        # not keyed yet, or for documents of another length: the bounds would not be tight;
+        # terms that few of the documents hold: met only far down the key's order
+        short = _scan(DEPTHS[0], _share(held, rare, documents)) < SCAN_RATIO * sum(held)
+        if (
+            rare < len(held)
+            and keyed is not None
+            and slack(plan.constants, keyed) <= MAX_SLACK
+            and short
+        ):
             phrases = bool(plan.phrase) and not rare and _few_phrases(conn, plan, counts, documents)
             walk = _walk(plan, rare, phrases, keyed, held, documents)
             found = _bounded(conn, plan, filters, params, walk)
@@ -352,7 +376,7 @@ def _bounded(
     wanted = int(params["off"]) + int(params["lim"])
     for n, depth in enumerate(DEPTHS):
         if n or reading.unread >= reading.floor(wanted):  # no event read may be needed
-            scan = min(MAX_SCAN, max(depth, math.ceil(depth * 1.5 / walk.share)))
+            scan = _scan(depth, walk.share)
             sql = _walk_sql(plan, filters, walk)
             rows = conn.execute(sql, {**bound, "depth": depth, "scan": scan}).fetchall()
             reading.add(rows, depth)
