@@ -173,6 +173,37 @@ def test_a_question_whose_words_few_of_many_documents_hold_ranks_every_match_at_
     assert answer == expected and depth > 0
 
 
+def test_after_the_last_depth_sessions_of_few_documents_are_ranked_however_many(
+    dsn: str, shallow: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    filler = " ".join(f"w{i}" for i in range(40))
+    # three sessions of one short event each stand out; twelve of two long events follow
+    corpus = corpus_of(
+        *[(f"best{i}", ["the the"]) for i in range(3)],
+        *[(f"long{i}", [f"the {filler}", f"the the {filler}"]) for i in range(12)],
+    )
+    with PostgresSearch(dsn) as pg:
+        pg.update(corpus)
+    expected = _expected(corpus, "the", 3)
+    assert sorted(expected) == ["best0", "best1", "best2"]
+    monkeypatch.setattr(impact, "DEPTHS", (1, 3))
+    monkeypatch.setattr(impact, "MAX_SESSIONS", 0)  # before the last depth: never
+    # the three sessions left after the last depth hold 3 of the 27 matches, fewer than
+    # half: ranked at that depth (every match would be otherwise, depth 0)
+    assert _ranked(dsn, "the", lim=3) == (expected, 3)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        (held,) = conn.execute(
+            "SELECT count(*) FROM sqi_docs WHERE session_id = ANY(%s)", (["best0", "long0"],)
+        ).fetchone() or (0,)
+        assert held == 3
+
+        def walk(matches: int) -> Any:
+            return impact._Walk(0, False, (0,), 1.0, 1.0, 1.0, matches)
+
+        assert impact._few_documents(conn, ["best0", "long0"], walk(8))  # 3 < 4
+        assert not impact._few_documents(conn, ["best0", "long0"], walk(6))  # 3 of 3
+
+
 def test_a_search_reads_each_stored_count_once_and_keeps_what_it_read(dsn: str) -> None:
     corpus = corpus_of(("s", ["the fix"]), ("t", ["the"]))
     with PostgresSearch(dsn) as pg:

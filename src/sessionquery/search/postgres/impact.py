@@ -86,7 +86,9 @@ SCAN_RATIO: Final = 1.0
 documents holding its terms: the key's order is every word's, so a word that few of many
 documents hold is met only far down it, and scoring every candidate costs less."""
 MAX_SESSIONS: Final = 1024
-"""Sessions ranked in full at most; more means the bounds are not tight yet."""
+"""Sessions ranked in full at most before the last depth; more means the bounds are not
+tight yet. After the last depth, more are ranked while their documents number less than half
+the matches (:func:`_few_documents`)."""
 MAX_SLACK: Final = 2.0
 """The walk is not tried over an index keyed for a corpus this much shorter on average than
 the one searched (its bounds would be this much looser; the owner's next open or ``team init``
@@ -110,6 +112,7 @@ class _Walk:
             coverage boost included, and the phrase boost when it may apply).
         keyed: the impact index's constant (``sqi_state.impact_c3``).
         share: about which share of the documents hold a term walked.
+        matches: the documents holding a term (what ranking every match scores).
     """
 
     rare: int
@@ -118,6 +121,7 @@ class _Walk:
     factor: float
     keyed: float
     share: float
+    matches: int
 
 
 def _walk(  # noqa: PLR0917
@@ -129,7 +133,8 @@ def _walk(  # noqa: PLR0917
     factor = max(sum(weights[:m]) * plan.coverage[m - 1] for m in range(1, len(rest) + 1))
     if plan.phrase and not rare and not phrases:
         factor *= PHRASE_FACTOR  # an event left unread may hold the phrase
-    return _Walk(rare, phrases, rest, factor, keyed, _share(held, rare, documents))
+    share = _share(held, rare, documents)
+    return _Walk(rare, phrases, rest, factor, keyed, share, sum(held))
 
 
 def _share(held: Sequence[int], rare: int, documents: int) -> float:
@@ -267,6 +272,19 @@ class _Reading:
         )
 
 
+def _few_documents(conn: psycopg.Connection[Any], sessions: Sequence[str], walk: _Walk) -> bool:
+    """Whether the ``sessions`` hold fewer documents than half the walk's matches: ranking
+    them (every document of theirs) then costs less than ranking every match (at 10 million
+    events, the most common word's 1,186 sessions left after the last depth: 0.4 s in all
+    instead of 1.9 s)."""
+    row = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM sqi_docs WHERE session_id = ANY(%(s)s::text[]) "
+        "LIMIT %(most)s) AS x",
+        {"s": list(sessions), "most": walk.matches // 2},
+    ).fetchone()
+    return row is not None and int(row[0]) < walk.matches // 2
+
+
 def _few_phrases(
     conn: psycopg.Connection[Any],
     plan: RelevancePlan,
@@ -386,7 +404,8 @@ def _bounded(
                 return None  # deeper reading would not close the gap
             continue  # a session none of whose events was read could still reach the page
         ranked = reading.candidates(floor)
-        if len(ranked) > MAX_SESSIONS:
+        last = n == len(DEPTHS) - 1
+        if len(ranked) > MAX_SESSIONS and not (last and _few_documents(conn, ranked, walk)):
             continue
         if not ranked:
             return [], depth
