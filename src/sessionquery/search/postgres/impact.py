@@ -47,6 +47,7 @@ import psycopg
 from sessionquery.search.postgres.relevance import (
     Stored,
     match_predicate,
+    read_totals,
     scored_sql,
     session_relevance_sql,
     stored_counts,
@@ -361,17 +362,12 @@ def ranked(
 
 def _index(conn: psycopg.Connection[Any], stored: Stored | None) -> tuple[int, float | None]:
     """Stored documents the connection may see (the index's and the team's counts), and the
-    constant the impact index is keyed with (``None``: no index yet); from ``stored`` when
-    the search read them."""
-    if stored is not None and stored.read:
-        return stored.documents, stored.keyed
-    row = conn.execute(
-        "SELECT (SELECT documents FROM sqi_state) + coalesce(sum(documents), 0), "
-        "(SELECT impact_c3 FROM sqi_state) FROM sqi_team_counts"
-    ).fetchone()
-    if row is None:
-        return 0, None
-    return int(row[0] or 0), (float(row[1]) if row[1] is not None else None)
+    constant the impact index is keyed with (``None``: no index yet); read once a search
+    (:func:`~.relevance.read_totals`)."""
+    known = stored if stored is not None else Stored()
+    if not known.read:
+        read_totals(conn, known, set())
+    return known.documents, known.keyed
 
 
 def _bounded(

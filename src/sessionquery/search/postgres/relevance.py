@@ -41,6 +41,7 @@ __all__ = [
     "event_relevance_sql",
     "in_scope",
     "match_predicate",
+    "read_totals",
     "relevance_params",
     "scored_sql",
     "session_relevance_sql",
@@ -98,13 +99,13 @@ def corpus_stats(
     if include_persisted:
         known = stored if stored is not None else Stored()
         if not known.read:
-            _read(conn, known, {lexeme(word) for word in words} - known.counts.keys())
+            read_totals(conn, known, {lexeme(word) for word in words} - known.counts.keys())
         documents += known.documents
         tokens += known.tokens
     return CorpusStats(documents, tokens)
 
 
-def _read(conn: psycopg.Connection[Any], stored: Stored, lexemes: set[str]) -> None:
+def read_totals(conn: psycopg.Connection[Any], stored: Stored, lexemes: set[str]) -> None:
     """Read the totals (the team's statistics sit in per-workspace rows beside the index's
     own: a role reads the sums over the workspaces it may see) and the counts of
     ``lexemes`` into ``stored``."""
