@@ -53,7 +53,7 @@ from sessionquery.search.postgres.relevance import (
     stored_counts,
 )
 from sessionquery.search.postgres.schema import IMPACT_C2, impact_key
-from sessionquery.search.postgres.sql import COLUMNS, holds, oversized_or
+from sessionquery.search.postgres.sql import COLUMNS, oversized_or
 from sessionquery.search.postgres.tokens import lexeme
 from sessionquery.search.predicates import CompiledFilters
 from sessionquery.search.relevance import PHRASE_FACTOR, RelevancePlan
@@ -192,7 +192,7 @@ def _exact_sql(plan: RelevancePlan, filters: CompiledFilters, rare: int, phrases
         match = match_predicate(plan, "etsq", range(rare), every=False)
         parts.append(scored_sql(plan, filters, "", condition=f"NOT d.title AND {match}{live}"))
     elif phrases:
-        match = oversized_or("d.tsv @@ %(ptsq)s::tsquery", holds("d.norm", "%(rphrase)s"))
+        match = oversized_or("d.tsv @@ %(ptsq)s::tsquery", "strpos(d.norm, %(rphrase)s) > 0")
         parts.append(scored_sql(plan, filters, "", condition=f"NOT d.title AND {match}{live}"))
     union = " UNION ALL ".join(f"({part})" for part in parts)
     return (

@@ -190,8 +190,7 @@ def in_scope(
     )
     row = conn.execute(
         f"SELECT 1 FROM {documents_of(filters) if session_id is None else 'sqi_docs AS d'} "
-        "WHERE (d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL) AND "
-        f"{holds('d.norm', '%(pattern)s')}"
+        "WHERE (d.tsv @@ %(tsq)s::tsquery OR d.tsv IS NULL) AND strpos(d.norm, %(pattern)s) > 0"
         f"{scope}{_session_where(filters) if session_id is None else ''} LIMIT 1",
         {
             **(filters.params if session_id is None else {}),
@@ -238,7 +237,8 @@ def match_predicate(plan: RelevancePlan, tsquery: str, terms: Sequence[int], *, 
     tsvector matches the bound tsquery ``tsquery``, or an oversized document (no tsvector)
     holds the term patterns (:func:`~.sql.oversized_or`)."""
     joiner = " AND " if every else " OR "
-    contains = joiner.join(holds("d.norm", f"%(rp{i})s") for i in terms)
+    # strpos: an oversized document is long, and strpos stops at the first match
+    contains = joiner.join(f"strpos(d.norm, %(rp{i})s) > 0" for i in terms)
     return oversized_or(f"d.tsv @@ %({tsquery})s::tsquery", contains)
 
 
