@@ -236,11 +236,11 @@ class ModeSearches:
                     include_persisted=include_persisted,
                 )
 
-        words = tokens(request.text)
+        question = tokens(request.text)
         return plan_relevance(
-            words,
+            question,
             relevance.corpus_stats(
-                conn, overlay, include_persisted=include_persisted, stored=stored, words=words
+                conn, overlay, include_persisted=include_persisted, stored=stored, words=question
             ),
             lambda words: relevance.document_counts(
                 conn, overlay, words, include_persisted=include_persisted, stored=stored
