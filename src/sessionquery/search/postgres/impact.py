@@ -227,30 +227,36 @@ class _Reading:
 
     def add(self, rows: Sequence[tuple[Any, ...]], depth: int | None = None) -> None:
         """Take the rows of :func:`_exact_sql`, or of :func:`_walk_sql` read at ``depth``."""
+        # One pass and no call per row: a common word's titles are tens of thousands of rows
+        # (45,235 for the most common word at 10 million events, where converting each value
+        # read made this loop half of the search's own CPU outside the driver).
         hits, lowest, last = 0, 1.0, None
         events, titles = self.best
         total = self._total
         for sid, title, score, found, low, end in rows:
-            if score is not None and score > 0.0:
-                mine, other = (titles, events) if title else (events, titles)
-                value = float(score)
-                if value > mine.get(sid, 0.0):
-                    mine[sid] = value
-                    total[sid] = value + other.get(sid, 0.0)
-            hits += int(found)
-            if low is not None:
-                lowest = min(lowest, float(low))
+            hits += found
+            if low is not None and low < lowest:
+                lowest = low
             if end is not None:
-                last = float(end)
+                last = end
+            if score is None or not score > 0.0:
+                continue
+            if title:
+                if score > titles.get(sid, 0.0):
+                    titles[sid] = score
+                    total[sid] = score + events.get(sid, 0.0)
+            elif score > events.get(sid, 0.0):
+                events[sid] = score
+                total[sid] = score + titles.get(sid, 0.0)
         if depth is None:
             return
         # Every event of a higher key than the last read was read. With fewer candidates than
         # asked for, the events looked at were all read, and those not looked at have a key
         # of at most the last of them (or there are none).
         if last is not None:
-            edge = last
+            edge = float(last)
         elif hits > depth:
-            edge = lowest
+            edge = float(lowest)
         else:
             edge = 0.0
         self.unread = self._unit * edge
