@@ -45,6 +45,7 @@ def shallow(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every query takes the depths (small ones, as the corpora are small)."""
     monkeypatch.setattr(walk, "WALK_DOCUMENTS", 0)
     monkeypatch.setattr(walk, "DEPTHS", (1, 3, 8))
+    monkeypatch.setattr(walk, "LOOK_COST", 0)
 
 
 @pytest.mark.slow
@@ -117,6 +118,27 @@ def test_a_shallow_depth_answers_when_the_best_sessions_repeat_the_word(
     assert _ranked(dsn, "the", lim=2) == (expected[:2], 3)
     # eleven sessions: only ranking every match reaches the last one
     assert _ranked(dsn, "the", lim=11) == (expected, 0)
+
+
+def test_a_depth_that_would_look_at_more_than_the_matches_cost_is_not_tried(
+    dsn: str, shallow: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = corpus_of(
+        *[(f"s{i}", ["the fix", " ".join(["the"] * (2 + i % 5))]) for i in range(10)],
+        ("once", ["the"]),
+    )
+    with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
+        pg.update(corpus)
+        expected = [h.record.header.id for h in lite.search_sessions(corpus, "the", limit=3).items]
+    # 21 documents hold "the", and every document looked at is a candidate (a share of 1):
+    # depth 8 is expected to look at 8 of them, which costs 8 * LOOK_COST
+    monkeypatch.setattr(walk, "LOOK_COST", 1)
+    assert _ranked(dsn, "the", lim=3) == (expected, 8)
+    monkeypatch.setattr(walk, "LOOK_COST", 2)
+    assert _ranked(dsn, "the", lim=2) == (expected[:2], 3)
+    # 8 * 3 is more than the 21 matches: depth 3 is not tried, every match is ranked
+    monkeypatch.setattr(walk, "LOOK_COST", 8)
+    assert _ranked(dsn, "the", lim=3) == (expected, 0)
 
 
 def test_a_depth_ends_at_its_window_and_bounds_what_it_did_not_look_at(
