@@ -115,6 +115,7 @@ def test_the_library_shows_a_restricted_role_only_its_workspaces(
     if walked:  # relevance reads through the impact key (search.postgres.impact)
         monkeypatch.setattr(impact, "WALK_DOCUMENTS", 0)
         monkeypatch.setattr(impact, "RARE_DOCUMENTS", 0)
+        monkeypatch.setattr(impact, "RARE_SHARE", 0.0)
         monkeypatch.setattr(impact, "DEPTHS", (1, 64))
     alpha, beta = machines
     tools_id = alpha.sessions[1].id

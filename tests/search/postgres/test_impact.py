@@ -55,6 +55,7 @@ def shallow(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every question may walk (small depths, as the corpora are small)."""
     monkeypatch.setattr(impact, "WALK_DOCUMENTS", 0)
     monkeypatch.setattr(impact, "RARE_DOCUMENTS", 1)
+    monkeypatch.setattr(impact, "RARE_SHARE", 0.0)
     monkeypatch.setattr(impact, "DEPTHS", (1, 3, 8, 200))
     monkeypatch.setattr(impact, "_HOPELESS", math.inf)  # read on to the last depth
     monkeypatch.setattr(impact, "SCAN_RATIO", math.inf)  # however few documents hold them
@@ -142,6 +143,19 @@ def test_a_shallow_depth_answers_when_the_best_sessions_stand_out(dsn: str, shal
     assert _ranked(dsn, "the", lim=14) == (expected, 200)
 
 
+@pytest.mark.parametrize(
+    ("held", "rare"),
+    [([3, 100], 1), ([40, 100], 0), ([10, 15, 100], 2), ([10, 30, 100], 1), ([5], 0), ([], 0)],
+)
+def test_the_rarer_words_of_common_ones_are_scored_exactly(
+    monkeypatch: pytest.MonkeyPatch, held: list[int], rare: int
+) -> None:
+    monkeypatch.setattr(impact, "RARE_DOCUMENTS", 4)
+    monkeypatch.setattr(impact, "RARE_SHARE", 0.25)
+    # rarest first, while they hold at most 4 documents or a quarter of those holding a term
+    assert impact._rare(held) == rare
+
+
 def test_a_question_of_uncommon_words_ranks_every_match_at_once(dsn: str) -> None:
     corpus = corpus_of(("s", ["the the the"]), ("t", ["the fix"]))
     with PostgresSearch(dsn) as pg:
@@ -154,6 +168,7 @@ def test_a_question_whose_words_few_of_many_documents_hold_ranks_every_match_at_
 ) -> None:
     monkeypatch.setattr(impact, "WALK_DOCUMENTS", 0)
     monkeypatch.setattr(impact, "RARE_DOCUMENTS", 0)
+    monkeypatch.setattr(impact, "RARE_SHARE", 0.0)
     monkeypatch.setattr(impact, "DEPTHS", (2, 200))
     filler = [f"w{i} w{i + 1}" for i in range(60)]
     # "fix" in 3 of 63 documents: its 2 best would be looked for among about 63 in key
@@ -263,6 +278,7 @@ def test_a_question_of_common_words_scores_its_phrase_exactly_and_walks_the_rest
     dsn: str, shallow: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(impact, "RARE_DOCUMENTS", 8)  # the phrase's few holders, not a word's
+    monkeypatch.setattr(impact, "RARE_SHARE", 0.0)
     # the phrase in two short events; the words apart, once each, in long ones
     filler = " ".join(f"w{i}" for i in range(40))
     corpus = corpus_of(
@@ -277,6 +293,7 @@ def test_a_question_of_common_words_scores_its_phrase_exactly_and_walks_the_rest
     assert _ranked(dsn, "fix test", lim=2) == (expected[:2], 1)
     # not scored apart, the phrase's holders leave the bound of an unread event doubled
     monkeypatch.setattr(impact, "RARE_DOCUMENTS", 1)
+    monkeypatch.setattr(impact, "RARE_SHARE", 0.0)
     assert _ranked(dsn, "fix test", lim=2) == (expected[:2], 3)
     assert _ranked(dsn, "fix test", lim=12) == (expected, 200)
 
