@@ -101,16 +101,23 @@ def _ranked(dsn: str, query: str, lim: int, off: int = 0) -> tuple[list[str], in
     return [str(row[0]) for row in rows], depth
 
 
-def test_a_shallow_depth_answers_when_the_best_sessions_repeat_the_word(
-    dsn: str, shallow: None
-) -> None:
+def _repeats(dsn: str, limit: int) -> list[str]:
+    """Index ten sessions repeating "the" 2-6 times beside "the fix", and one holding it once;
+    SQLite's first ``limit`` sessions for "the"."""
     corpus = corpus_of(
         *[(f"s{i}", ["the fix", " ".join(["the"] * (2 + i % 5))]) for i in range(10)],
         ("once", ["the"]),
     )
     with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
         pg.update(corpus)
-        expected = [h.record.header.id for h in lite.search_sessions(corpus, "the", limit=11).items]
+        page = lite.search_sessions(corpus, "the", limit=limit)
+    return [h.record.header.id for h in page.items]
+
+
+def test_a_shallow_depth_answers_when_the_best_sessions_repeat_the_word(
+    dsn: str, shallow: None
+) -> None:
+    expected = _repeats(dsn, 11)
     # the 3 highest maxtf (6, 6, 5): two sessions of more than 5 spans, not enough for three;
     # the 8 highest (down to 3): six sessions of more than 3
     assert _ranked(dsn, "the", lim=3) == (expected[:3], 8)
@@ -123,13 +130,7 @@ def test_a_shallow_depth_answers_when_the_best_sessions_repeat_the_word(
 def test_a_depth_that_would_look_at_more_than_the_matches_cost_is_not_tried(
     dsn: str, shallow: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    corpus = corpus_of(
-        *[(f"s{i}", ["the fix", " ".join(["the"] * (2 + i % 5))]) for i in range(10)],
-        ("once", ["the"]),
-    )
-    with PostgresSearch(dsn) as pg, SqliteSearch(":memory:") as lite:
-        pg.update(corpus)
-        expected = [h.record.header.id for h in lite.search_sessions(corpus, "the", limit=3).items]
+    expected = _repeats(dsn, 3)
     # 21 documents hold "the", and every document looked at is a candidate (a share of 1):
     # depth 8 is expected to look at 8 of them, which costs 8 * LOOK_COST
     monkeypatch.setattr(walk, "LOOK_COST", 1)

@@ -76,11 +76,11 @@ WALK_DOCUMENTS: Final = 8192
 scoring every candidate costs a few tens of milliseconds at most."""
 RARE_DOCUMENTS: Final = 4096
 """The most selective terms are scored exactly while their documents number at most this."""
-DEPTHS: Final = (1024, 4096)
-"""Events read in key order; after the last depth, every candidate is ranked."""
 RARE_SHARE: Final = 0.25
 """... or at most this share of the documents holding a term (a rarer word of several common
 ones: scoring its documents costs less than a walk that bounds nothing)."""
+DEPTHS: Final = (1024, 4096)
+"""Events read in key order; after the last depth, every candidate is ranked."""
 MAX_SCAN: Final = 65536
 """Documents looked at in key order for one depth's candidates, at most (the expected share
 of candidates among them sets how many: a scope holding few is not searched for through the
